@@ -1,0 +1,83 @@
+"""An on-disk cache of embeddings keyed by (model, text): the same text is embedded once."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from membot.embed.base import Embedder
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+class CachedEmbedder:
+    """Wraps an embedder; looks every text up in a SQLite file before asking the model."""
+
+    def __init__(self, inner: Embedder, path: str | Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, digest BLOB NOT NULL, "
+            "vector BLOB NOT NULL, PRIMARY KEY (model, digest))"
+        )
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        digests = [_digest(text) for text in texts]
+        found = self._lookup(set(digests))
+        missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            fresh = self.inner.embed(list(missing.values()))
+            new_rows = dict(zip(missing.keys(), fresh, strict=True))
+            self._save(new_rows)
+            found.update(new_rows)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack([found[d] for d in digests]).astype(np.float32, copy=False)
+
+    def _lookup(self, digests: set[bytes]) -> dict[bytes, np.ndarray]:
+        found: dict[bytes, np.ndarray] = {}
+        wanted = list(digests)
+        with self._lock:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                sql = (
+                    "SELECT digest, vector FROM embeddings "
+                    f"WHERE model = ? AND digest IN ({marks})"
+                )
+                rows = self._db.execute(sql, [self.name, *chunk]).fetchall()
+                found.update((d, np.frombuffer(v, dtype=np.float32)) for d, v in rows)
+        return found
+
+    def _save(self, rows: dict[bytes, np.ndarray]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT OR IGNORE INTO embeddings (model, digest, vector) VALUES (?, ?, ?)",
+                [
+                    (self.name, d, np.asarray(v, dtype=np.float32).tobytes())
+                    for d, v in rows.items()
+                ],
+            )
+            self._db.execute("COMMIT")

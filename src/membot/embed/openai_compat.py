@@ -1,0 +1,72 @@
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM, TEI)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from membot.embed.base import normalize
+from membot.errors import ConfigError, ProviderError
+
+
+class OpenAICompatibleEmbedder:
+    """Calls ``/v1/embeddings`` through the official ``openai`` client with a ``base_url``."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        batch_size: int = 256,
+        timeout: float = 30.0,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.batch_size = batch_size
+        self.timeout = timeout
+        self.name = f"openai:{model}@{base_url or 'api.openai.com'}"
+        self._client = None
+        self._dimension: int | None = None
+
+    def _client_or_new(self):
+        if self._client is None:
+            from openai import OpenAI
+
+            key = os.environ.get(self.api_key_env)
+            if not key and self.base_url is None:
+                raise ConfigError(
+                    f"set {self.api_key_env} to the API key of the embedding endpoint"
+                )
+            # Local servers (Ollama, vLLM, TEI) accept any key; the client insists on one.
+            self._client = OpenAI(
+                api_key=key or "unused", base_url=self.base_url, timeout=self.timeout, max_retries=1
+            )
+        return self._client
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:
+            self._dimension = int(self.embed(["dimension probe"]).shape[1])
+        return self._dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from openai import OpenAIError
+
+        client = self._client_or_new()
+        batches = []
+        for start in range(0, len(texts), self.batch_size):
+            chunk = list(texts[start : start + self.batch_size])
+            try:
+                response = client.embeddings.create(model=self.model, input=chunk)
+            except OpenAIError as error:
+                raise ProviderError(f"embedding endpoint {self.name} failed: {error}") from error
+            ordered = sorted(response.data, key=lambda item: item.index)
+            batches.append(np.asarray([item.embedding for item in ordered], dtype=np.float32))
+        if not batches:
+            return np.zeros((0, self._dimension or 0), dtype=np.float32)
+        vectors = normalize(np.vstack(batches))
+        self._dimension = vectors.shape[1]
+        return vectors

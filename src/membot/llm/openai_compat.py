@@ -1,0 +1,77 @@
+"""Any OpenAI-compatible chat endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from membot.errors import ConfigError, ProviderError
+from membot.llm.base import Message
+
+
+class OpenAICompatibleLLM:
+    """Chat completions through the official ``openai`` client, chosen by model and base_url.
+
+    The API key is read from the environment variable named ``api_key_env`` (never stored).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 1,
+        temperature: float = 0.7,
+    ) -> None:
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.name = f"openai:{model}@{base_url or 'api.openai.com'}"
+        self._client = None
+
+    def _client_or_new(self):
+        if self._client is None:
+            from openai import OpenAI
+
+            key = os.environ.get(self.api_key_env)
+            if not key and self.base_url is None:
+                raise ConfigError(
+                    f"set {self.api_key_env} to your API key, or give a local server with "
+                    "--llm openai:MODEL@http://localhost:11434/v1"
+                )
+            self._client = OpenAI(
+                api_key=key or "unused",
+                base_url=self.base_url,
+                timeout=self.timeout,
+                max_retries=self.max_retries,
+            )
+        return self._client
+
+    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+        from openai import APIConnectionError, APITimeoutError, AuthenticationError, OpenAIError
+
+        client = self._client_or_new()
+        try:
+            response = client.chat.completions.create(
+                model=self.model,
+                messages=list(messages),
+                max_tokens=max_tokens,
+                temperature=self.temperature,
+            )
+        except AuthenticationError as error:
+            raise ProviderError(
+                f"{self.name} refused the key in {self.api_key_env}: check it"
+            ) from error
+        except APITimeoutError as error:
+            raise ProviderError(
+                f"{self.name} did not answer within {self.timeout:.0f} s"
+            ) from error
+        except APIConnectionError as error:
+            raise ProviderError(f"cannot reach {self.name}: is the server running?") from error
+        except OpenAIError as error:
+            raise ProviderError(f"{self.name} failed: {error}") from error
+        return (response.choices[0].message.content or "").strip()

@@ -1,0 +1,335 @@
+"""``Memory``: store lines with their vectors, search them, recall blocks, forget.
+
+The library's entry point for storage and recall; ``Bot`` builds turns on top of it, and every
+front end goes through these two classes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
+from membot.embed import Embedder, resolve_embedder
+from membot.errors import ConfigError, EmbedderMismatchError, StoreError
+from membot.model import Block, Line, Match, Role
+from membot.recall import Hit, blocks_for_hits, push_to_buffer
+from membot.search import Scope, VectorIndex
+from membot.store import BufferEntry, NewLine, SqliteStore, ThreadKey
+from membot.tokens import TokenCounter, default_token_counter
+
+
+@dataclass(frozen=True)
+class LineInput:
+    """A line to add in bulk (imports)."""
+
+    text: str
+    user: str
+    thread: str
+    role: Role | str = Role.HUMAN
+    bot: str = DEFAULT_BOT
+    created_at: datetime | None = None
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
+class Recall:
+    """What recall found for one line: this turn's matches and the buffer's blocks."""
+
+    matches: tuple[Match, ...]
+    blocks: tuple[Block, ...]
+    search_ms: float
+
+
+class Memory:
+    """Every line of dialog, remembered with its embedding, in one store.
+
+    ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder); ``embedder`` an
+    :class:`~membot.embed.Embedder` or a spec string such as ``"minilm"``.
+    """
+
+    def __init__(
+        self,
+        db: str | Path | None = None,
+        embedder: Embedder | str = "minilm",
+        token_counter: TokenCounter | None = None,
+        cache: bool = True,
+    ) -> None:
+        self.store = SqliteStore(db or default_db_path())
+        if isinstance(embedder, str):
+            cache_path = cache_dir() / "embeddings.db" if cache else None
+            embedder = resolve_embedder(embedder, cache_path=cache_path)
+        self.embedder = embedder
+        self.tokens = token_counter or default_token_counter()
+        self.index = VectorIndex(self.store)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- embedding ------------------------------------------------------------------------
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``, refusing an embedder that differs from the store's."""
+        self._check_embedder_name()
+        vectors = self.embedder.embed(list(texts))
+        self._check_dimension(int(vectors.shape[1]))
+        return vectors
+
+    def _check_embedder_name(self) -> None:
+        recorded = self.store.get_meta("embedder")
+        if recorded is not None and recorded != self.embedder.name:
+            raise EmbedderMismatchError(
+                f"this store's vectors were made by {recorded}, not {self.embedder.name}: "
+                f"use --embedder matching the store, or run `membot reindex` to re-embed "
+                f"everything with {self.embedder.name}"
+            )
+
+    def _check_dimension(self, dimension: int) -> None:
+        recorded = self.store.get_meta("dimension")
+        if recorded is None:
+            self.store.set_meta({"embedder": self.embedder.name, "dimension": str(dimension)})
+        elif int(recorded) != dimension:
+            raise EmbedderMismatchError(
+                f"embedder dimension {dimension} does not match the store's {recorded}: "
+                "run `membot reindex`"
+            )
+
+    # -- writing --------------------------------------------------------------------------
+
+    def add(
+        self,
+        text: str,
+        *,
+        user: str,
+        thread: str,
+        role: Role | str = Role.HUMAN,
+        bot: str = DEFAULT_BOT,
+        created_at: datetime | None = None,
+        speaker: str | None = None,
+    ) -> Line:
+        """Store one line: line, vector and lexical row commit together."""
+        item = LineInput(text, user, thread, role, bot, created_at, speaker)
+        line, _ = self.add_with_vector(item)
+        return line
+
+    def add_with_vector(
+        self, item: LineInput, vector: np.ndarray | None = None
+    ) -> tuple[Line, np.ndarray]:
+        """Store one line, embedding it unless its vector is given; return both."""
+        new = self.validate_line(item)
+        if vector is None:
+            vector = self.embed([new.text])[0]
+        (line,) = self.store.add_lines([self._new_line(new, vector)])
+        return line, vector
+
+    def add_many(
+        self,
+        items: Iterable[LineInput],
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Bulk add in batches: one embedding call and one transaction per batch."""
+        added = 0
+        batch: list[LineInput] = []
+        for item in items:
+            batch.append(self.validate_line(item))
+            if len(batch) >= batch_size:
+                added += self._add_batch(batch, progress)
+                batch = []
+        if batch:
+            added += self._add_batch(batch, progress)
+        return added
+
+    def _add_batch(self, batch: list[LineInput], progress: Callable[[int], None] | None) -> int:
+        vectors = self.embed([item.text for item in batch])
+        news = [self._new_line(item, vector) for item, vector in zip(batch, vectors, strict=True)]
+        self.store.add_lines(news)
+        if progress:
+            progress(len(batch))
+        return len(batch)
+
+    def validate_line(self, item: LineInput) -> LineInput:
+        """The line with its role parsed; ``ConfigError`` saying what is wrong otherwise."""
+        if not isinstance(item.text, str) or not item.text.strip():
+            raise ConfigError("a line needs some text")
+        for label, value in (("user", item.user), ("thread", item.thread), ("bot", item.bot)):
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"a line needs a {label} name")
+        try:
+            role = Role(item.role)
+        except ValueError as error:
+            raise ConfigError(
+                f"unknown role {item.role!r}: use human, bot, tool or system"
+            ) from error
+        if item.created_at is not None and item.created_at.tzinfo is None:
+            raise ConfigError("created_at needs a time zone (membot stores UTC)")
+        return LineInput(item.text, item.user, item.thread, role, item.bot, item.created_at,
+                         item.speaker)  # fmt: skip
+
+    def _new_line(self, item: LineInput, vector: np.ndarray) -> NewLine:
+        key = ThreadKey(item.bot, item.user, item.thread)
+        return NewLine(key, Role(item.role), item.text, vector, self.tokens.count(item.text),
+                       item.created_at, item.speaker)  # fmt: skip
+
+    # -- bots -----------------------------------------------------------------------------
+
+    def bot_settings(self, bot: str = DEFAULT_BOT) -> BotSettings:
+        stored = self.store.bot_settings(bot) or {}
+        return BotSettings().with_values(stored)
+
+    def configure_bot(self, bot: str = DEFAULT_BOT, **values: object) -> BotSettings:
+        """Change a bot's stored settings (unknown names and bad values are refused)."""
+        settings = self.bot_settings(bot).with_values(values)
+        current = self.store.bot_settings(bot) or {}
+        current.update({name: settings.to_json()[name] for name in values})
+        self.store.save_bot(bot, current)
+        return settings
+
+    # -- reading --------------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        user: str | None = None,
+        bot: str = DEFAULT_BOT,
+        thread: str | None = None,
+        k: int = 10,
+        roles: Sequence[str] = ("human", "bot"),
+    ) -> list[Match]:
+        """The ``k`` stored lines most similar to ``query``: one person's, one thread's, or
+        (``user=None``) every person's of the bot. The query itself is not stored."""
+        bot_id = self.store.bot_id(bot)
+        person_id = self.store.person_id(user) if user else None
+        if bot_id is None or (user and person_id is None):
+            return []
+        thread_id = None
+        if thread:
+            if not user:
+                raise ConfigError("searching one thread needs its user")
+            thread_id = self.store.thread_id(ThreadKey(bot, user, thread))
+            if thread_id is None:
+                return []
+        vector = self.embed([query])[0]
+        scope = Scope(bot_id, person_id, thread_id=thread_id, roles=tuple(roles))
+        return self._matches(self.index.search(vector, scope, k))
+
+    def _matches(self, hits: Sequence[tuple[int, float]]) -> list[Match]:
+        lines = {line.id: line for line in self.store.lines([line_id for line_id, _ in hits])}
+        return [Match(lines[i], score) for i, score in hits if i in lines]
+
+    def history(
+        self, *, user: str, bot: str | None = None, thread: str | None = None
+    ) -> list[Line]:
+        return self.store.history(user, bot, thread)
+
+    def recent(self, line: Line, count: int) -> list[Line]:
+        """The ``count`` lines of ``line``'s thread just before it, oldest first."""
+        thread_id = self._thread_id(line)
+        if count <= 0 or line.seq <= 1:
+            return []
+        return self.store.lines_between(thread_id, max(1, line.seq - count), line.seq - 1)
+
+    def _thread_id(self, line: Line) -> int:
+        thread_id = self.store.thread_id(ThreadKey(line.bot, line.person, line.thread))
+        if thread_id is None:
+            raise StoreError(f"thread {line.thread!r} of {line.person!r} is not in the store")
+        return thread_id
+
+    # -- recall ---------------------------------------------------------------------------
+
+    def recall(
+        self, line: Line, settings: BotSettings | None = None, vector: np.ndarray | None = None
+    ) -> Recall:
+        """Match ``line`` against earlier lines, expand, merge, update the thread's buffer,
+        and return the buffer's blocks (lines in the recent window left out)."""
+        started = time.perf_counter()
+        settings = settings or self.bot_settings(line.bot)
+        if vector is None:
+            vector = self.embed([line.text])[0]
+        thread_id = self._thread_id(line)
+        window_from = line.seq - settings.recent_window
+        hits = self._hits(line, vector, settings, thread_id, window_from)
+        buffer = self.store.buffer(thread_id)
+        fresh = blocks_for_hits(hits, settings)
+        if fresh or len(buffer) > settings.buffer_size:
+            buffer = push_to_buffer(buffer, fresh, settings.buffer_size)
+            self.store.save_buffer(thread_id, buffer)
+        fresh_keys = {(b.source_thread_id, b.first_seq) for b in fresh}
+        blocks = self._load_blocks(buffer, thread_id, window_from, fresh_keys)
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in hits]))
+        return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
+
+    def _hits(
+        self,
+        line: Line,
+        vector: np.ndarray,
+        settings: BotSettings,
+        thread_id: int,
+        window_from: int,
+    ) -> list[Hit]:
+        if settings.max_matches == 0:
+            return []
+        scope = Scope(
+            bot_id=self.store.bot_id(line.bot) or 0,
+            person_id=None if settings.share_across_people else self.store.person_id(line.person),
+            window_thread_id=thread_id,
+            window_from_seq=window_from,
+            roles=settings.recall_roles,
+        )
+        found = self.index.search(vector, scope, settings.max_matches, settings.threshold)
+        hits = []
+        for line_id, score in found:
+            position = self.index.position_of(line_id)
+            if position is not None:
+                hits.append(Hit(line_id, position[0], position[1], score))
+        return hits
+
+    def _load_blocks(
+        self,
+        buffer: Sequence[BufferEntry],
+        thread_id: int,
+        window_from: int,
+        fresh_keys: set[tuple[int, int]],
+    ) -> tuple[Block, ...]:
+        blocks = []
+        for entry in buffer:
+            last = entry.last_seq
+            if entry.source_thread_id == thread_id:
+                last = min(last, window_from - 1)  # those lines are in the recent window
+            lines = self.store.lines_between(entry.source_thread_id, entry.first_seq, last)
+            if lines:
+                carried = (entry.source_thread_id, entry.first_seq) not in fresh_keys
+                blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,
+                                    entry.matched_seqs, carried))  # fmt: skip
+        return tuple(sorted(blocks, key=lambda block: block.started_at))
+
+    # -- forgetting and re-embedding ------------------------------------------------------
+
+    def forget(
+        self, *, user: str, bot: str | None = None, thread: str | None = None
+    ) -> dict[str, int]:
+        """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries."""
+        return self.store.forget(user, bot, thread)
+
+    def reindex(self, embedder: Embedder, batch_size: int = 256,
+                progress: Callable[[int], None] | None = None) -> int:  # fmt: skip
+        """Re-embed every line with ``embedder`` and make it the store's embedder."""
+        rows = self.store.all_line_texts()
+        vectors: list[tuple[int, np.ndarray]] = []
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start : start + batch_size]
+            embedded = embedder.embed([text for _, text in chunk])
+            vectors.extend((line_id, v) for (line_id, _), v in zip(chunk, embedded, strict=True))
+            if progress:
+                progress(len(chunk))
+        dimension = embedder.dimension if not vectors else int(vectors[0][1].shape[0])
+        meta = {"embedder": embedder.name, "dimension": str(dimension)}
+        self.store.replace_vectors(vectors, meta)
+        self.embedder = embedder
+        return len(vectors)

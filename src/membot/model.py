@@ -1,0 +1,133 @@
+"""Plain data that flows between membot's parts. Imports nothing of membot."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    HUMAN = "human"
+    BOT = "bot"
+    TOOL = "tool"
+    SYSTEM = "system"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with a trailing Z, the one date format membot prints."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of dialog as stored."""
+
+    id: int
+    bot: str
+    person: str
+    thread: str
+    seq: int
+    role: Role
+    text: str
+    created_at: datetime
+    tokens: int
+    speaker: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "role": str(self.role),
+            "speaker": self.speaker,
+            "text": self.text,
+            "created_at": iso(self.created_at),
+        }
+
+
+@dataclass(frozen=True)
+class Match:
+    """A stored line that scored against a query."""
+
+    line: Line
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"score": round(self.score, 4), "thread": self.line.thread, **self.line.to_json()}
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of consecutive lines of one thread, recalled because one of them matched."""
+
+    thread: str
+    person: str
+    lines: tuple[Line, ...]
+    score: float
+    matched_seqs: tuple[int, ...] = ()
+    carried: bool = False  # held in the relevance buffer from an earlier turn
+
+    @property
+    def first_seq(self) -> int:
+        return self.lines[0].seq
+
+    @property
+    def last_seq(self) -> int:
+        return self.lines[-1].seq
+
+    @property
+    def started_at(self) -> datetime:
+        return self.lines[0].created_at
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "thread": self.thread,
+            "person": self.person,
+            "score": round(self.score, 4),
+            "matched_seqs": list(self.matched_seqs),
+            "carried_over": self.carried,
+            "lines": [line.to_json() for line in self.lines],
+        }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """Everything one turn did: the reply and the whole trace behind it."""
+
+    response: str
+    bot: str
+    person: str
+    thread: str
+    human_line: Line
+    bot_line: Line | None
+    recalled: tuple[Block, ...]
+    prompt: str
+    messages: tuple[dict[str, str], ...]
+    tokens: dict[str, int]
+    timings_ms: dict[str, float]
+    cut: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    matches: tuple[Match, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "response": self.response,
+            "bot": self.bot,
+            "user": self.person,
+            "thread": self.thread,
+            "line": self.human_line.to_json(),
+            "reply_line": self.bot_line.to_json() if self.bot_line else None,
+            "recalled": [block.to_json() for block in self.recalled],
+            "matches": [match.to_json() for match in self.matches],
+            "prompt": self.prompt,
+            "messages": [dict(message) for message in self.messages],
+            "tokens": dict(self.tokens),
+            "timings_ms": {key: round(value, 2) for key, value in self.timings_ms.items()},
+            "cut": dict(self.cut),
+            "error": self.error,
+        }

@@ -1,0 +1,131 @@
+"""Exact vector search over every stored line: one matrix product, no Python loop over lines.
+
+:class:`VectorIndex` keeps the store's vectors in a float32 matrix in memory. It appends lines
+written since its last look (cheap: one query for ``id > last id``) and reloads everything
+when the store says lines were removed or re-embedded (its ``generation`` changed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from membot.store.base import ROLE_CODES, VectorRows
+from membot.store.sqlite import SqliteStore
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which lines a search may return.
+
+    ``person_id`` None means every person of the bot (only for bots that share memory).
+    ``thread_id`` limits the search to one thread. Lines of ``window_thread_id`` with
+    ``seq >= window_from_seq`` are skipped: they are in the prompt's recent window already.
+    """
+
+    bot_id: int
+    person_id: int | None
+    thread_id: int | None = None
+    window_thread_id: int | None = None
+    window_from_seq: int | None = None
+    roles: tuple[str, ...] = ("human", "bot")
+
+
+class VectorIndex:
+    """An in-memory float32 matrix of the store's vectors with their owners, grown in place."""
+
+    def __init__(self, store: SqliteStore) -> None:
+        self.store = store
+        self._generation: int | None = None
+        self._size = 0
+        self._columns: dict[str, np.ndarray] = {}
+        self._vectors = np.zeros((0, 0), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def refresh(self) -> None:
+        generation = self.store.generation()
+        if generation != self._generation:
+            self._size = 0
+            self._columns = {}
+            self._generation = generation
+        last_id = int(self._columns["ids"][self._size - 1]) if self._size else 0
+        self._append(self.store.vector_rows(after_id=last_id))
+
+    def _append(self, rows: VectorRows) -> None:
+        count = len(rows.ids)
+        if count == 0:
+            return
+        needed = self._size + count
+        if (
+            not self._columns
+            or needed > len(self._columns["ids"])
+            or (self._vectors.shape[1] != rows.vectors.shape[1])
+        ):
+            self._grow(max(needed, 2 * self._size, 1024), rows.vectors.shape[1])
+        end = self._size + count
+        for name in ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles"):
+            self._columns[name][self._size : end] = getattr(rows, name)
+        self._vectors[self._size : end] = rows.vectors
+        self._size = end
+
+    def _grow(self, capacity: int, dimension: int) -> None:
+        old_columns, old_vectors, size = self._columns, self._vectors, self._size
+        template = VectorRows.empty(dimension)
+        self._columns = {
+            name: np.zeros(capacity, dtype=getattr(template, name).dtype)
+            for name in ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles")
+        }
+        self._vectors = np.zeros((capacity, dimension), dtype=np.float32)
+        if size and old_vectors.shape[1] == dimension:
+            for name, column in old_columns.items():
+                self._columns[name][:size] = column[:size]
+            self._vectors[:size] = old_vectors[:size]
+        else:
+            self._size = 0
+
+    def _mask(self, scope: Scope) -> np.ndarray:
+        size = self._size
+        column = {name: values[:size] for name, values in self._columns.items()}
+        mask = column["bot_ids"] == scope.bot_id
+        if scope.person_id is not None:
+            mask &= column["person_ids"] == scope.person_id
+        if scope.thread_id is not None:
+            mask &= column["thread_ids"] == scope.thread_id
+        if scope.window_thread_id is not None and scope.window_from_seq is not None:
+            in_window = (column["thread_ids"] == scope.window_thread_id) & (
+                column["seqs"] >= scope.window_from_seq
+            )
+            mask &= ~in_window
+        allowed = [ROLE_CODES[role] for role in scope.roles]
+        mask &= np.isin(column["roles"], allowed)
+        return mask
+
+    def search(
+        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best (line id, score) pairs in scope, best first."""
+        self.refresh()
+        if self._size == 0 or k <= 0:
+            return []
+        scores = self._vectors[: self._size] @ np.asarray(query, dtype=np.float32)
+        scores = np.where(self._mask(scope), scores, -np.inf)
+        if min_score is not None:
+            scores = np.where(scores >= min_score, scores, -np.inf)
+        k = min(k, self._size)
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        ids = self._columns["ids"]
+        return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def position_of(self, line_id: int) -> tuple[int, int] | None:
+        """(thread id, seq) of an indexed line."""
+        ids = self._columns.get("ids")
+        if ids is None:
+            return None
+        index = int(np.searchsorted(ids[: self._size], line_id))
+        if index < self._size and ids[index] == line_id:
+            return int(self._columns["thread_ids"][index]), int(self._columns["seqs"][index])
+        return None

@@ -1,0 +1,85 @@
+"""What every store offers, and the small records that cross its boundary."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+
+from membot.model import Line, Role
+
+ROLE_CODES: dict[str, int] = {"human": 0, "bot": 1, "tool": 2, "system": 3}
+
+
+@dataclass(frozen=True)
+class ThreadKey:
+    """A thread is named per bot and person."""
+
+    bot: str
+    person: str
+    thread: str
+
+
+@dataclass(frozen=True)
+class NewLine:
+    """A line about to be stored, with its vector already computed."""
+
+    key: ThreadKey
+    role: Role
+    text: str
+    vector: np.ndarray
+    tokens: int
+    created_at: datetime | None = None
+    speaker: str | None = None
+
+
+@dataclass(frozen=True)
+class BufferEntry:
+    """One block held in a thread's relevance buffer: a seq range of a source thread."""
+
+    source_thread_id: int
+    first_seq: int
+    last_seq: int
+    score: float
+    matched_seqs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class VectorRows:
+    """Columns of stored lines, ready to be appended to the in-memory search matrix."""
+
+    ids: np.ndarray
+    bot_ids: np.ndarray
+    person_ids: np.ndarray
+    thread_ids: np.ndarray
+    seqs: np.ndarray
+    roles: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Sequence], dimension: int | None = None) -> VectorRows:
+        if not rows:
+            return cls.empty(dimension or 0)
+        columns = list(zip(*rows, strict=True))
+        as_int = [np.asarray(column, dtype=np.int64) for column in columns[:5]]
+        roles = np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8)
+        vectors = np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in columns[6]])
+        return cls(*as_int, roles, vectors)
+
+    @classmethod
+    def empty(cls, dimension: int) -> VectorRows:
+        ints = [np.zeros(0, dtype=np.int64) for _ in range(5)]
+        return cls(*ints, np.zeros(0, dtype=np.int8), np.zeros((0, dimension), dtype=np.float32))
+
+
+class Store(Protocol):
+    """The storage membot's memory needs; ``SqliteStore`` is the embedded default."""
+
+    def add_lines(self, lines: Iterable[NewLine]) -> list[Line]: ...
+
+    def vector_rows(self, after_id: int = 0) -> VectorRows: ...
+
+    def lines_between(self, thread_id: int, first_seq: int, last_seq: int) -> list[Line]: ...

@@ -1,0 +1,87 @@
+"""Versioned schema of the SQLite store. Append a migration; never edit a released one.
+
+``PRAGMA user_version`` holds the number of migrations applied.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from membot.errors import StoreError
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: bots, people, threads, lines with vectors and a lexical index, relevance buffers.
+    """
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE bots (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        settings TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE people (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL
+    );
+    CREATE TABLE threads (
+        id INTEGER PRIMARY KEY,
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id INTEGER NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (bot_id, person_id, name)
+    );
+    CREATE TABLE lines (
+        id INTEGER PRIMARY KEY,
+        thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id INTEGER NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL CHECK (seq >= 1),
+        role TEXT NOT NULL CHECK (role IN ('human', 'bot', 'tool', 'system')),
+        speaker TEXT,
+        text TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        UNIQUE (thread_id, seq)
+    );
+    CREATE INDEX lines_by_bot ON lines (bot_id, id);
+    CREATE INDEX lines_by_person ON lines (person_id, thread_id);
+    CREATE TABLE line_vectors (
+        line_id INTEGER PRIMARY KEY REFERENCES lines(id) ON DELETE CASCADE,
+        vector BLOB NOT NULL
+    );
+    CREATE VIRTUAL TABLE line_text USING fts5 (text, tokenize = 'porter unicode61');
+    CREATE TRIGGER lines_forget_text AFTER DELETE ON lines BEGIN
+        DELETE FROM line_text WHERE rowid = old.id;
+    END;
+    CREATE TABLE buffer_entries (
+        thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        source_thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        first_seq INTEGER NOT NULL,
+        last_seq INTEGER NOT NULL,
+        score REAL NOT NULL,
+        matched_seqs TEXT NOT NULL,
+        PRIMARY KEY (thread_id, position)
+    );
+    """,
+)
+
+
+def migrate(connection: sqlite3.Connection) -> int:
+    """Apply the migrations this file has and the database lacks; return the new version."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise StoreError(
+            f"this store has schema version {version}, newer than this membot knows "
+            f"({len(MIGRATIONS)}): upgrade membot"
+        )
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        connection.executescript(
+            f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
+        )
+    return len(MIGRATIONS)

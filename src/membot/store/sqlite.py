@@ -1,0 +1,346 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+A line, its vector and its lexical row are written in one transaction. ``seq`` is taken inside
+a ``BEGIN IMMEDIATE`` transaction, which SQLite serialises across processes, so it has no gaps
+or repeats even with several writers.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from membot.errors import StoreError
+from membot.model import Line, Role, utc_now
+from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
+from membot.store.migrations import migrate
+
+_LINE_COLUMNS = """
+    l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker
+"""
+_LINE_FROM = """
+    FROM lines l JOIN threads t ON t.id = l.thread_id
+    JOIN bots b ON b.id = l.bot_id JOIN people p ON p.id = l.person_id
+"""
+
+
+def _line(row: Sequence) -> Line:
+    return Line(
+        id=row[0],
+        bot=row[1],
+        person=row[2],
+        thread=row[3],
+        seq=row[4],
+        role=Role(row[5]),
+        text=row[6],
+        created_at=datetime.fromisoformat(row[7]),
+        tokens=row[8],
+        speaker=row[9],
+    )
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    id: int
+    bot_id: int
+    person_id: int
+    key: ThreadKey
+
+
+class SqliteStore:
+    """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot open the store at {self.path}: {error}") from error
+        self._lock = threading.RLock()
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        try:
+            migrate(self._db)
+        except sqlite3.DatabaseError as error:
+            raise StoreError(f"{self.path} is not a membot store: {error}") from error
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # -- metadata -------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        with self._write() as db:
+            self._set_meta(db, values)
+
+    @staticmethod
+    def _set_meta(db: sqlite3.Connection, values: dict[str, str]) -> None:
+        db.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            list(values.items()),
+        )
+
+    def generation(self) -> int:
+        """Bumped whenever lines or vectors are removed or replaced (not on plain appends)."""
+        return int(self.get_meta("generation") or 0)
+
+    def _bump_generation(self, db: sqlite3.Connection) -> None:
+        current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        self._set_meta(db, {"generation": str(int(current[0] if current else 0) + 1)})
+
+    # -- bots, people, threads ------------------------------------------------------------
+
+    def bot_settings(self, bot: str) -> dict | None:
+        rows = self._query("SELECT settings FROM bots WHERE name = ?", (bot,))
+        return json.loads(rows[0][0]) if rows else None
+
+    def save_bot(self, bot: str, settings: dict) -> None:
+        with self._write() as db:
+            bot_id = self._ensure_named(db, "bots", bot)
+            db.execute("UPDATE bots SET settings = ? WHERE id = ?", (json.dumps(settings), bot_id))
+
+    def bots(self) -> list[str]:
+        return [row[0] for row in self._query("SELECT name FROM bots ORDER BY name")]
+
+    @staticmethod
+    def _ensure_named(db: sqlite3.Connection, table: str, name: str) -> int:
+        row = db.execute(f"SELECT id FROM {table} WHERE name = ?", (name,)).fetchone()
+        if row:
+            return row[0]
+        created = utc_now().isoformat()
+        return db.execute(
+            f"INSERT INTO {table} (name, created_at) VALUES (?, ?)", (name, created)
+        ).lastrowid
+
+    def _ensure_thread(self, db: sqlite3.Connection, key: ThreadKey) -> ThreadRef:
+        bot_id = self._ensure_named(db, "bots", key.bot)
+        person_id = self._ensure_named(db, "people", key.person)
+        row = db.execute(
+            "SELECT id FROM threads WHERE bot_id = ? AND person_id = ? AND name = ?",
+            (bot_id, person_id, key.thread),
+        ).fetchone()
+        if row:
+            return ThreadRef(row[0], bot_id, person_id, key)
+        thread_id = db.execute(
+            "INSERT INTO threads (bot_id, person_id, name, created_at) VALUES (?, ?, ?, ?)",
+            (bot_id, person_id, key.thread, utc_now().isoformat()),
+        ).lastrowid
+        return ThreadRef(thread_id, bot_id, person_id, key)
+
+    def thread_id(self, key: ThreadKey) -> int | None:
+        rows = self._query(
+            "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
+            "JOIN people p ON p.id = t.person_id "
+            "WHERE b.name = ? AND p.name = ? AND t.name = ?",
+            (key.bot, key.person, key.thread),
+        )
+        return rows[0][0] if rows else None
+
+    def person_id(self, person: str) -> int | None:
+        rows = self._query("SELECT id FROM people WHERE name = ?", (person,))
+        return rows[0][0] if rows else None
+
+    def bot_id(self, bot: str) -> int | None:
+        rows = self._query("SELECT id FROM bots WHERE name = ?", (bot,))
+        return rows[0][0] if rows else None
+
+    def threads(self, bot: str | None, person: str) -> list[tuple[str, str, int]]:
+        """(bot, thread name, line count) of a person's threads, oldest first."""
+        sql = (
+            "SELECT b.name, t.name, (SELECT COUNT(*) FROM lines l WHERE l.thread_id = t.id) "
+            "FROM threads t JOIN bots b ON b.id = t.bot_id JOIN people p ON p.id = t.person_id "
+            "WHERE p.name = ?" + (" AND b.name = ?" if bot else "") + " ORDER BY t.id"
+        )
+        return self._query(sql, (person, bot) if bot else (person,))
+
+    # -- lines ----------------------------------------------------------------------------
+
+    def add_lines(self, lines: Iterable[NewLine]) -> list[Line]:
+        """Store lines with their vectors and lexical rows, all in one transaction."""
+        stored: list[Line] = []
+        with self._write() as db:
+            refs: dict[ThreadKey, ThreadRef] = {}
+            for new in lines:
+                ref = refs.get(new.key) or self._ensure_thread(db, new.key)
+                refs[new.key] = ref
+                stored.append(self._insert_line(db, ref, new))
+        return stored
+
+    def _insert_line(self, db: sqlite3.Connection, ref: ThreadRef, new: NewLine) -> Line:
+        seq = db.execute(
+            "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = ?", (ref.id,)
+        ).fetchone()[0]
+        created = new.created_at or utc_now()
+        line_id = db.execute(
+            "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, "
+            "created_at, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ref.id,
+                ref.bot_id,
+                ref.person_id,
+                seq,
+                str(new.role),
+                new.speaker,
+                new.text,
+                created.isoformat(),
+                new.tokens,
+            ),
+        ).lastrowid
+        vector = np.ascontiguousarray(new.vector, dtype=np.float32)
+        db.execute(
+            "INSERT INTO line_vectors (line_id, vector) VALUES (?, ?)", (line_id, vector.tobytes())
+        )
+        db.execute("INSERT INTO line_text (rowid, text) VALUES (?, ?)", (line_id, new.text))
+        return Line(
+            line_id, ref.key.bot, ref.key.person, ref.key.thread, seq, new.role, new.text,
+            created, new.tokens, new.speaker,
+        )  # fmt: skip
+
+    def lines(self, line_ids: Sequence[int]) -> list[Line]:
+        if not line_ids:
+            return []
+        marks = ",".join("?" * len(line_ids))
+        rows = self._query(f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE l.id IN ({marks})", line_ids)
+        by_id = {row[0]: _line(row) for row in rows}
+        return [by_id[line_id] for line_id in line_ids if line_id in by_id]
+
+    def lines_between(self, thread_id: int, first_seq: int, last_seq: int) -> list[Line]:
+        rows = self._query(
+            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
+            "WHERE l.thread_id = ? AND l.seq BETWEEN ? AND ? ORDER BY l.seq",
+            (thread_id, first_seq, last_seq),
+        )
+        return [_line(row) for row in rows]
+
+    def last_lines(self, thread_id: int, count: int) -> list[Line]:
+        """The newest ``count`` lines of a thread, oldest first."""
+        if count <= 0:
+            return []
+        rows = self._query(
+            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE l.thread_id = ? "
+            "ORDER BY l.seq DESC LIMIT ?",
+            (thread_id, count),
+        )
+        return [_line(row) for row in reversed(rows)]
+
+    def history(self, person: str, bot: str | None, thread: str | None) -> list[Line]:
+        sql = f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE p.name = ?"
+        params: list = [person]
+        if bot:
+            sql += " AND b.name = ?"
+            params.append(bot)
+        if thread:
+            sql += " AND t.name = ?"
+            params.append(thread)
+        rows = self._query(sql + " ORDER BY l.thread_id, l.seq", params)
+        return [_line(row) for row in rows]
+
+    def count_lines(self) -> int:
+        return self._query("SELECT COUNT(*) FROM lines")[0][0]
+
+    # -- vectors --------------------------------------------------------------------------
+
+    def vector_rows(self, after_id: int = 0) -> VectorRows:
+        """Every line with ``id > after_id``: ids, owners, thread, seq, role and vectors."""
+        rows = self._query(
+            "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector "
+            "FROM lines l JOIN line_vectors v ON v.line_id = l.id WHERE l.id > ? ORDER BY l.id",
+            (after_id,),
+        )
+        return VectorRows.from_rows(rows)
+
+    def replace_vectors(
+        self, vectors: Iterable[tuple[int, np.ndarray]], meta: dict[str, str]
+    ) -> None:
+        """Swap every line's vector and the embedder metadata in one transaction."""
+        with self._write() as db:
+            db.executemany(
+                "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
+                ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),
+            )
+            self._set_meta(db, meta)
+            self._bump_generation(db)
+
+    def all_line_texts(self) -> list[tuple[int, str]]:
+        return self._query("SELECT id, text FROM lines ORDER BY id")
+
+    # -- relevance buffers ----------------------------------------------------------------
+
+    def buffer(self, thread_id: int) -> list[BufferEntry]:
+        rows = self._query(
+            "SELECT source_thread_id, first_seq, last_seq, score, matched_seqs "
+            "FROM buffer_entries WHERE thread_id = ? ORDER BY position",
+            (thread_id,),
+        )
+        return [BufferEntry(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+
+    def save_buffer(self, thread_id: int, entries: Sequence[BufferEntry]) -> None:
+        with self._write() as db:
+            db.execute("DELETE FROM buffer_entries WHERE thread_id = ?", (thread_id,))
+            db.executemany(
+                "INSERT INTO buffer_entries (thread_id, position, source_thread_id, first_seq, "
+                "last_seq, score, matched_seqs) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (thread_id, position, e.source_thread_id, e.first_seq, e.last_seq, e.score,
+                     json.dumps(list(e.matched_seqs)))
+                    for position, e in enumerate(entries)
+                ],
+            )  # fmt: skip
+
+    # -- forgetting -----------------------------------------------------------------------
+
+    def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]:
+        """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers."""
+        sql = (
+            "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
+            "JOIN people p ON p.id = t.person_id WHERE p.name = ?"
+        )
+        params: list = [person]
+        if bot:
+            sql += " AND b.name = ?"
+            params.append(bot)
+        if thread:
+            sql += " AND t.name = ?"
+            params.append(thread)
+        with self._write() as db:
+            thread_ids = [row[0] for row in db.execute(sql, params)]
+            marks = ",".join("?" * len(thread_ids))
+            lines = 0
+            if thread_ids:
+                lines = db.execute(
+                    f"SELECT COUNT(*) FROM lines WHERE thread_id IN ({marks})", thread_ids
+                ).fetchone()[0]
+                db.execute(f"DELETE FROM threads WHERE id IN ({marks})", thread_ids)
+                self._bump_generation(db)
+        return {"threads": len(thread_ids), "lines": lines}

@@ -1,0 +1,52 @@
+"""Token counting with a real tokenizer that works offline.
+
+The default is the tokenizer of the bundled SmolLM2 (read from its GGUF file by llama.cpp with
+``vocab_only``: 0.1 s to load). Prompts for other models are counted with it too; their real
+tokenizers differ by a few percent, which ``reply_tokens`` and the budget leave room for.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Protocol, runtime_checkable
+
+from membot.bundled import load_llama, smollm2_gguf_path
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int: ...
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """The longest prefix of ``text`` that fits in ``max_tokens``."""
+        ...
+
+
+class LlamaTokenCounter:
+    """Counts with the vocabulary of a GGUF model."""
+
+    def __init__(self, gguf_path: str | None = None) -> None:
+        path = gguf_path or smollm2_gguf_path()
+        self._vocab = load_llama(path, vocab_only=True)
+
+    def _ids(self, text: str) -> list[int]:
+        return self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def count(self, text: str) -> int:
+        return len(self._ids(text)) if text else 0
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        ids = self._ids(text)
+        if len(ids) <= max_tokens:
+            return text
+        if max_tokens <= 0:
+            return ""
+        cut = self._vocab.detokenize(ids[:max_tokens]).decode("utf-8", errors="ignore")
+        while cut and self.count(cut) > max_tokens:  # detokenised text can re-split longer
+            cut = cut[:-1]
+        return cut
+
+
+@functools.cache
+def default_token_counter() -> TokenCounter:
+    return LlamaTokenCounter()
