@@ -17,8 +17,8 @@ from datetime import datetime
 from membot.model import Block, Line, Role, utc_now
 from membot.tokens import TokenCounter
 
-# Tokens a chat template adds around one message (role markers, separators).
-MESSAGE_OVERHEAD = 8
+# Tokens a chat template adds around the two messages (role markers, separators).
+MESSAGE_OVERHEAD = 12
 # Recent lines kept ahead of recalled blocks: the turn makes no sense without them.
 MIN_RECENT = 4
 
@@ -65,7 +65,7 @@ def render_block(block: Block, speakers: Speakers) -> str:
 
 def render(
     recent: Sequence[Line],
-    new_text: str,
+    new_text: str | None,
     blocks: Sequence[Block],
     speakers: Speakers,
     now: datetime,
@@ -81,9 +81,10 @@ def render(
         )
         parts.append("\n\n".join(render_block(block, speakers) for block in in_time_order))
     conversation = [render_line(line, speakers) for line in recent]
-    conversation += [f"{speakers.human}: {new_text}", f"{speakers.ai}:"]
+    if new_text is not None:
+        conversation += [f"{speakers.human}: {new_text}", f"{speakers.ai}:"]
     parts.append("Here is the current conversation:")
-    parts.append("\n".join(conversation))
+    parts.append("\n".join(conversation) if conversation else "(it starts now)")
     return "\n\n".join(parts)
 
 
@@ -117,9 +118,13 @@ def assemble(
         "recalled_blocks": len(blocks) - len(keep_blocks),
         "new_line_tokens": counter.count(new_line.text) - counter.count(new_text),
     }
+    # Chat models get the context as the system message and the new line as the user's turn;
+    # ``text`` is the same prompt laid out as one transcript, and is what the budget counts.
+    system = render(keep_recent, None, keep_blocks, speakers, now)
+    messages = ({"role": "system", "content": system}, {"role": "user", "content": new_text})
     return Prompt(
         text=text,
-        messages=({"role": "user", "content": text},),
+        messages=messages,
         tokens=counter.count(text) + MESSAGE_OVERHEAD,
         blocks=tuple(keep_blocks),
         recent=tuple(keep_recent),

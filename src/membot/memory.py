@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -35,6 +35,7 @@ class LineInput:
     bot: str = DEFAULT_BOT
     created_at: datetime | None = None
     speaker: str | None = None
+    ref: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,11 @@ class Memory:
 
     def close(self) -> None:
         self.store.close()
+
+    def warm_up(self) -> None:
+        """Load the embedder and tokenizer now, so the first turn's timings are its own."""
+        self.embedder.embed(["warm up"])
+        self.tokens.count("warm up")
 
     # -- embedding ------------------------------------------------------------------------
 
@@ -168,13 +174,12 @@ class Memory:
             ) from error
         if item.created_at is not None and item.created_at.tzinfo is None:
             raise ConfigError("created_at needs a time zone (membot stores UTC)")
-        return LineInput(item.text, item.user, item.thread, role, item.bot, item.created_at,
-                         item.speaker)  # fmt: skip
+        return replace(item, role=role)
 
     def _new_line(self, item: LineInput, vector: np.ndarray) -> NewLine:
         key = ThreadKey(item.bot, item.user, item.thread)
         return NewLine(key, Role(item.role), item.text, vector, self.tokens.count(item.text),
-                       item.created_at, item.speaker)  # fmt: skip
+                       item.created_at, item.speaker, item.ref)  # fmt: skip
 
     # -- bots -----------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ class Line:
     created_at: datetime
     tokens: int
     speaker: str | None = None
+    ref: str | None = None  # the line's id in the source it was imported from
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -47,6 +48,7 @@ class Line:
             "speaker": self.speaker,
             "text": self.text,
             "created_at": iso(self.created_at),
+            "ref": self.ref,
         }
 
 

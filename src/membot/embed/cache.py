@@ -63,8 +63,7 @@ class CachedEmbedder:
                 chunk = wanted[start : start + 500]
                 marks = ",".join("?" * len(chunk))
                 sql = (
-                    "SELECT digest, vector FROM embeddings "
-                    f"WHERE model = ? AND digest IN ({marks})"
+                    f"SELECT digest, vector FROM embeddings WHERE model = ? AND digest IN ({marks})"
                 )
                 rows = self._db.execute(sql, [self.name, *chunk]).fetchall()
                 found.update((d, np.frombuffer(v, dtype=np.float32)) for d, v in rows)

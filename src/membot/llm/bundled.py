@@ -22,6 +22,10 @@ TRY_OUT_NOTICE = (
 )
 
 
+# A tiny model likes to go on writing both sides of the transcript; cut it at the next turn.
+STOP = ["\nHUMAN:", "\nHuman:", "\nUser:", "<|im_end|>"]
+
+
 class BundledSmolLM2:
     """SmolLM2-135M-Instruct, loaded on first use; no network, no key."""
 
@@ -42,7 +46,11 @@ class BundledSmolLM2:
         model = self._load()
         try:
             result = model.create_chat_completion(
-                messages=list(messages), max_tokens=max_tokens, temperature=0.2, repeat_penalty=1.2
+                messages=list(messages),
+                max_tokens=max_tokens,
+                temperature=0.2,
+                repeat_penalty=1.2,
+                stop=STOP,
             )
         except (ValueError, RuntimeError) as error:
             raise ProviderError(f"the bundled model failed: {error}") from error

@@ -34,6 +34,7 @@ class NewLine:
     tokens: int
     created_at: datetime | None = None
     speaker: str | None = None
+    ref: str | None = None
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ MIGRATIONS: tuple[str, ...] = (
         role TEXT NOT NULL CHECK (role IN ('human', 'bot', 'tool', 'system')),
         speaker TEXT,
         text TEXT NOT NULL,
+        ref TEXT,
         created_at TEXT NOT NULL,
         tokens INTEGER NOT NULL,
         UNIQUE (thread_id, seq)

@@ -24,7 +24,7 @@ from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
 from membot.store.migrations import migrate
 
 _LINE_COLUMNS = """
-    l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker
+    l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
 """
 _LINE_FROM = """
     FROM lines l JOIN threads t ON t.id = l.thread_id
@@ -44,6 +44,7 @@ def _line(row: Sequence) -> Line:
         created_at=datetime.fromisoformat(row[7]),
         tokens=row[8],
         speaker=row[9],
+        ref=row[10],
     )
 
 
@@ -204,7 +205,7 @@ class SqliteStore:
         created = new.created_at or utc_now()
         line_id = db.execute(
             "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, "
-            "created_at, tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, tokens, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 ref.id,
                 ref.bot_id,
@@ -215,6 +216,7 @@ class SqliteStore:
                 new.text,
                 created.isoformat(),
                 new.tokens,
+                new.ref,
             ),
         ).lastrowid
         vector = np.ascontiguousarray(new.vector, dtype=np.float32)
@@ -224,7 +226,7 @@ class SqliteStore:
         db.execute("INSERT INTO line_text (rowid, text) VALUES (?, ?)", (line_id, new.text))
         return Line(
             line_id, ref.key.bot, ref.key.person, ref.key.thread, seq, new.role, new.text,
-            created, new.tokens, new.speaker,
+            created, new.tokens, new.speaker, new.ref,
         )  # fmt: skip
 
     def lines(self, line_ids: Sequence[int]) -> list[Line]:

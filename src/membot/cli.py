@@ -1,0 +1,264 @@
+"""The ``membot`` command line: a thin adapter over :class:`Memory` and :class:`Bot`.
+
+Global options come before the command: ``membot --db PATH --llm SPEC COMMAND ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress
+
+from membot.bot import Bot
+from membot.cli_chat import run_chat
+from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, data_dir, default_db_path
+from membot.errors import MembotError
+from membot.importers import FORMATS, read_file
+from membot.llm import LLM, TRY_OUT_NOTICE, BundledSmolLM2, resolve_llm
+from membot.memory import Memory
+
+app = typer.Typer(
+    help="membot: a chatbot memory that does not end.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+bot_app = typer.Typer(help="Show and change a bot's settings.", no_args_is_help=True)
+app.add_typer(bot_app, name="bot")
+out = Console()
+err = Console(stderr=True)
+
+
+@dataclass
+class Options:
+    db: Path
+    embedder: str
+    llm: str
+    llm_key_env: str
+    _memory: Memory | None = field(default=None, repr=False)
+
+    def memory(self) -> Memory:
+        if self._memory is None:
+            self._memory = Memory(self.db, embedder=self.embedder)
+            self._memory.warm_up()
+        return self._memory
+
+    def make_llm(self) -> LLM:
+        llm = resolve_llm(self.llm, key_env=self.llm_key_env)
+        if isinstance(llm, BundledSmolLM2):
+            notice_once()
+        return llm
+
+
+def notice_once() -> None:
+    """Say once per installation that the bundled model is only for trying membot out."""
+    marker = data_dir() / "smollm2-notice-shown"
+    if marker.exists():
+        return
+    err.print(f"[yellow]note:[/] {TRY_OUT_NOTICE}")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # the note shows again next time; nothing else depends on the marker
+
+
+@app.callback()
+def global_options(
+    context: typer.Context,
+    db: Annotated[
+        Path | None, typer.Option(help="The store's file. [env: MEMBOT_DB]", show_default=False)
+    ] = None,
+    embedder: Annotated[
+        str, typer.Option(envvar="MEMBOT_EMBEDDER", help="minilm | st:NAME | openai:MODEL[@URL]")
+    ] = DEFAULT_EMBEDDER,
+    llm: Annotated[
+        str, typer.Option(envvar="MEMBOT_LLM", help="smollm2 | openai:MODEL[@URL] | script:PATH")
+    ] = DEFAULT_LLM,
+    llm_key_env: Annotated[
+        str, typer.Option(help="Environment variable holding the LLM's API key.")
+    ] = "OPENAI_API_KEY",
+) -> None:
+    context.obj = Options(db or default_db_path(), embedder, llm, llm_key_env)
+
+
+def _options(context: typer.Context) -> Options:
+    return context.find_root().obj
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+UserOption = Annotated[str, typer.Option("--user", "-u", help="The person talking.")]
+BotOption = Annotated[str, typer.Option("--bot", "-b", help="The bot's name.")]
+
+
+@app.command()
+def chat(
+    context: typer.Context,
+    bot: BotOption = DEFAULT_BOT,
+    user: Annotated[str, typer.Option("--user", "-u")] = "me",
+    thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
+) -> None:
+    """Talk with a bot that remembers. /recall shows what memory the last reply used."""
+    options = _options(context)
+    memory = options.memory()
+    run_chat(Bot(memory, options.make_llm(), bot), user, thread, out, err)
+
+
+@app.command()
+def say(
+    context: typer.Context,
+    text: str,
+    user: UserOption,
+    thread: Annotated[str, typer.Option("--thread", "-t")],
+    bot: BotOption = DEFAULT_BOT,
+    dry_run: Annotated[
+        bool, typer.Option(help="Store the line, build the prompt, no LLM.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole turn as JSON.")] = False,
+) -> None:
+    """One turn: store TEXT, recall, build the prompt and (unless --dry-run) answer."""
+    options = _options(context)
+    llm = None if dry_run else options.make_llm()
+    turn = Bot(options.memory(), llm, bot).turn(text, user=user, thread=thread, dry_run=dry_run)
+    if as_json:
+        print_json(turn.to_json())
+    elif turn.response:
+        out.print(turn.response, markup=False, highlight=False)
+    if turn.error:
+        err.print(f"[red]error:[/] {turn.error} (your line was stored)")
+        raise typer.Exit(2)
+
+
+@app.command()
+def search(
+    context: typer.Context,
+    query: str,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this person.")] = None,
+    thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
+    bot: BotOption = DEFAULT_BOT,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="How many lines.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The stored lines most similar to QUERY (the query is not stored)."""
+    matches = _options(context).memory().search(query, user=user, bot=bot, thread=thread, k=k)
+    if as_json:
+        print_json([{"user": m.line.person, **m.to_json()} for m in matches])
+        return
+    for match in matches:
+        line = match.line
+        out.print(
+            f"[cyan]{match.score:.3f}[/] {line.person}/{line.thread}#{line.seq} "
+            f"[dim]{line.role}[/] {line.text}",
+            highlight=False,
+        )
+
+
+@app.command()
+def history(
+    context: typer.Context,
+    user: UserOption,
+    thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
+    bot: Annotated[str | None, typer.Option("--bot", "-b")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A person's lines, thread by thread."""
+    lines = _options(context).memory().history(user=user, bot=bot, thread=thread)
+    if as_json:
+        print_json([{"bot": x.bot, "thread": x.thread, **x.to_json()} for x in lines])
+        return
+    current = None
+    for line in lines:
+        if (line.bot, line.thread) != current:
+            current = (line.bot, line.thread)
+            out.print(f"\n[bold]{line.bot} / {line.thread}[/]")
+        stamp = line.created_at.strftime("%Y-%m-%d %H:%M")
+        who = line.speaker or line.role
+        out.print(f"[dim]{line.seq:>4} {stamp}[/] {who}: {line.text}", highlight=False)
+
+
+@app.command("import")
+def import_(
+    context: typer.Context,
+    file: Path,
+    fmt: Annotated[str, typer.Option("--format", "-f", help=" | ".join(FORMATS))] = "jsonl",
+    bot: BotOption = DEFAULT_BOT,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Owner of the lines.")] = None,
+) -> None:
+    """Bulk import a conversation file, embedding in batches."""
+    plan = read_file(file, fmt, bot, user)
+    memory = _options(context).memory()
+    with Progress(console=err, transient=False) as progress:
+        task = progress.add_task(f"importing {file.name}", total=len(plan.lines))
+        added = memory.add_many(plan.lines, progress=lambda n: progress.advance(task, n))
+    err.print(f"imported {added} lines in {plan.threads} threads")
+
+
+@app.command()
+def forget(
+    context: typer.Context,
+    user: UserOption,
+    thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
+    bot: Annotated[str | None, typer.Option("--bot", "-b")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+) -> None:
+    """Remove a person's lines (all, or one thread's), with vectors and buffers."""
+    what = f"thread {thread!r} of {user!r}" if thread else f"everything {user!r} said"
+    if not yes and not typer.confirm(f"Forget {what}? This cannot be undone.", err=True):
+        raise typer.Exit(1)
+    removed = _options(context).memory().forget(user=user, bot=bot, thread=thread)
+    err.print(f"forgot {removed['lines']} lines in {removed['threads']} threads")
+
+
+@app.command()
+def reindex(context: typer.Context) -> None:
+    """Re-embed every stored line with the embedder given by --embedder."""
+    memory = _options(context).memory()
+    total = memory.store.count_lines()
+    with Progress(console=err) as progress:
+        task = progress.add_task(f"re-embedding with {memory.embedder.name}", total=total)
+        count = memory.reindex(memory.embedder, progress=lambda n: progress.advance(task, n))
+    err.print(f"re-embedded {count} lines with {memory.embedder.name}")
+
+
+@bot_app.command("show")
+def bot_show(
+    context: typer.Context, name: str = DEFAULT_BOT, as_json: bool = typer.Option(False, "--json")
+) -> None:
+    """A bot's settings (defaults where none were set)."""
+    settings = _options(context).memory().bot_settings(name).to_json()
+    if as_json:
+        print_json({"name": name, "settings": settings})
+    else:
+        for key, value in settings.items():
+            out.print(f"{key} = {value}", highlight=False)
+
+
+@bot_app.command("set")
+def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
+    """Change one setting of a bot, e.g. `membot bot set membot threshold 0.4`."""
+    settings = _options(context).memory().configure_bot(name, **{key: value})
+    err.print(f"{name}: {key} = {settings.to_json()[key]}")
+
+
+def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        app()
+    except MembotError as error:
+        err.print(f"[red]error:[/] {error}", highlight=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+__all__ = ["app", "main"]

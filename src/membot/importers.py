@@ -1,0 +1,154 @@
+"""Readers that turn conversation files into lines for :meth:`Memory.add_many`.
+
+- ``jsonl``: one JSON object per line: ``text`` and ``role`` (human/bot/tool/system), optional
+  ``user``, ``thread``, ``bot``, ``speaker``, ``created_at`` (ISO 8601; UTC assumed if no zone).
+- ``locomo``: LoCoMo conversations; each session becomes a thread ``<sample_id>/session_<n>``
+  dated as the session, each turn a human line spoken by its speaker, ``ref`` = its dia_id.
+  The person is ``--user`` or the conversation's first speaker.
+- ``longmemeval``: LongMemEval questions; each haystack session becomes a thread named by its
+  session id, dated as given; user turns are human lines, assistant turns bot lines, ``ref`` =
+  ``<session_id>:<turn index>``. The person is ``--user`` or the question id, so haystacks of
+  different questions stay apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from membot.errors import ImportFormatError
+from membot.memory import LineInput
+from membot.model import Role
+
+FORMATS = ("jsonl", "locomo", "longmemeval")
+
+
+@dataclass(frozen=True)
+class ImportPlan:
+    """The lines a file holds, read up front so a bad file fails before anything is stored."""
+
+    lines: list[LineInput]
+    threads: int
+
+
+def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
+    if fmt not in FORMATS:
+        raise ImportFormatError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if not path.exists():
+        raise ImportFormatError(f"no such file: {path}")
+    reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
+    lines = list(reader(path, bot, user))
+    threads = len({(line.user, line.thread) for line in lines})
+    return ImportPlan(lines, threads)
+
+
+def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+                yield LineInput(
+                    text=record["text"],
+                    user=record.get("user") or user or _missing("user"),
+                    thread=str(record.get("thread") or "imported"),
+                    role=Role(record.get("role", "human")),
+                    bot=record.get("bot") or bot,
+                    created_at=parse_time(record["created_at"]) if "created_at" in record else None,
+                    speaker=record.get("speaker"),
+                    ref=record.get("ref"),
+                )
+            except (json.JSONDecodeError, KeyError, ValueError, TypeError) as error:
+                raise ImportFormatError(f"{path}:{number}: not a valid line: {error}") from error
+
+
+def _missing(field: str) -> str:
+    raise KeyError(f"{field} (give it in the file or with --user)")
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ImportFormatError(f"{path} is not JSON: {error}") from error
+
+
+def _locomo(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
+    data = _load_json(path)
+    samples = data if isinstance(data, list) else [data]
+    for sample in samples:
+        try:
+            conversation = sample["conversation"]
+            owner = user or conversation["speaker_a"]
+            yield from _locomo_sessions(sample["sample_id"], conversation, owner, bot)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ImportFormatError(f"{path}: not a LoCoMo conversation: {error}") from error
+
+
+def _locomo_sessions(
+    sample_id: str, conversation: dict, owner: str, bot: str
+) -> Iterator[LineInput]:
+    numbers = sorted(
+        int(key.split("_")[1])
+        for key in conversation
+        if key.startswith("session_") and not key.endswith("date_time")
+    )
+    for number in numbers:
+        when = parse_time(conversation[f"session_{number}_date_time"])
+        for turn in conversation[f"session_{number}"]:
+            text = turn["text"]
+            if turn.get("blip_caption"):
+                text = f"{text} [shares a photo: {turn['blip_caption']}]"
+            yield LineInput(text, owner, f"{sample_id}/session_{number}", Role.HUMAN, bot,
+                            when, turn["speaker"], turn["dia_id"])  # fmt: skip
+
+
+def _longmemeval(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
+    data = _load_json(path)
+    for question in data if isinstance(data, list) else [data]:
+        try:
+            owner = user or question["question_id"]
+            sessions = zip(
+                question["haystack_session_ids"],
+                question["haystack_dates"],
+                question["haystack_sessions"],
+                strict=True,
+            )
+            for session_id, date, turns in sessions:
+                when = parse_time(date)
+                for index, turn in enumerate(turns):
+                    role = Role.HUMAN if turn["role"] == "user" else Role.BOT
+                    if not str(turn["content"]).strip():
+                        continue
+                    yield LineInput(turn["content"], owner, session_id, role, bot, when,
+                                    None, f"{session_id}:{index}")  # fmt: skip
+        except (KeyError, TypeError, ValueError) as error:
+            raise ImportFormatError(f"{path}: not a LongMemEval question: {error}") from error
+
+
+_TIME_FORMATS = (
+    "%I:%M %p on %d %B, %Y",  # LoCoMo: "1:56 pm on 8 May, 2023"
+    "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2023/05/20 (Sat) 00:29"
+)
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601, LoCoMo or LongMemEval date; times without a zone are taken as UTC."""
+    text = str(value).strip()
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        for pattern in _TIME_FORMATS:
+            try:
+                moment = datetime.strptime(text, pattern)
+                break
+            except ValueError:
+                continue
+        else:
+            raise ValueError(f"unknown date format: {value!r}") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
