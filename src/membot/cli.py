@@ -44,9 +44,11 @@ class Options:
     llm_key_env: str
     _memory: Memory | None = field(default=None, repr=False)
 
-    def memory(self) -> Memory:
+    def memory(self, warm: bool = False) -> Memory:
+        """The store; ``warm`` loads the models first, so a turn's timings are its own."""
         if self._memory is None:
             self._memory = Memory(self.db, embedder=self.embedder)
+        if warm:
             self._memory.warm_up()
         return self._memory
 
@@ -110,7 +112,7 @@ def chat(
 ) -> None:
     """Talk with a bot that remembers. /recall shows what memory the last reply used."""
     options = _options(context)
-    memory = options.memory()
+    memory = options.memory(warm=True)
     run_chat(Bot(memory, options.make_llm(), bot), user, thread, out, err)
 
 
@@ -129,7 +131,8 @@ def say(
     """One turn: store TEXT, recall, build the prompt and (unless --dry-run) answer."""
     options = _options(context)
     llm = None if dry_run else options.make_llm()
-    turn = Bot(options.memory(), llm, bot).turn(text, user=user, thread=thread, dry_run=dry_run)
+    memory = options.memory(warm=True)
+    turn = Bot(memory, llm, bot).turn(text, user=user, thread=thread, dry_run=dry_run)
     if as_json:
         print_json(turn.to_json())
     elif turn.response:

@@ -141,6 +141,17 @@ def _fit_new_line(
     return text if counter.count(text) <= room else counter.truncate(text, room)
 
 
+def _line_cost(line: Line, speakers: Speakers, counter: TokenCounter) -> int:
+    """Tokens of a rendered line, from the count stored with the line: a turn re-tokenises
+    only its final prompt, not every candidate line."""
+    return line.tokens + counter.count(f"{speakers.label(line)}:") + 2
+
+
+def _block_cost(block: Block, speakers: Speakers, counter: TokenCounter) -> int:
+    header = counter.count(f'[thread "{block.thread}", 2000-01-01 00:00 UTC]') + 2
+    return header + sum(_line_cost(line, speakers, counter) for line in block.lines)
+
+
 def _choose(
     recent: Sequence[Line],
     blocks: Sequence[Block],
@@ -151,7 +162,7 @@ def _choose(
     limit: int,
 ) -> tuple[list[Line], list[Block]]:
     room = limit - counter.count(render([], new_text, [], speakers, now))
-    recent_cost = [counter.count(render_line(line, speakers)) + 1 for line in recent]
+    recent_cost = [_line_cost(line, speakers, counter) for line in recent]
     chosen_recent: set[int] = set()
     chosen_blocks: list[Block] = []
     newest_first = list(range(len(recent) - 1, -1, -1))
@@ -162,8 +173,7 @@ def _choose(
         room -= recent_cost[index]
     header = counter.count("Here are PREVIOUS CONVERSATIONS that the HUMAN had with the AI:") + 2
     for block in sorted(blocks, key=lambda b: -b.score):
-        cost = counter.count(render_block(block, speakers)) + 2
-        cost += header if not chosen_blocks else 0
+        cost = _block_cost(block, speakers, counter) + (header if not chosen_blocks else 0)
         if cost <= room:
             chosen_blocks.append(block)
             room -= cost

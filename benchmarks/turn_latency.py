@@ -1,0 +1,88 @@
+"""Memory cost of one turn: median ``memory_total`` over 20 turns on a store holding the 5
+LoCoMo dev conversations (2,760 lines).
+
+``memory_total`` is everything a turn does except the LLM call: embed the new line, store it,
+search and expand, assemble the prompt, and embed and store the reply. The bot shares memory
+across people, so every turn searches all 2,760 lines (the widest scope). The turns ask the
+LoCoMo questions in a new thread; the LLM is the scripted fake answering with the gold answer,
+so replies have a realistic length. The turn embedder has no cache: every line is really
+embedded, as on a live chat.
+
+    .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from membot import Bot, Memory, ScriptedLLM
+from membot.embed import bundled_minilm
+from membot.importers import read_file
+
+LOCOMO = (
+    Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo" / "locomo_dev.json"
+)
+
+
+def build_store(db: Path) -> int:
+    """Import the LoCoMo dev conversations (embeddings from the user's cache when present)."""
+    memory = Memory(db)
+    plan = read_file(LOCOMO, "locomo", "bench", None)
+    started = time.perf_counter()
+    added = memory.add_many(plan.lines)
+    print(f"imported {added} lines in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    memory.configure_bot("bench", share_across_people=True)
+    memory.close()
+    return added
+
+
+def questions(count: int) -> list[tuple[str, str]]:
+    data = json.loads(LOCOMO.read_text())
+    pairs = [(qa["question"], str(qa.get("answer", "I don't know."))) for qa in data[0]["qa"]]
+    return pairs[:count]
+
+
+def run(turns: int) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "bench.db"
+        lines = build_store(db)
+        memory = Memory(db, embedder=bundled_minilm())  # no cache: real embedding cost
+        memory.warm_up()
+        asked = questions(turns)
+        llm = ScriptedLLM([f"I think it was {answer}." for _, answer in asked])
+        bot = Bot(memory, llm, name="bench")
+        timings = [
+            bot.turn(question, user="visitor", thread="bench").timings_ms for question, _ in asked
+        ]
+    keys = ("embed", "store", "search", "assemble", "memory_total")
+    median = {key: statistics.median(t[key] for t in timings) for key in keys}
+    worst = max(t["memory_total"] for t in timings)
+    return {"store_lines": lines, "turns": len(timings), "median_ms": median, "max_ms": worst}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report = run(args.turns)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"store: {report['store_lines']} lines; turns: {report['turns']}")
+    for key, value in report["median_ms"].items():
+        print(f"median {key:<13} {value:7.2f} ms")
+    print(f"max    memory_total  {report['max_ms']:7.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
