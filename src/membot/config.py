@@ -52,7 +52,7 @@ class BotSettings:
     cosine scores run far lower than the Ada scores the original 0.8 was chosen for.
     """
 
-    threshold: float = 0.45
+    threshold: float = 0.35
     max_matches: int = 3
     expand_before: int = 3
     expand_after: int = 3

@@ -1,0 +1,239 @@
+"""Shared fixtures: an isolated home for every test, a small real embedder, the real MiniLM.
+
+Every test runs with ``MEMBOT_DB``, ``MEMBOT_CACHE_DIR`` and the platform's user data folder
+pointed into its own ``tmp_path``, so nothing reads or writes the real home. The bundled MiniLM
+is loaded once per session (``membot.embed.sentence._LOADED`` shares it with every ``Memory``
+the tests open); tests that need it are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner, Result
+
+from membot import Memory
+from membot.embed import bundled_minilm
+from membot.tokens import default_token_counter
+
+WORD = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """A small real embedder: a hashed bag of words, identical in every process.
+
+    Texts sharing words score high, texts without a common word score 0. ``calls`` records each
+    batch it was asked to embed, so tests can count embeddings.
+    """
+
+    def __init__(self, name: str = "hash-bow", dimension: int = 256) -> None:
+        self.name = name
+        self._dimension = dimension
+        self.calls: list[list[str]] = []
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def embedded(self) -> list[str]:
+        return [text for batch in self.calls for text in batch]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        self.calls.append(texts)
+        rows = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for row, text in zip(rows, texts, strict=True):
+            for word in WORD.findall(text.lower()) or ["<no words>"]:
+                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+                row[int.from_bytes(digest, "big") % self._dimension] += 1.0
+        if not texts:
+            return rows
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point every place membot keeps state at ``tmp_path``; no real keys, no network."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("MEMBOT_DB", str(home / "default.db"))
+    monkeypatch.setenv("MEMBOT_CACHE_DIR", str(home / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("MEMBOT_EMBEDDER", "MEMBOT_LLM", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def make_embedder() -> Callable[..., HashingEmbedder]:
+    """Build a :class:`HashingEmbedder`: ``make_embedder(name=..., dimension=...)``."""
+    return HashingEmbedder
+
+
+@pytest.fixture
+def embedder() -> HashingEmbedder:
+    return HashingEmbedder()
+
+
+@pytest.fixture(scope="session")
+def token_counter():
+    """The real token counter (the bundled SmolLM2 vocabulary), loaded once."""
+    return default_token_counter()
+
+
+@pytest.fixture
+def make_memory(tmp_path: Path) -> Iterator[Callable[..., Memory]]:
+    """Open ``Memory`` objects on files in ``tmp_path`` (default ``memory.db``); closed after."""
+    opened: list[Memory] = []
+
+    def make(embedder: Any = None, path: Path | None = None) -> Memory:
+        memory = Memory(path or tmp_path / "memory.db", embedder=embedder or HashingEmbedder())
+        opened.append(memory)
+        return memory
+
+    yield make
+    for memory in opened:
+        memory.close()
+
+
+@pytest.fixture
+def memory(make_memory: Callable[..., Memory], embedder: HashingEmbedder) -> Memory:
+    return make_memory(embedder)
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The bundled all-MiniLM-L6-v2, loaded once for the whole session."""
+    model = bundled_minilm()
+    model.embed(["warm up"])
+    return model
+
+
+class Cli:
+    """Runs ``membot`` in-process on one store, the way a person types it."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.runner = CliRunner()
+
+    def run(self, *args: str, llm: str | None = None, input: str | None = None) -> Result:
+        from membot.cli import app
+
+        options = ["--db", str(self.db)] + (["--llm", llm] if llm else [])
+        return self.runner.invoke(app, [*options, *args], input=input)
+
+    def ok(self, *args: str, **options: Any) -> Result:
+        result = self.run(*args, **options)
+        assert result.exit_code == 0, (result.output, result.exception)
+        return result
+
+    def json(self, *args: str, **options: Any) -> Any:
+        return json.loads(self.ok(*args, "--json", **options).stdout)
+
+    def say(self, text: str, user: str, thread: str, **options: Any) -> dict[str, Any]:
+        if "llm" not in options:
+            return self.json("say", text, "--user", user, "--thread", thread, "--dry-run")
+        return self.json("say", text, "--user", user, "--thread", thread, **options)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    return Cli(tmp_path / "cli.db")
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Callable[..., str]:
+    """Write replies for ``--llm script:PATH``; returns the spec string."""
+
+    def write(*replies: str) -> str:
+        path = tmp_path / "script.json"
+        path.write_text(json.dumps(list(replies)))
+        return f"script:{path}"
+
+    return write
+
+
+class OpenAIStyleServer:
+    """A real HTTP server on 127.0.0.1 speaking the two OpenAI endpoints membot calls.
+
+    ``requests`` records (path, JSON body, Authorization header); ``status`` makes every call
+    answer with that HTTP status instead; ``reply`` is the chat answer.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, Any], str | None]] = []
+        self.status = 200
+        self.reply = "Hello from the server"
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def answer(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        if path.endswith("/embeddings"):
+            # Not unit length and out of order: the client must sort by index and normalise.
+            data = [
+                {"object": "embedding", "index": index, "embedding": [3.0, 4.0, float(index)]}
+                for index in range(len(body["input"]))
+            ]
+            return {"object": "list", "data": data[::-1], "model": body["model"],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 1}}  # fmt: skip
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": f"  {self.reply}\n"},
+                }
+            ],
+        }
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (the name http.server calls)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                server.requests.append((self.path, body, self.headers.get("Authorization")))
+                if server.status != 200:
+                    payload = {"error": {"message": "no", "type": "invalid_request_error"}}
+                else:
+                    payload = server.answer(self.path, body)
+                data = json.dumps(payload).encode()
+                self.send_response(server.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIStyleServer]:
+    server = OpenAIStyleServer()
+    yield server
+    server.close()
+

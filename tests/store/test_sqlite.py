@@ -1,0 +1,279 @@
+"""SqliteStore: one transaction per write, WAL, gap-free seq under concurrent writers, forget."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from membot import Role, StoreError
+from membot.store import BufferEntry, NewLine, SqliteStore, ThreadKey
+
+ALICE_T1 = ThreadKey("membot", "alice", "t1")
+ALICE_T2 = ThreadKey("membot", "alice", "t2")
+BOB_T1 = ThreadKey("membot", "bob", "t1")
+
+
+def new_line(key: ThreadKey, text: str, role: Role = Role.HUMAN) -> NewLine:
+    vector = np.full(4, 0.5, dtype=np.float32)
+    return NewLine(key, role, text, vector, tokens=len(text.split()))
+
+
+def count(path: Path, sql: str, params: tuple = ()) -> int:
+    with sqlite3.connect(path) as db:
+        return db.execute(sql, params).fetchone()[0]
+
+
+def table_counts(path: Path) -> dict[str, int]:
+    return {
+        table: count(path, f"SELECT COUNT(*) FROM {table}")
+        for table in ("lines", "line_vectors", "line_text", "threads", "buffer_entries")
+    }
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    opened = SqliteStore(tmp_path / "store.db")
+    yield opened
+    opened.close()
+
+
+def test_a_line_its_vector_and_its_text_row_are_stored_together(store: SqliteStore) -> None:
+    moment = datetime(2024, 5, 8, 13, 56, tzinfo=UTC)
+    line = NewLine(ALICE_T1, Role.HUMAN, "I work in logistics", np.arange(4, dtype=np.float32),
+                   tokens=5, created_at=moment, speaker="Alice", ref="D1:1")  # fmt: skip
+    (stored,) = store.add_lines([line])
+
+    assert (stored.seq, stored.person, stored.thread, stored.text) == (
+        1, "alice", "t1", "I work in logistics",
+    )  # fmt: skip
+    assert store.lines([stored.id]) == [stored]
+    assert store.lines([stored.id])[0].created_at == moment
+    rows = store.vector_rows()
+    assert rows.ids.tolist() == [stored.id]
+    np.testing.assert_array_equal(rows.vectors[0], np.arange(4, dtype=np.float32))
+    found = count(store.path, "SELECT rowid FROM line_text WHERE line_text MATCH 'logistics'")
+    assert found == stored.id
+
+
+def test_a_failure_mid_batch_leaves_nothing_of_the_batch(store: SqliteStore) -> None:
+    (kept,) = store.add_lines([new_line(ALICE_T1, "stored before")])
+
+    def batch() -> Iterator[NewLine]:
+        yield new_line(ALICE_T1, "first of the batch")
+        yield new_line(ALICE_T2, "second of the batch, in a new thread")
+        raise RuntimeError("the embedder died")
+
+    with pytest.raises(RuntimeError):
+        store.add_lines(batch())
+
+    assert table_counts(store.path) == {
+        "lines": 1, "line_vectors": 1, "line_text": 1, "threads": 1, "buffer_entries": 0,
+    }  # fmt: skip
+    assert store.history("alice", None, None) == [kept]
+    # The next line takes the next seq: the failed batch used none.
+    (after,) = store.add_lines([new_line(ALICE_T1, "after")])
+    assert after.seq == 2
+
+
+def test_a_line_the_database_refuses_rolls_back_its_whole_batch(store: SqliteStore) -> None:
+    bad = NewLine(ALICE_T1, Role.HUMAN, None, np.ones(4, dtype=np.float32), 1)  # type: ignore[arg-type]
+    with pytest.raises(sqlite3.IntegrityError):
+        store.add_lines([new_line(ALICE_T1, "one"), new_line(ALICE_T1, "two"), bad])
+    assert table_counts(store.path)["lines"] == 0
+    assert table_counts(store.path)["line_text"] == 0
+    assert table_counts(store.path)["line_vectors"] == 0
+
+
+def test_the_store_runs_in_wal_mode(store: SqliteStore) -> None:
+    assert store._query("PRAGMA journal_mode")[0][0] == "wal"
+    with sqlite3.connect(store.path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_seq_counts_human_and_bot_lines_of_a_thread_without_gaps(store: SqliteStore) -> None:
+    for turn in range(4):
+        store.add_lines([new_line(ALICE_T1, f"question {turn}", Role.HUMAN)])
+        store.add_lines([new_line(ALICE_T2, f"other thread {turn}", Role.HUMAN)])
+        store.add_lines([new_line(ALICE_T1, f"answer {turn}", Role.BOT)])
+
+    t1 = store.history("alice", "membot", "t1")
+    assert [line.seq for line in t1] == list(range(1, 9))
+    assert [line.role for line in t1] == [Role.HUMAN, Role.BOT] * 4
+    assert [line.seq for line in store.history("alice", "membot", "t2")] == [1, 2, 3, 4]
+
+
+def test_threads_are_named_per_person_and_per_bot(store: SqliteStore) -> None:
+    store.add_lines([new_line(ALICE_T1, "alice here"), new_line(BOB_T1, "bob here")])
+    store.add_lines([new_line(ThreadKey("other-bot", "alice", "t1"), "alice to another bot")])
+    assert [line.seq for line in store.history("alice", None, None)] == [1, 1]
+    assert [line.text for line in store.history("bob", None, "t1")] == ["bob here"]
+    assert store.threads("membot", "alice") == [("membot", "t1", 1)]
+
+
+def writer_seqs(lines: list) -> dict[str, list[int]]:
+    """The seqs each writer got, keyed by the writer's name (the text's first word)."""
+    seqs: dict[str, list[int]] = {}
+    for line in lines:
+        seqs.setdefault(line.text.split()[0], []).append(line.seq)
+    return seqs
+
+
+def test_seq_has_no_gaps_or_repeats_with_concurrent_writer_threads(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    shared = SqliteStore(path)  # also creates the schema before the writers start
+    per_writer = 40
+    start = threading.Barrier(6)
+    failures: list[BaseException] = []
+
+    def write(name: str, store: SqliteStore) -> None:
+        try:
+            start.wait()
+            for index in range(per_writer):
+                role = Role.HUMAN if index % 2 == 0 else Role.BOT
+                store.add_lines([new_line(ALICE_T1, f"{name} {index}", role)])
+        except BaseException as error:  # reported below, a thread cannot fail the test
+            failures.append(error)
+
+    # Four writers with their own connection, two sharing one connection.
+    writers = [(f"own{n}", SqliteStore(path)) for n in range(4)]
+    writers += [("sharedA", shared), ("sharedB", shared)]
+    threads = [threading.Thread(target=write, args=writer) for writer in writers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert failures == []
+    lines = shared.history("alice", "membot", "t1")
+    assert [line.seq for line in lines] == list(range(1, 6 * per_writer + 1))
+    for name, seqs in writer_seqs(lines).items():
+        assert len(seqs) == per_writer, name
+        assert seqs == sorted(seqs), name
+    assert table_counts(path)["line_vectors"] == 6 * per_writer
+    assert table_counts(path)["line_text"] == 6 * per_writer
+
+
+WRITER = """
+import sys
+import numpy as np
+from membot.model import Role
+from membot.store import NewLine, SqliteStore, ThreadKey
+
+path, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+store = SqliteStore(path)
+key = ThreadKey("membot", "alice", "t1")
+for index in range(count):
+    role = Role.HUMAN if index % 2 == 0 else Role.BOT
+    vector = np.full(4, 0.5, dtype=np.float32)
+    store.add_lines([NewLine(key, role, f"{name} {index}", vector, 2)])
+"""
+
+
+def test_seq_has_no_gaps_or_repeats_with_concurrent_writer_processes(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    store = SqliteStore(path)
+    per_writer = 150
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), f"process{n}", str(per_writer)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(3)
+    ]
+    written = 0
+    while written < 20 or any(process.poll() is None for process in processes):
+        store.add_lines([new_line(ALICE_T1, f"parent {written}")])  # meanwhile, here too
+        written += 1
+    errors = [process.communicate(timeout=120)[1] for process in processes]
+
+    assert [process.returncode for process in processes] == [0, 0, 0], errors
+    lines = store.history("alice", "membot", "t1")
+    assert [line.seq for line in lines] == list(range(1, 3 * per_writer + written + 1))
+    seqs = writer_seqs(lines)
+    assert sorted(seqs) == ["parent", "process0", "process1", "process2"]
+    for name, mine in seqs.items():
+        assert mine == sorted(mine), name
+        assert len(mine) == (written if name == "parent" else per_writer), name
+    # The writers really ran at the same time: someone's lines are interleaved with another's.
+    assert any(mine[-1] - mine[0] + 1 > len(mine) for mine in seqs.values())
+
+
+def test_lines_between_and_last_lines_read_by_seq(store: SqliteStore) -> None:
+    store.add_lines([new_line(ALICE_T1, f"line {n}") for n in range(1, 8)])
+    thread_id = store.thread_id(ALICE_T1)
+    assert thread_id is not None
+    assert [line.seq for line in store.lines_between(thread_id, 3, 5)] == [3, 4, 5]
+    assert [line.seq for line in store.lines_between(thread_id, 6, 99)] == [6, 7]
+    assert [line.seq for line in store.last_lines(thread_id, 3)] == [5, 6, 7]
+    assert store.last_lines(thread_id, 0) == []
+    assert store.thread_id(ThreadKey("membot", "alice", "missing")) is None
+
+
+def test_the_relevance_buffer_is_stored_in_order(store: SqliteStore) -> None:
+    store.add_lines([new_line(ALICE_T1, "x"), new_line(ALICE_T2, "y")])
+    t1, t2 = store.thread_id(ALICE_T1), store.thread_id(ALICE_T2)
+    assert t1 is not None and t2 is not None
+    entries = [BufferEntry(t1, 1, 4, 0.9, (1,)), BufferEntry(t2, 2, 8, 0.5, (3, 5))]
+    store.save_buffer(t2, entries)
+    assert store.buffer(t2) == entries
+    store.save_buffer(t2, entries[1:])
+    assert store.buffer(t2) == entries[1:]
+    assert store.buffer(t1) == []
+
+
+def test_forget_removes_lines_vectors_text_rows_and_buffer_entries(store: SqliteStore) -> None:
+    store.add_lines([new_line(ALICE_T1, "alice talks about logistics")])
+    store.add_lines([new_line(ALICE_T2, "alice talks about cooking")])
+    store.add_lines([new_line(BOB_T1, "bob talks about logistics")])
+    t1, t2, bob = (store.thread_id(key) for key in (ALICE_T1, ALICE_T2, BOB_T1))
+    store.save_buffer(t2, [BufferEntry(t1, 1, 1, 0.8, (1,))])  # t2 recalled a block of t1
+    store.save_buffer(bob, [BufferEntry(bob, 1, 1, 0.7, (1,))])
+    generation = store.generation()
+
+    assert store.forget("alice", None, "t1") == {"threads": 1, "lines": 1}
+
+    assert [line.text for line in store.history("alice", None, None)] == [
+        "alice talks about cooking"
+    ]
+    assert store.buffer(t2) == []  # it pointed at the forgotten thread
+    assert len(store.buffer(bob)) == 1
+    assert store.generation() == generation + 1
+    matches = "SELECT COUNT(*) FROM line_text WHERE line_text MATCH 'logistics'"
+    assert count(store.path, matches) == 1  # bob's line only
+    assert table_counts(store.path)["line_vectors"] == 2
+
+    assert store.forget("alice", None, None) == {"threads": 1, "lines": 1}
+    assert store.history("alice", None, None) == []
+    assert count(store.path, "SELECT COUNT(*) FROM line_text WHERE line_text MATCH 'alice'") == 0
+    assert [line.text for line in store.history("bob", None, None)] == [
+        "bob talks about logistics"
+    ]
+    assert store.forget("nobody", None, None) == {"threads": 0, "lines": 0}
+
+
+@pytest.mark.xfail(
+    reason="bug: SqliteStore runs its PRAGMAs outside the try, so a file that is not a "
+    "database raises a bare sqlite3.DatabaseError (a traceback from the CLI)",
+    strict=True,
+)
+def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_text("these are my notes, not a database " * 100)
+    with pytest.raises(StoreError, match="not a membot store"):
+        SqliteStore(path)
+
+
+def test_a_store_that_cannot_be_created_is_a_store_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(StoreError, match="cannot open the store"):
+        SqliteStore(blocker / "inside" / "membot.db")
