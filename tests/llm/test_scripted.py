@@ -1,0 +1,56 @@
+"""ScriptedLLM, the one fake: queued replies, recorded calls, a file shared across processes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from membot import LLM, ConfigError, ProviderError, ScriptedLLM, resolve_llm
+from membot.llm import BundledSmolLM2
+from membot.llm.scripted import DEFAULT_REPLY
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
+def test_replies_come_in_order_then_the_default() -> None:
+    llm = ScriptedLLM(["one"])
+    llm.enqueue("two")
+    assert isinstance(llm, LLM)
+    assert [llm.complete(MESSAGES, 10) for _ in range(3)] == ["one", "two", DEFAULT_REPLY]
+    assert llm.history == [MESSAGES] * 3
+
+
+def test_an_error_reply_fails_the_call() -> None:
+    llm = ScriptedLLM(["!error the model is down", "!error", "fine"])
+    with pytest.raises(ProviderError, match="^the model is down$"):
+        llm.complete(MESSAGES, 10)
+    with pytest.raises(ProviderError, match="scripted failure"):
+        llm.complete(MESSAGES, 10)
+    assert llm.complete(MESSAGES, 10) == "fine"
+
+
+def test_a_script_file_is_consumed_across_objects(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(["first", "second"]))
+    assert resolve_llm(f"script:{path}").complete(MESSAGES, 10) == "first"
+    assert resolve_llm(f"script:{path}").complete(MESSAGES, 10) == "second"
+    assert json.loads(path.read_text()) == []
+    assert resolve_llm(f"script:{path}").complete(MESSAGES, 10) == DEFAULT_REPLY
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "openai:@http://localhost/v1", ""])
+def test_unknown_llm_specs_are_config_errors(spec: str) -> None:
+    with pytest.raises(ConfigError):
+        resolve_llm(spec)
+
+
+def test_the_default_llm_is_the_bundled_model() -> None:
+    assert isinstance(resolve_llm("smollm2"), BundledSmolLM2)
+
+
+@pytest.mark.slow
+def test_the_bundled_model_answers_offline() -> None:
+    reply = BundledSmolLM2().complete([{"role": "user", "content": "Say hello."}], 8)
+    assert isinstance(reply, str) and reply.strip()
