@@ -25,7 +25,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from membot import Bot, Memory, ScriptedLLM
-from membot.embed import bundled_minilm
+from membot.embed import default_embedder
 from membot.importers import read_file
 
 LOCOMO = (
@@ -55,7 +55,7 @@ def run(turns: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.db"
         lines = build_store(db)
-        memory = Memory(db, embedder=bundled_minilm())  # no cache: real embedding cost
+        memory = Memory(db, embedder=default_embedder())  # no cache: real embedding cost
         memory.warm_up()
         asked = questions(turns)
         llm = ScriptedLLM([f"I think it was {answer}." for _, answer in asked])

@@ -258,7 +258,9 @@ class Memory:
         if vector is None:
             vector = self.embed([line.text])[0]
         thread_id = self._thread_id(line)
-        window_from = line.seq - settings.recent_window
+        # The recent window is the new line and the recent_window - 1 lines before it; the new
+        # line is never searched, even with a window of 0.
+        window_from = min(line.seq, line.seq - settings.recent_window + 1)
         hits = self._hits(line, vector, settings, thread_id, window_from)
         buffer = self.store.buffer(thread_id)
         fresh = blocks_for_hits(hits, settings)

@@ -33,7 +33,12 @@ class LlamaTokenCounter:
         return self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def count(self, text: str) -> int:
-        return len(self._ids(text)) if text else 0
+        return self._count(text) if text else 0
+
+    @functools.lru_cache(maxsize=8192)  # noqa: B019 - one counter per process, kept for good
+    def _count(self, text: str) -> int:
+        # Labels, headers and stored lines are counted again every turn: remember them.
+        return len(self._ids(text))
 
     def truncate(self, text: str, max_tokens: int) -> str:
         ids = self._ids(text)
