@@ -41,6 +41,9 @@ def load_llama(path: Path, **options: object):
         raise ProviderError(
             "llama-cpp-python is needed for the bundled model: pip install llama-cpp-python"
         ) from error
+    # All cores but one: llama.cpp's threads spin while they wait, so when another process
+    # wants a core too, every core collapses to a few tokens/s (docs/performance.md).
+    options.setdefault("n_threads", max(1, (os.cpu_count() or 2) - 1))
     with _quiet_stderr():
         return Llama(model_path=str(path), verbose=False, **options)
 
