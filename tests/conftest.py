@@ -2,8 +2,7 @@
 
 Every test runs with ``MEMBOT_DB``, ``MEMBOT_CACHE_DIR`` and the platform's user data folder
 pointed into its own ``tmp_path``, so nothing reads or writes the real home. The bundled MiniLM
-is loaded once per session (``membot.embed.sentence._LOADED`` shares it with every ``Memory``
-the tests open); tests that need it are marked ``slow``.
+is loaded once per session by the ``minilm`` fixture; tests that need it are marked ``slow``.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from membot import Memory
-from membot.embed import bundled_minilm
+from membot.embed import default_embedder
 from membot.tokens import default_token_counter
 
 WORD = re.compile(r"\w+")
@@ -59,6 +58,18 @@ class HashingEmbedder:
         if not texts:
             return rows
         return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A home folder for the whole session: libraries under membot (ONNX Runtime writes a
+    device id under ``~/.cache``) must not write to the real one either."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME"):
+            patch.setenv(name, str(home / name.lower()))
+        yield home
 
 
 @pytest.fixture(autouse=True)
@@ -112,9 +123,15 @@ def memory(make_memory: Callable[..., Memory], embedder: HashingEmbedder) -> Mem
 
 
 @pytest.fixture(scope="session")
-def minilm():
-    """The bundled all-MiniLM-L6-v2, loaded once for the whole session."""
-    model = bundled_minilm()
+def minilm(tmp_path_factory: pytest.TempPathFactory):
+    """The default bundled all-MiniLM-L6-v2 embedder, loaded once for the whole session.
+
+    Built the way ``Memory(embedder="minilm")`` builds it, with its model files in a session
+    folder under the test tmp dir, never in the real cache.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MEMBOT_CACHE_DIR", str(tmp_path_factory.mktemp("minilm-cache")))
+        model = default_embedder()
     model.embed(["warm up"])
     return model
 
@@ -176,7 +193,9 @@ class OpenAIStyleServer:
         self.reply = "Hello from the server"
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
         self._thread.start()
 
     def close(self) -> None:
@@ -190,8 +209,12 @@ class OpenAIStyleServer:
                 {"object": "embedding", "index": index, "embedding": [3.0, 4.0, float(index)]}
                 for index in range(len(body["input"]))
             ]
-            return {"object": "list", "data": data[::-1], "model": body["model"],
-                    "usage": {"prompt_tokens": 1, "total_tokens": 1}}  # fmt: skip
+            return {
+                "object": "list",
+                "data": data[::-1],
+                "model": body["model"],
+                "usage": {"prompt_tokens": 1, "total_tokens": 1},
+            }
         return {
             "id": "chatcmpl-1",
             "object": "chat.completion",
@@ -210,7 +233,7 @@ class OpenAIStyleServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the name http.server calls)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append((self.path, body, self.headers.get("Authorization")))
@@ -236,4 +259,3 @@ def openai_server() -> Iterator[OpenAIStyleServer]:
     server = OpenAIStyleServer()
     yield server
     server.close()
-

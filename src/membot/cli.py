@@ -235,7 +235,9 @@ def reindex(context: typer.Context) -> None:
 
 @bot_app.command("show")
 def bot_show(
-    context: typer.Context, name: str = DEFAULT_BOT, as_json: bool = typer.Option(False, "--json")
+    context: typer.Context,
+    name: Annotated[str, typer.Argument(help="The bot's name.")] = DEFAULT_BOT,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A bot's settings (defaults where none were set)."""
     settings = _options(context).memory().bot_settings(name).to_json()

@@ -72,6 +72,11 @@ class BotSettings:
             (self.recent_window >= 0, "recent_window must be 0 or more"),
             (self.prompt_budget >= 128, "prompt_budget must be at least 128 tokens"),
             (self.reply_tokens >= 1, "reply_tokens must be at least 1"),
+            (
+                set(self.recall_roles) <= {"human", "bot", "tool", "system"},
+                f"recall_roles must be among human, bot, tool, system; got "
+                f"{', '.join(self.recall_roles)}",
+            ),
         ]
         for ok, message in checks:
             if not ok:
@@ -109,6 +114,8 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
         if isinstance(current, tuple):
             items = raw.split(",") if isinstance(raw, str) else list(raw)
             return tuple(str(item).strip() for item in items if str(item).strip())
+        if isinstance(current, int) and float(raw) != int(float(raw)):
+            raise ValueError(raw)  # 2.7 matches is a mistake, not 2
         return type(current)(raw)
     except (TypeError, ValueError) as error:
         kind = type(current).__name__

@@ -42,6 +42,8 @@ def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
         raise ImportFormatError(f"no such file: {path}")
     reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
     lines = list(reader(path, bot, user))
+    if not lines:
+        raise ImportFormatError(f"{path} holds no lines to import as {fmt}")
     threads = len({(line.user, line.thread) for line in lines})
     return ImportPlan(lines, threads)
 
@@ -53,6 +55,8 @@ def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
                 continue
             try:
                 record = json.loads(raw)
+                if not isinstance(record["text"], str) or not record["text"].strip():
+                    raise ValueError("text is empty or not a string")
                 yield LineInput(
                     text=record["text"],
                     user=record.get("user") or user or _missing("user"),

@@ -267,7 +267,15 @@ class Memory:
         if fresh or len(buffer) > settings.buffer_size:
             buffer = push_to_buffer(buffer, fresh, settings.buffer_size)
             self.store.save_buffer(thread_id, buffer)
-        fresh_keys = {(b.source_thread_id, b.first_seq) for b in fresh}
+        # A fresh block may have absorbed an older entry: the entry holding it is fresh.
+        fresh_keys = {
+            (entry.source_thread_id, entry.first_seq)
+            for entry in buffer
+            for block in fresh
+            if entry.source_thread_id == block.source_thread_id
+            and entry.first_seq <= block.first_seq
+            and block.last_seq <= entry.last_seq
+        }
         blocks = self._load_blocks(buffer, thread_id, window_from, fresh_keys)
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in hits]))
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)

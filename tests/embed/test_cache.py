@@ -53,13 +53,18 @@ def test_a_turn_embeds_each_new_line_once(tmp_path: Path, make_embedder, make_me
     """The write path costs one embedding per line: the human's and the bot's, nothing else."""
     inner = make_embedder()
     memory = make_memory(CachedEmbedder(inner, tmp_path / "cache.db"))
-    bot = Bot(memory, ScriptedLLM(["Logistics, you said."]))
+    bot = Bot(memory, ScriptedLLM(["Logistics, you said.", "In logistics."]))
 
     bot.turn("I work in logistics", user="alice", thread="t1")
     bot.turn("Where do I work?", user="alice", thread="t2")
     memory.add("I work in logistics", user="alice", thread="t3")  # said again: cached
 
-    assert inner.embedded == ["I work in logistics", "Logistics, you said.", "Where do I work?"]
+    assert inner.embedded == [
+        "I work in logistics",
+        "Logistics, you said.",
+        "Where do I work?",
+        "In logistics.",
+    ]
 
 
 def test_resolve_embedder_wraps_in_the_cache_when_given_a_path(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The bundled all-MiniLM-L6-v2 through sentence-transformers, loaded from disk only."""
+"""Local embedders through sentence-transformers (``st:NAME``, and MiniLM without ONNX)."""
 
 from __future__ import annotations
 
@@ -8,30 +8,38 @@ import numpy as np
 import pytest
 
 from membot import ConfigError, Embedder, ProviderError, resolve_embedder
-from membot.embed import SentenceTransformerEmbedder
+from membot.embed import SentenceTransformerEmbedder, bundled_minilm
 from membot.embed.sentence import BUNDLED_NAME, bundled_minilm_path
 
 
+@pytest.fixture(scope="module")
+def st_minilm() -> SentenceTransformerEmbedder:
+    model = bundled_minilm()
+    model.embed(["warm up"])
+    return model
+
+
 @pytest.mark.slow
-def test_minilm_gives_unit_vectors_that_rank_by_meaning(minilm) -> None:
-    assert isinstance(minilm, Embedder)
-    assert minilm.name == BUNDLED_NAME
-    assert minilm.dimension == 384
-    vectors = minilm.embed(
+def test_minilm_gives_unit_vectors_that_rank_by_meaning(st_minilm) -> None:
+    assert isinstance(st_minilm, Embedder)
+    assert st_minilm.name == BUNDLED_NAME
+    assert st_minilm.dimension == 384
+    vectors = st_minilm.embed(
         ["I work in logistics.", "My job is in shipping and freight.", "I like strawberries."]
     )
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
     scores = vectors @ vectors[0]
     assert scores[1] > scores[2] + 0.2
-    assert minilm.embed([]).shape == (0, 384)
+    assert st_minilm.embed([]).shape == (0, 384)
 
 
 @pytest.mark.slow
-def test_embedders_of_one_model_share_the_loaded_weights(minilm) -> None:
-    second = resolve_embedder("minilm")
-    np.testing.assert_allclose(second.embed(["same"]), minilm.embed(["same"]), atol=1e-6)
-    assert second._load() is minilm._load()
+def test_embedders_of_one_model_share_the_loaded_weights(st_minilm) -> None:
+    second = resolve_embedder(f"st:{bundled_minilm_path()}")
+    assert isinstance(second, SentenceTransformerEmbedder)
+    np.testing.assert_allclose(second.embed(["same"]), st_minilm.embed(["same"]), atol=1e-6)
+    assert second._load() is st_minilm._load()
 
 
 def test_the_bundled_model_ships_with_the_package() -> None:

@@ -24,7 +24,7 @@ def test_replies_come_in_order_then_the_default() -> None:
 
 def test_an_error_reply_fails_the_call() -> None:
     llm = ScriptedLLM(["!error the model is down", "!error", "fine"])
-    with pytest.raises(ProviderError, match="^the model is down$"):
+    with pytest.raises(ProviderError, match=r"^the model is down$"):
         llm.complete(MESSAGES, 10)
     with pytest.raises(ProviderError, match="scripted failure"):
         llm.complete(MESSAGES, 10)

@@ -66,11 +66,6 @@ def statements(script: str) -> Iterator[str]:
             pending = ""
 
 
-@pytest.mark.xfail(
-    reason="bug: migrate() reads user_version before taking the write lock, so a store "
-    "opened while another process is creating it fails with 'table meta already exists'",
-    strict=True,
-)
 def test_a_store_opened_while_another_process_creates_it(tmp_path: Path) -> None:
     """Two ``membot`` processes started at once on a new file: the second must wait, not fail.
 

@@ -47,13 +47,24 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 def test_a_line_its_vector_and_its_text_row_are_stored_together(store: SqliteStore) -> None:
     moment = datetime(2024, 5, 8, 13, 56, tzinfo=UTC)
-    line = NewLine(ALICE_T1, Role.HUMAN, "I work in logistics", np.arange(4, dtype=np.float32),
-                   tokens=5, created_at=moment, speaker="Alice", ref="D1:1")  # fmt: skip
+    line = NewLine(
+        ALICE_T1,
+        Role.HUMAN,
+        "I work in logistics",
+        np.arange(4, dtype=np.float32),
+        tokens=5,
+        created_at=moment,
+        speaker="Alice",
+        ref="D1:1",
+    )
     (stored,) = store.add_lines([line])
 
     assert (stored.seq, stored.person, stored.thread, stored.text) == (
-        1, "alice", "t1", "I work in logistics",
-    )  # fmt: skip
+        1,
+        "alice",
+        "t1",
+        "I work in logistics",
+    )
     assert store.lines([stored.id]) == [stored]
     assert store.lines([stored.id])[0].created_at == moment
     rows = store.vector_rows()
@@ -75,8 +86,12 @@ def test_a_failure_mid_batch_leaves_nothing_of_the_batch(store: SqliteStore) -> 
         store.add_lines(batch())
 
     assert table_counts(store.path) == {
-        "lines": 1, "line_vectors": 1, "line_text": 1, "threads": 1, "buffer_entries": 0,
-    }  # fmt: skip
+        "lines": 1,
+        "line_vectors": 1,
+        "line_text": 1,
+        "threads": 1,
+        "buffer_entries": 0,
+    }
     assert store.history("alice", None, None) == [kept]
     # The next line takes the next seq: the failed batch used none.
     (after,) = store.add_lines([new_line(ALICE_T1, "after")])
@@ -251,20 +266,15 @@ def test_forget_removes_lines_vectors_text_rows_and_buffer_entries(store: Sqlite
     assert count(store.path, matches) == 1  # bob's line only
     assert table_counts(store.path)["line_vectors"] == 2
 
+    assert store.person_id("alice") is not None  # she still has a thread
     assert store.forget("alice", None, None) == {"threads": 1, "lines": 1}
     assert store.history("alice", None, None) == []
+    assert store.person_id("alice") is None  # nothing left: her name goes too
     assert count(store.path, "SELECT COUNT(*) FROM line_text WHERE line_text MATCH 'alice'") == 0
-    assert [line.text for line in store.history("bob", None, None)] == [
-        "bob talks about logistics"
-    ]
+    assert [line.text for line in store.history("bob", None, None)] == ["bob talks about logistics"]
     assert store.forget("nobody", None, None) == {"threads": 0, "lines": 0}
 
 
-@pytest.mark.xfail(
-    reason="bug: SqliteStore runs its PRAGMAs outside the try, so a file that is not a "
-    "database raises a bare sqlite3.DatabaseError (a traceback from the CLI)",
-    strict=True,
-)
 def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("these are my notes, not a database " * 100)

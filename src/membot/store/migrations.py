@@ -82,7 +82,14 @@ def migrate(connection: sqlite3.Connection) -> int:
             f"({len(MIGRATIONS)}): upgrade membot"
         )
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-        connection.executescript(
-            f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
-        )
+        try:
+            connection.executescript(
+                f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
+            )
+        except sqlite3.OperationalError:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            # Another process applied this migration between our version check and our lock.
+            if connection.execute("PRAGMA user_version").fetchone()[0] < number:
+                raise
     return len(MIGRATIONS)

@@ -67,13 +67,15 @@ class SqliteStore:
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the store at {self.path}: {error}") from error
         self._lock = threading.RLock()
-        self._db.execute("PRAGMA journal_mode = WAL")
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.execute("PRAGMA busy_timeout = 10000")
-        self._db.execute("PRAGMA synchronous = NORMAL")
         try:
+            # busy_timeout first: another process may hold the lock while it creates the store.
+            self._db.execute("PRAGMA busy_timeout = 10000")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA synchronous = NORMAL")
             migrate(self._db)
         except sqlite3.DatabaseError as error:
+            self._db.close()
             raise StoreError(f"{self.path} is not a membot store: {error}") from error
 
     def close(self) -> None:
@@ -344,5 +346,11 @@ class SqliteStore:
                     f"SELECT COUNT(*) FROM lines WHERE thread_id IN ({marks})", thread_ids
                 ).fetchone()[0]
                 db.execute(f"DELETE FROM threads WHERE id IN ({marks})", thread_ids)
+                # A person with nothing left is forgotten too, name included.
+                db.execute(
+                    "DELETE FROM people WHERE name = ? AND NOT EXISTS "
+                    "(SELECT 1 FROM threads t WHERE t.person_id = people.id)",
+                    (person,),
+                )
                 self._bump_generation(db)
         return {"threads": len(thread_ids), "lines": lines}

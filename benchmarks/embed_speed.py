@@ -1,0 +1,67 @@
+"""Embedding cost of the bundled all-MiniLM-L6-v2: ONNX Runtime (membot's default) against
+sentence-transformers on torch, for one line (a turn) and for a batch (an import).
+
+    .venv/bin/python benchmarks/embed_speed.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+
+from membot.embed import OnnxMiniLMEmbedder, bundled_minilm
+
+LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+
+
+def dialog_lines() -> list[str]:
+    conversation = json.loads(LOCOMO.read_text())[0]["conversation"]
+    return [
+        turn["text"]
+        for key, turns in conversation.items()
+        if key.startswith("session_") and not key.endswith("date_time")
+        for turn in turns
+    ]
+
+
+def median_ms(embed: Callable[[list[str]], np.ndarray], lines: list[str]) -> float:
+    embed(lines[:1])  # load
+    times = []
+    for line in lines[:50]:
+        started = time.perf_counter()
+        embed([line])
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def batch_rate(embed: Callable[[list[str]], np.ndarray], lines: list[str]) -> float:
+    started = time.perf_counter()
+    embed(lines)
+    return len(lines) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    lines = dialog_lines()
+    with tempfile.TemporaryDirectory() as folder:
+        onnx = OnnxMiniLMEmbedder(Path(folder))
+        torch_path = bundled_minilm()
+        for name, embedder in (("onnxruntime", onnx), ("torch", torch_path)):
+            one = median_ms(embedder.embed, lines)
+            rate = batch_rate(embedder.embed, lines)
+            print(f"{name:<12} one line {one:6.2f} ms (median of 50)   batch {rate:6.0f} lines/s")
+        gap = np.abs(onnx.embed(lines[:200]) - torch_path.embed(lines[:200])).max()
+        print(f"largest difference between the two, over 200 lines: {gap:.1e}")
+        print(f"({len(lines)} LoCoMo dialog lines)")
+
+
+if __name__ == "__main__":
+    main()

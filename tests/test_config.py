@@ -1,0 +1,87 @@
+"""BotSettings (typed, validated) and where membot keeps its files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from membot import BotSettings, ConfigError
+from membot.config import cache_dir, data_dir, default_db_path
+
+
+def test_with_values_converts_strings_to_each_fields_type() -> None:
+    settings = BotSettings().with_values(
+        {
+            "threshold": "0.3",
+            "max_matches": "5",
+            "share_across_people": "yes",
+            "recall_roles": "human, bot ,",
+            "prompt_budget": 4096,
+        }
+    )
+    assert settings.threshold == 0.3
+    assert settings.max_matches == 5
+    assert settings.share_across_people is True
+    assert settings.recall_roles == ("human", "bot")
+    assert settings.prompt_budget == 4096
+    assert BotSettings().with_values({"share_across_people": "off"}).share_across_people is False
+
+
+def test_with_values_leaves_the_original_alone() -> None:
+    original = BotSettings()
+    original.with_values({"max_matches": 1})
+    assert original == BotSettings()
+
+
+def test_settings_round_trip_through_json() -> None:
+    changed = BotSettings().with_values({"recall_roles": ["human"], "threshold": 0.5})
+    assert BotSettings().with_values(changed.to_json()) == changed
+    assert changed.to_json()["recall_roles"] == ["human"]
+
+
+def test_unknown_settings_are_refused_with_the_known_names() -> None:
+    with pytest.raises(ConfigError, match=r"unknown bot setting 'treshold'.*threshold"):
+        BotSettings().with_values({"treshold": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("threshold", "high", "threshold wants a float"),
+        ("threshold", "1.5", "between -1 and 1"),
+        ("threshold", "nan", "between -1 and 1"),
+        ("max_matches", "2.5", "max_matches wants a int"),
+        ("max_matches", 2.7, "max_matches wants a int"),
+        ("max_matches", "-1", "max_matches must be 0 or more"),
+        ("expand_before", "-2", "expansion must be 0 or more"),
+        ("buffer_size", "-1", "buffer_size must be 0 or more"),
+        ("recent_window", "-1", "recent_window must be 0 or more"),
+        ("share_across_people", "maybe", "share_across_people wants a bool"),
+        ("prompt_budget", "100", "at least 128 tokens"),
+        ("prompt_budget", None, "prompt_budget wants a int"),
+        ("reply_tokens", "0", "reply_tokens must be at least 1"),
+    ],
+)
+def test_bad_values_are_config_errors(name: str, value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BotSettings().with_values({name: value})
+
+
+def test_an_unknown_recall_role_is_refused() -> None:
+    with pytest.raises(ConfigError, match="robot"):
+        BotSettings().with_values({"recall_roles": "human,robot"})
+
+
+def test_files_live_where_the_environment_says(isolated_home: Path) -> None:
+    assert default_db_path() == isolated_home / "default.db"
+    assert cache_dir() == isolated_home / "cache"
+    assert data_dir() == isolated_home / "data" / "membot"
+
+
+def test_without_environment_the_platform_folders_are_used(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("MEMBOT_DB")
+    monkeypatch.delenv("MEMBOT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
+    assert default_db_path() == data_dir() / "membot.db"
+    assert cache_dir() == tmp_path / "xdg-cache" / "membot"

@@ -1,0 +1,183 @@
+"""VectorIndex: scope masks, the recent-window exclusion, and staying in step with the store."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from membot import Role
+from membot.search import Scope, VectorIndex
+from membot.store import NewLine, SqliteStore, ThreadKey
+
+
+def unit(*values: float) -> np.ndarray:
+    vector = np.asarray(values, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+QUERY = unit(1, 0, 0)
+
+
+def add(
+    store: SqliteStore,
+    person: str,
+    thread: str,
+    vector: np.ndarray,
+    role: Role = Role.HUMAN,
+    bot: str = "membot",
+) -> int:
+    key = ThreadKey(bot, person, thread)
+    (line,) = store.add_lines([NewLine(key, role, f"{person}/{thread}", vector, 1)])
+    return line.id
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return SqliteStore(tmp_path / "index.db")
+
+
+@pytest.fixture
+def world(store: SqliteStore) -> dict[str, int]:
+    """Lines of two people and two bots, all pointing the same way as QUERY (score 1)."""
+    return {
+        "alice_t1": add(store, "alice", "t1", QUERY),
+        "alice_t1_bot": add(store, "alice", "t1", QUERY, Role.BOT),
+        "alice_t2": add(store, "alice", "t2", QUERY),
+        "bob_t1": add(store, "bob", "t1", QUERY),
+        "alice_other_bot": add(store, "alice", "t1", QUERY, bot="other"),
+    }
+
+
+def scope(store: SqliteStore, person: str | None, **options) -> Scope:
+    bot_id = store.bot_id(options.pop("bot", "membot"))
+    assert bot_id is not None
+    return Scope(bot_id, store.person_id(person) if person else None, **options)
+
+
+def found(index: VectorIndex, scope: Scope, k: int = 10, **options) -> set[int]:
+    return {line_id for line_id, _ in index.search(QUERY, scope, k, **options)}
+
+
+def test_a_person_scope_sees_only_that_persons_lines_of_that_bot(store, world) -> None:
+    index = VectorIndex(store)
+    assert found(index, scope(store, "alice")) == {
+        world["alice_t1"],
+        world["alice_t1_bot"],
+        world["alice_t2"],
+    }
+    assert found(index, scope(store, "bob")) == {world["bob_t1"]}
+    assert found(index, scope(store, "alice", bot="other")) == {world["alice_other_bot"]}
+
+
+def test_the_whole_bot_scope_sees_every_person(store, world) -> None:
+    index = VectorIndex(store)
+    assert found(index, scope(store, None)) == {
+        world["alice_t1"],
+        world["alice_t1_bot"],
+        world["alice_t2"],
+        world["bob_t1"],
+    }
+
+
+def test_a_thread_scope_and_a_role_filter(store, world) -> None:
+    index = VectorIndex(store)
+    t1 = store.thread_id(ThreadKey("membot", "alice", "t1"))
+    assert found(index, scope(store, "alice", thread_id=t1)) == {
+        world["alice_t1"],
+        world["alice_t1_bot"],
+    }
+    assert found(index, scope(store, "alice", thread_id=t1, roles=("bot",))) == {
+        world["alice_t1_bot"]
+    }
+    assert found(index, scope(store, "alice", roles=())) == set()
+
+
+def test_the_recent_window_of_the_current_thread_is_left_out(store: SqliteStore) -> None:
+    ids = [add(store, "alice", "t1", QUERY) for _ in range(6)]  # seqs 1..6
+    other = add(store, "alice", "t2", QUERY)  # seq 1 of another thread: not in the window
+    t1 = store.thread_id(ThreadKey("membot", "alice", "t1"))
+    index = VectorIndex(store)
+    windowed = scope(store, "alice", window_thread_id=t1, window_from_seq=4)
+    assert found(index, windowed) == {ids[0], ids[1], ids[2], other}
+
+
+def test_results_are_best_first_limited_to_k_and_above_the_threshold(store) -> None:
+    strong = add(store, "alice", "t1", unit(1, 0.2, 0))
+    medium = add(store, "alice", "t1", unit(1, 1, 0))
+    weak = add(store, "alice", "t1", unit(0.2, 1, 0))
+    add(store, "alice", "t1", unit(0, 0, 1))  # orthogonal: score 0
+    index = VectorIndex(store)
+    everyone = scope(store, "alice")
+
+    results = index.search(QUERY, everyone, k=3)
+    assert [line_id for line_id, _ in results] == [strong, medium, weak]
+    assert results[0][1] == pytest.approx(float(unit(1, 0.2, 0)[0]), rel=1e-6)
+    assert [line_id for line_id, _ in index.search(QUERY, everyone, k=2)] == [strong, medium]
+    assert found(index, everyone, min_score=0.5) == {strong, medium}
+    assert index.search(QUERY, everyone, k=0) == []
+
+
+def test_lines_written_through_another_store_object_are_picked_up(store, tmp_path) -> None:
+    add(store, "alice", "t1", QUERY)
+    index = VectorIndex(store)
+    assert len(found(index, scope(store, "alice"))) == 1
+
+    writer = SqliteStore(tmp_path / "index.db")  # another Memory, or another process
+    late = add(writer, "alice", "t1", QUERY)
+
+    assert late in found(index, scope(store, "alice"))
+    assert len(index) == 2
+    assert index.position_of(late) == (store.thread_id(ThreadKey("membot", "alice", "t1")), 2)
+    assert index.position_of(10_000) is None
+
+
+def test_the_index_reloads_after_lines_are_forgotten_elsewhere(store, tmp_path) -> None:
+    kept = add(store, "alice", "t1", QUERY)
+    gone = add(store, "alice", "t2", QUERY)
+    index = VectorIndex(store)
+    assert found(index, scope(store, "alice")) == {kept, gone}
+
+    other = SqliteStore(tmp_path / "index.db")
+    other.forget("alice", None, "t2")
+    # Row ids of forgotten lines are handed out again: the index must not keep the old rows.
+    reused = add(other, "alice", "t3", unit(0, 1, 0))
+    assert reused == gone
+
+    results = dict(index.search(QUERY, scope(store, "alice"), 10))
+    assert set(results) == {kept, reused}
+    assert results[reused] == pytest.approx(0.0, abs=1e-6)
+    assert index.position_of(reused) == (other.thread_id(ThreadKey("membot", "alice", "t3")), 1)
+
+
+def test_an_empty_store_finds_nothing(store: SqliteStore) -> None:
+    index = VectorIndex(store)
+    assert index.search(QUERY, Scope(1, None), 5) == []
+    assert index.position_of(1) is None
+
+
+WRITER = """
+import sys
+import numpy as np
+from membot.model import Role
+from membot.store import NewLine, SqliteStore, ThreadKey
+
+store = SqliteStore(sys.argv[1])
+vector = np.array([1, 0, 0], dtype=np.float32)
+store.add_lines([NewLine(ThreadKey("membot", "alice", "t9"), Role.HUMAN, "late", vector, 1)])
+"""
+
+
+def test_lines_written_by_another_process_are_picked_up(store: SqliteStore) -> None:
+    add(store, "alice", "t1", unit(0, 1, 0))
+    index = VectorIndex(store)
+    assert len(index.search(QUERY, scope(store, "alice"), 10)) == 1
+
+    subprocess.run([sys.executable, "-c", WRITER, str(store.path)], check=True, timeout=60)
+
+    (best, _) = index.search(QUERY, scope(store, "alice"), 10)
+    assert store.lines([best[0]])[0].text == "late"
+    assert best[1] == pytest.approx(1.0)
