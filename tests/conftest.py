@@ -62,8 +62,8 @@ class HashingEmbedder:
 
 @pytest.fixture(scope="session", autouse=True)
 def private_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A home folder for the whole session: libraries under membot (ONNX Runtime writes a
-    device id under ``~/.cache``) must not write to the real one either."""
+    """A home folder for the whole session: nothing a test runs, membot or a library under
+    it, may write to the real one."""
     home = tmp_path_factory.mktemp("session-home")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))

@@ -65,3 +65,19 @@ def test_memory_with_the_default_embedder_caches_its_vectors(isolated_home: Path
     memory.search("I work in logistics.", user="alice")
     assert (memory.embedder.hits, memory.embedder.misses) == (1, 1)
     memory.close()
+
+
+def test_embedding_writes_nothing_outside_membots_folders(tmp_path: Path) -> None:
+    """Offline and private: ONNX Runtime must not leave a device id or telemetry queue."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "home-for-onnxruntime"
+    home.mkdir()
+    code = (
+        "from pathlib import Path; from membot.embed import OnnxMiniLMEmbedder; "
+        f"OnnxMiniLMEmbedder(Path({str(tmp_path / 'models')!r})).embed(['hello'])"
+    )
+    env = {"HOME": str(home), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+    assert list(home.rglob("*")) == []
