@@ -19,8 +19,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 from membot.embed import OnnxMiniLMEmbedder, bundled_minilm
+from membot.eval import shared_data_dir
 
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
 def dialog_lines() -> list[str]:

@@ -26,11 +26,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from membot import Bot, Memory, ScriptedLLM
 from membot.embed import default_embedder
+from membot.eval import shared_data_dir
 from membot.importers import read_file
 
-LOCOMO = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "locomo" / "locomo_dev.json"
-)
+LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
 def build_store(db: Path) -> int:

@@ -21,11 +21,12 @@ from membot import (
     ScriptedLLM,
 )
 from membot.bot import Bot
+from membot.eval import shared_data_dir
 
 pytestmark = pytest.mark.slow
 
 ALICE = "My name is Alice and I work in logistics."
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo_dev.json"
+LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
 def flat(text: str) -> str:

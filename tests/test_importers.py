@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from membot import ImportFormatError, Memory, Role
+from membot.eval import shared_data_dir
 from membot.importers import parse_time, read_file
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = shared_data_dir()
 LOCOMO = DATA / "locomo" / "locomo_dev.json"
 LONGMEMEVAL = DATA / "longmemeval" / "longmemeval_s_dev.json"
 
