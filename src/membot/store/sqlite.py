@@ -48,6 +48,16 @@ def _line(row: Sequence) -> Line:
     )
 
 
+def _owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str, list[str]]:
+    """SQL condition on the aliases p (people), b (bots), t (threads) for a person's lines."""
+    conditions, params = ["p.name = ?"], [person]
+    for column, value in (("b.name", bot), ("t.name", thread)):
+        if value:
+            conditions.append(f"{column} = ?")
+            params.append(value)
+    return " AND ".join(conditions), params
+
+
 @dataclass(frozen=True)
 class ThreadRef:
     id: int
@@ -259,15 +269,10 @@ class SqliteStore:
         return [_line(row) for row in reversed(rows)]
 
     def history(self, person: str, bot: str | None, thread: str | None) -> list[Line]:
-        sql = f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE p.name = ?"
-        params: list = [person]
-        if bot:
-            sql += " AND b.name = ?"
-            params.append(bot)
-        if thread:
-            sql += " AND t.name = ?"
-            params.append(thread)
-        rows = self._query(sql + " ORDER BY l.thread_id, l.seq", params)
+        where, params = _owner_filter(person, bot, thread)
+        rows = self._query(
+            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE {where} ORDER BY l.thread_id, l.seq", params
+        )
         return [_line(row) for row in rows]
 
     def count_lines(self) -> int:
@@ -326,17 +331,11 @@ class SqliteStore:
 
     def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]:
         """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers."""
+        where, params = _owner_filter(person, bot, thread)
         sql = (
             "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id WHERE p.name = ?"
+            f"JOIN people p ON p.id = t.person_id WHERE {where}"
         )
-        params: list = [person]
-        if bot:
-            sql += " AND b.name = ?"
-            params.append(bot)
-        if thread:
-            sql += " AND t.name = ?"
-            params.append(thread)
         with self._write() as db:
             thread_ids = [row[0] for row in db.execute(sql, params)]
             marks = ",".join("?" * len(thread_ids))
