@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numpy as np
 
 from membot.embed.base import normalize
-from membot.errors import ConfigError, ProviderError
+from membot.errors import ProviderError
+from membot.openai_client import openai_client
 
 
 class OpenAICompatibleEmbedder:
@@ -33,17 +33,10 @@ class OpenAICompatibleEmbedder:
 
     def _client_or_new(self):
         if self._client is None:
-            from openai import OpenAI
-
-            key = os.environ.get(self.api_key_env)
-            if not key and self.base_url is None:
-                raise ConfigError(
-                    f"set {self.api_key_env} to the API key of the embedding endpoint"
-                )
-            # Local servers (Ollama, vLLM, TEI) accept any key; the client insists on one.
-            self._client = OpenAI(
-                api_key=key or "unused", base_url=self.base_url, timeout=self.timeout, max_retries=1
-            )
+            self._client = openai_client(
+                self.base_url, self.api_key_env, self.timeout, max_retries=1,
+                missing_key=f"set {self.api_key_env} to the API key of the embedding endpoint",
+            )  # fmt: skip
         return self._client
 
     @property

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
-from membot.errors import ConfigError, ProviderError
+from membot.errors import ProviderError
 from membot.llm.base import Message
+from membot.openai_client import openai_client
 
 
 class OpenAICompatibleLLM:
@@ -35,20 +35,13 @@ class OpenAICompatibleLLM:
 
     def _client_or_new(self):
         if self._client is None:
-            from openai import OpenAI
-
-            key = os.environ.get(self.api_key_env)
-            if not key and self.base_url is None:
-                raise ConfigError(
+            self._client = openai_client(
+                self.base_url, self.api_key_env, self.timeout, self.max_retries,
+                missing_key=(
                     f"set {self.api_key_env} to your API key, or give a local server with "
                     "--llm openai:MODEL@http://localhost:11434/v1"
-                )
-            self._client = OpenAI(
-                api_key=key or "unused",
-                base_url=self.base_url,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-            )
+                ),
+            )  # fmt: skip
         return self._client
 
     def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
