@@ -179,3 +179,11 @@ def test_alice_is_remembered_with_the_real_embedder(make_memory, minilm) -> None
     assert memory.forget(user="alice", thread="t1") == {"threads": 1, "lines": 2}
     again = bot.turn("Where do I work?", user="alice", thread="t3", dry_run=True)
     assert all(block.thread != "t1" for block in again.recalled)
+
+
+def test_a_missing_api_key_is_a_failed_reply_not_a_crash(memory: Memory) -> None:
+    from membot import OpenAICompatibleLLM
+
+    turn = Bot(memory, OpenAICompatibleLLM("gpt-4o-mini")).turn("hi", user="alice", thread="t")
+    assert turn.response == "" and "set OPENAI_API_KEY" in (turn.error or "")
+    assert [line.text for line in memory.history(user="alice")] == ["hi"]

@@ -331,3 +331,52 @@ def test_bot_settings_are_stored_per_bot(memory: Memory, make_memory) -> None:
     with pytest.raises(ConfigError, match="unknown bot setting"):
         reopened.configure_bot("coach", colour="blue")
     assert reopened.bot_settings("coach") == changed
+
+
+# -- found in review ------------------------------------------------------------------------
+
+
+def test_blocks_shared_earlier_leave_the_prompt_once_sharing_stops(memory: Memory) -> None:
+    memory.configure_bot(**TIGHT, share_across_people=True)
+    say(memory, "b1", "my favourite fruit is mango", user="bob")
+    shared = memory.recall(memory.add("which fruit is mango", user="alice", thread="a1"))
+    assert [block.person for block in shared.blocks] == ["bob"]
+
+    memory.configure_bot(share_across_people=False)
+    later = memory.recall(memory.add("ok", user="alice", thread="a1"))
+    assert later.blocks == ()  # bob's block is still in the buffer, but not alice's to see
+
+
+def test_a_buffer_of_zero_still_recalls_this_turns_matches(memory: Memory, alice_t1) -> None:
+    memory.configure_bot(buffer_size=0)
+    found = memory.recall(memory.add("mango fruit please", user="alice", thread="t2"))
+    assert [texts(block.lines) for block in found.blocks] == [
+        ["good morning", "my favourite fruit is mango", "nice"]
+    ]
+    assert memory.recall(memory.add("ok", user="alice", thread="t2")).blocks == ()
+
+
+def test_times_with_a_zone_are_stored_in_utc(memory: Memory) -> None:
+    when = datetime(2023, 5, 8, 10, 0, tzinfo=timezone(timedelta(hours=2)))
+    memory.add("hello", user="alice", thread="t1", created_at=when)
+    (stored,) = memory.history(user="alice")
+    assert stored.created_at == when and stored.created_at.utcoffset() == timedelta(0)
+    assert stored.created_at.hour == 8
+
+
+def test_forget_also_drops_the_cached_embeddings(make_memory, embedder, tmp_path) -> None:
+    from membot.embed import CachedEmbedder
+
+    cached = CachedEmbedder(embedder, tmp_path / "cache.db")
+    memory = make_memory(cached)
+    memory.add("my secret is mango", user="alice", thread="t1")
+    memory.add("bob likes tea", user="bob", thread="t1")
+    memory.forget(user="alice")
+    embedder.calls.clear()
+    cached.embed(["my secret is mango", "bob likes tea"])
+    assert embedder.embedded == ["my secret is mango"]  # alice's vector was gone, bob's kept
+
+
+def test_a_setting_named_bot_is_refused_clearly(memory: Memory) -> None:
+    with pytest.raises(ConfigError, match="unknown bot setting 'bot'"):
+        memory.configure_bot("membot", bot="x")

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 
 from membot.config import DEFAULT_BOT
 from membot.context import Speakers, assemble
-from membot.errors import ProviderError
-from membot.llm import LLM, ScriptedLLM
+from membot.errors import MembotError
+from membot.llm import LLM, BundledSmolLM2
 from membot.memory import LineInput, Memory
 from membot.model import Role, Turn
 
@@ -37,7 +37,7 @@ class Bot:
 
     def __init__(self, memory: Memory, llm: LLM | None = None, name: str = DEFAULT_BOT) -> None:
         self.memory = memory
-        self.llm = llm if llm is not None else ScriptedLLM()
+        self.llm = llm if llm is not None else BundledSmolLM2()  # loads on first reply
         self.name = name
         self.speakers = Speakers()
 
@@ -68,7 +68,7 @@ class Bot:
             with clock.step("llm"):
                 try:
                     response = self.llm.complete(list(prompt.messages), settings.reply_tokens)
-                except ProviderError as failure:
+                except MembotError as failure:  # down, timeout, bad or missing key
                     error = str(failure)
             if response:
                 with clock.step("store"):

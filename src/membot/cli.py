@@ -41,7 +41,7 @@ class Options:
     db: Path
     embedder: str
     llm: str
-    llm_key_env: str
+    llm_key_env: str | None
     _memory: Memory | None = field(default=None, repr=False)
 
     def memory(self, warm: bool = False) -> Memory:
@@ -85,8 +85,12 @@ def global_options(
         str, typer.Option(envvar="MEMBOT_LLM", help="smollm2 | openai:MODEL[@URL] | script:PATH")
     ] = DEFAULT_LLM,
     llm_key_env: Annotated[
-        str, typer.Option(help="Environment variable holding the LLM's API key.")
-    ] = "OPENAI_API_KEY",
+        str | None,
+        typer.Option(
+            help="Environment variable holding the LLM's API key "
+            "(default: OPENAI_API_KEY for OpenAI itself, none for other servers)."
+        ),
+    ] = None,
 ) -> None:
     context.obj = Options(db or default_db_path(), embedder, llm, llm_key_env)
 

@@ -117,6 +117,6 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
         if isinstance(current, int) and float(raw) != int(float(raw)):
             raise ValueError(raw)  # 2.7 matches is a mistake, not 2
         return type(current)(raw)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         kind = type(current).__name__
         raise ConfigError(f"bot setting {name} wants a {kind}, got {raw!r}") from error

@@ -38,10 +38,13 @@ class ImportPlan:
 def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
     if fmt not in FORMATS:
         raise ImportFormatError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
-    if not path.exists():
+    if not path.is_file():
         raise ImportFormatError(f"no such file: {path}")
     reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
-    lines = list(reader(path, bot, user))
+    try:
+        lines = list(reader(path, bot, user))
+    except UnicodeDecodeError as error:
+        raise ImportFormatError(f"{path} is not UTF-8 text: {error}") from error
     if not lines:
         raise ImportFormatError(f"{path} holds no lines to import as {fmt}")
     threads = len({(line.user, line.thread) for line in lines})

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
-from membot.embed import Embedder, resolve_embedder
+from membot.embed import CachedEmbedder, Embedder, resolve_embedder
 from membot.errors import ConfigError, EmbedderMismatchError, StoreError
 from membot.model import Block, Line, Match, Role
 from membot.recall import Hit, blocks_for_hits, push_to_buffer
@@ -187,7 +187,7 @@ class Memory:
         stored = self.store.bot_settings(bot) or {}
         return BotSettings().with_values(stored)
 
-    def configure_bot(self, bot: str = DEFAULT_BOT, **values: object) -> BotSettings:
+    def configure_bot(self, bot: str = DEFAULT_BOT, /, **values: object) -> BotSettings:
         """Change a bot's stored settings (unknown names and bad values are refused)."""
         settings = self.bot_settings(bot).with_values(values)
         current = self.store.bot_settings(bot) or {}
@@ -208,7 +208,8 @@ class Memory:
         roles: Sequence[str] = ("human", "bot"),
     ) -> list[Match]:
         """The ``k`` stored lines most similar to ``query``: one person's, one thread's, or
-        (``user=None``) every person's of the bot. The query itself is not stored."""
+        (``user=None``) every person's of the bot — the operator's view of the store; a bot's
+        recall never crosses people unless it shares memory. The query itself is not stored."""
         bot_id = self.store.bot_id(bot)
         person_id = self.store.person_id(user) if user else None
         if bot_id is None or (user and person_id is None):
@@ -264,7 +265,11 @@ class Memory:
         hits = self._hits(line, vector, settings, thread_id, window_from)
         buffer = self.store.buffer(thread_id)
         fresh = blocks_for_hits(hits, settings)
-        if fresh or len(buffer) > settings.buffer_size:
+        if settings.buffer_size == 0:  # nothing carried to later turns; this turn's matches count
+            if buffer:
+                self.store.save_buffer(thread_id, [])
+            buffer = fresh
+        elif fresh or len(buffer) > settings.buffer_size:
             buffer = push_to_buffer(buffer, fresh, settings.buffer_size)
             self.store.save_buffer(thread_id, buffer)
         # A fresh block may have absorbed an older entry: the entry holding it is fresh.
@@ -276,7 +281,9 @@ class Memory:
             and entry.first_seq <= block.first_seq
             and block.last_seq <= entry.last_seq
         }
-        blocks = self._load_blocks(buffer, thread_id, window_from, fresh_keys)
+        # Blocks held from when the bot shared memory across people stay out once it does not.
+        owner = None if settings.share_across_people else line.person
+        blocks = self._load_blocks(buffer, thread_id, window_from, fresh_keys, owner)
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in hits]))
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
 
@@ -311,6 +318,7 @@ class Memory:
         thread_id: int,
         window_from: int,
         fresh_keys: set[tuple[int, int]],
+        owner: str | None,
     ) -> tuple[Block, ...]:
         blocks = []
         for entry in buffer:
@@ -318,7 +326,7 @@ class Memory:
             if entry.source_thread_id == thread_id:
                 last = min(last, window_from - 1)  # those lines are in the recent window
             lines = self.store.lines_between(entry.source_thread_id, entry.first_seq, last)
-            if lines:
+            if lines and (owner is None or lines[0].person == owner):
                 carried = (entry.source_thread_id, entry.first_seq) not in fresh_keys
                 blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,
                                     entry.matched_seqs, carried))  # fmt: skip
@@ -329,8 +337,13 @@ class Memory:
     def forget(
         self, *, user: str, bot: str | None = None, thread: str | None = None
     ) -> dict[str, int]:
-        """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries."""
-        return self.store.forget(user, bot, thread)
+        """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries,
+        and their cached embeddings (a vector can be turned back into text)."""
+        texts = [line.text for line in self.store.history(user, bot, thread)]
+        removed = self.store.forget(user, bot, thread)
+        if isinstance(self.embedder, CachedEmbedder):
+            self.embedder.discard(texts)
+        return removed
 
     def reindex(self, embedder: Embedder, batch_size: int = 256,
                 progress: Callable[[int], None] | None = None) -> int:  # fmt: skip

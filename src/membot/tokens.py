@@ -33,7 +33,10 @@ class LlamaTokenCounter:
         return self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def count(self, text: str) -> int:
-        return self._count(text) if text else 0
+        if not text:
+            return 0
+        # Whole prompts are counted once; caching them would only hold memory.
+        return self._count(text) if len(text) <= 2048 else len(self._ids(text))
 
     @functools.lru_cache(maxsize=8192)  # noqa: B019 - one counter per process, kept for good
     def _count(self, text: str) -> int:

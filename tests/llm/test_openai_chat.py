@@ -54,3 +54,17 @@ def test_other_server_errors_are_provider_errors(openai_server) -> None:
 def test_the_public_endpoint_without_a_key_says_what_to_set() -> None:
     with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
         OpenAICompatibleLLM("gpt-4o-mini").complete(MESSAGES, 10)
+
+
+def test_another_server_never_gets_the_openai_key_unasked(openai_server, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    resolve_llm(f"openai:m@{openai_server.base_url}").complete(MESSAGES, 5)
+    assert openai_server.requests[0][2] == "Bearer unused"
+
+
+def test_credentials_in_the_url_stay_out_of_names_and_errors() -> None:
+    llm = OpenAICompatibleLLM("x", "http://user:pa55@127.0.0.1:9/v1")
+    assert llm.name == "openai:x@http://127.0.0.1:9/v1"
+    with pytest.raises(ProviderError) as raised:
+        llm.complete(MESSAGES, 10)
+    assert "pa55" not in str(raised.value)

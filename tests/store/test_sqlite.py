@@ -100,8 +100,9 @@ def test_a_failure_mid_batch_leaves_nothing_of_the_batch(store: SqliteStore) -> 
 
 def test_a_line_the_database_refuses_rolls_back_its_whole_batch(store: SqliteStore) -> None:
     bad = NewLine(ALICE_T1, Role.HUMAN, None, np.ones(4, dtype=np.float32), 1)  # type: ignore[arg-type]
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(StoreError, match="NOT NULL") as raised:
         store.add_lines([new_line(ALICE_T1, "one"), new_line(ALICE_T1, "two"), bad])
+    assert isinstance(raised.value.__cause__, sqlite3.IntegrityError)
     assert table_counts(store.path)["lines"] == 0
     assert table_counts(store.path)["line_text"] == 0
     assert table_counts(store.path)["line_vectors"] == 0

@@ -31,7 +31,7 @@ def default_embedder() -> Embedder:
 
 
 def resolve_embedder(
-    spec: str, cache_path: str | Path | None = None, key_env: str = "OPENAI_API_KEY"
+    spec: str, cache_path: str | Path | None = None, key_env: str | None = None
 ) -> Embedder:
     """Build the embedder a spec string names, wrapped in the on-disk cache when given a path."""
     embedder: Embedder

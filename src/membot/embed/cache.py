@@ -28,6 +28,8 @@ class CachedEmbedder:
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA busy_timeout = 10000")
+        self._db.execute("PRAGMA synchronous = NORMAL")  # a cache: losing it costs a re-embed
+        self._db.execute("PRAGMA secure_delete = ON")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, digest BLOB NOT NULL, "
             "vector BLOB NOT NULL, PRIMARY KEY (model, digest))"
@@ -70,13 +72,26 @@ class CachedEmbedder:
         return found
 
     def _save(self, rows: dict[bytes, np.ndarray]) -> None:
+        self._write(
+            "INSERT OR IGNORE INTO embeddings (model, digest, vector) VALUES (?, ?, ?)",
+            [(self.name, d, np.asarray(v, dtype=np.float32).tobytes()) for d, v in rows.items()],
+        )
+
+    def discard(self, texts: Sequence[str]) -> None:
+        """Drop the cached vectors of ``texts`` (after their lines were forgotten)."""
+        digests = {_digest(text) for text in texts}
+        self._write(
+            "DELETE FROM embeddings WHERE model = ? AND digest = ?",
+            [(self.name, digest) for digest in digests],
+        )
+
+    def _write(self, sql: str, rows: list[tuple]) -> None:
         with self._lock:
             self._db.execute("BEGIN")
-            self._db.executemany(
-                "INSERT OR IGNORE INTO embeddings (model, digest, vector) VALUES (?, ?, ?)",
-                [
-                    (self.name, d, np.asarray(v, dtype=np.float32).tobytes())
-                    for d, v in rows.items()
-                ],
-            )
-            self._db.execute("COMMIT")
+            try:
+                self._db.executemany(sql, rows)
+                self._db.execute("COMMIT")
+            except BaseException:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                raise

@@ -8,7 +8,7 @@ import numpy as np
 
 from membot.embed.base import normalize
 from membot.errors import ProviderError
-from membot.openai_client import openai_client
+from membot.openai_client import key_env_for, openai_client, public_url
 
 
 class OpenAICompatibleEmbedder:
@@ -18,16 +18,16 @@ class OpenAICompatibleEmbedder:
         self,
         model: str,
         base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         batch_size: int = 256,
         timeout: float = 30.0,
     ) -> None:
         self.model = model
         self.base_url = base_url
-        self.api_key_env = api_key_env
+        self.api_key_env = key_env_for(base_url, api_key_env)
         self.batch_size = batch_size
         self.timeout = timeout
-        self.name = f"openai:{model}@{base_url or 'api.openai.com'}"
+        self.name = f"openai:{model}@{public_url(base_url)}"
         self._client = None
         self._dimension: int | None = None
 

@@ -17,7 +17,7 @@ from membot.llm.openai_compat import OpenAICompatibleLLM
 from membot.llm.scripted import ScriptedLLM
 
 
-def resolve_llm(spec: str, key_env: str = "OPENAI_API_KEY", timeout: float = 60.0) -> LLM:
+def resolve_llm(spec: str, key_env: str | None = None, timeout: float = 60.0) -> LLM:
     if spec in {"smollm2", "bundled", "default"}:
         return BundledSmolLM2()
     if spec.startswith("openai:"):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from membot.errors import ProviderError
 from membot.llm.base import Message
-from membot.openai_client import openai_client
+from membot.openai_client import key_env_for, openai_client, public_url
 
 
 class OpenAICompatibleLLM:
@@ -19,18 +19,18 @@ class OpenAICompatibleLLM:
         self,
         model: str,
         base_url: str | None = None,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = None,
         timeout: float = 60.0,
         max_retries: int = 1,
         temperature: float = 0.7,
     ) -> None:
         self.model = model
         self.base_url = base_url
-        self.api_key_env = api_key_env
+        self.api_key_env = key_env_for(base_url, api_key_env)
         self.timeout = timeout
         self.max_retries = max_retries
         self.temperature = temperature
-        self.name = f"openai:{model}@{base_url or 'api.openai.com'}"
+        self.name = f"openai:{model}@{public_url(base_url)}"
         self._client = None
 
     def _client_or_new(self):
@@ -67,4 +67,6 @@ class OpenAICompatibleLLM:
             raise ProviderError(f"cannot reach {self.name}: is the server running?") from error
         except OpenAIError as error:
             raise ProviderError(f"{self.name} failed: {error}") from error
+        if not response.choices:
+            raise ProviderError(f"{self.name} returned no reply")
         return (response.choices[0].message.content or "").strip()
