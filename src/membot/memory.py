@@ -263,15 +263,11 @@ class Memory:
         # line is never searched, even with a window of 0.
         window_from = min(line.seq, line.seq - settings.recent_window + 1)
         hits = self._hits(line, vector, settings, thread_id, window_from)
-        buffer = self.store.buffer(thread_id)
         fresh = blocks_for_hits(hits, settings)
-        if settings.buffer_size == 0:  # nothing carried to later turns; this turn's matches count
-            if buffer:
-                self.store.save_buffer(thread_id, [])
+        size = settings.buffer_size
+        buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))
+        if size == 0:  # nothing is carried to later turns, but this turn's matches count
             buffer = fresh
-        elif fresh or len(buffer) > settings.buffer_size:
-            buffer = push_to_buffer(buffer, fresh, settings.buffer_size)
-            self.store.save_buffer(thread_id, buffer)
         # A fresh block may have absorbed an older entry: the entry holding it is fresh.
         fresh_keys = {
             (entry.source_thread_id, entry.first_seq)

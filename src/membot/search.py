@@ -46,13 +46,13 @@ class VectorIndex:
         return self._size
 
     def refresh(self) -> None:
-        generation = self.store.generation()
-        if generation != self._generation:
+        last_id = int(self._columns["ids"][self._size - 1]) if self._size else 0
+        generation, rows = self.store.vector_snapshot(self._generation, last_id)
+        if generation != self._generation:  # lines were removed or re-embedded: start over
             self._size = 0
             self._columns = {}
             self._generation = generation
-        last_id = int(self._columns["ids"][self._size - 1]) if self._size else 0
-        self._append(self.store.vector_rows(after_id=last_id))
+        self._append(rows)
 
     def _append(self, rows: VectorRows) -> None:
         count = len(rows.ids)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +26,10 @@ from membot.store.migrations import migrate
 _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
 """
+_VECTOR_SQL = (
+    "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector "
+    "FROM lines l JOIN line_vectors v ON v.line_id = l.id WHERE l.id > ? ORDER BY l.id"
+)
 _LINE_FROM = """
     FROM lines l JOIN threads t ON t.id = l.thread_id
     JOIN bots b ON b.id = l.bot_id JOIN people p ON p.id = l.person_id
@@ -325,12 +329,24 @@ class SqliteStore:
 
     def vector_rows(self, after_id: int = 0) -> VectorRows:
         """Every line with ``id > after_id``: ids, owners, thread, seq, role and vectors."""
-        rows = self._query(
-            "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector "
-            "FROM lines l JOIN line_vectors v ON v.line_id = l.id WHERE l.id > ? ORDER BY l.id",
-            (after_id,),
-        )
-        return VectorRows.from_rows(rows)
+        return VectorRows.from_rows(self._query(_VECTOR_SQL, (after_id,)))
+
+    def vector_snapshot(
+        self, known_generation: int | None, after_id: int
+    ) -> tuple[int, VectorRows]:
+        """The generation and the rows an index holding ``known_generation`` up to
+        ``after_id`` is missing — all rows when the generation moved — read in one snapshot,
+        so a forget and new lines landing between the two reads cannot be half seen."""
+        with self._lock, _store_errors(self.path):
+            self._db.execute("BEGIN")
+            try:
+                row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                generation = int(row[0]) if row else 0
+                start = after_id if generation == known_generation else 0
+                rows = self._db.execute(_VECTOR_SQL, (start,)).fetchall()
+            finally:
+                self._db.execute("COMMIT")
+        return generation, VectorRows.from_rows(rows)
 
     def replace_vectors(
         self, vectors: Iterable[tuple[int, np.ndarray]], meta: dict[str, str]
@@ -350,25 +366,48 @@ class SqliteStore:
     # -- relevance buffers ----------------------------------------------------------------
 
     def buffer(self, thread_id: int) -> list[BufferEntry]:
-        rows = self._query(
+        with self._lock, _store_errors(self.path):
+            return self._read_buffer(self._db, thread_id)
+
+    @staticmethod
+    def _read_buffer(db: sqlite3.Connection, thread_id: int) -> list[BufferEntry]:
+        rows = db.execute(
             "SELECT source_thread_id, first_seq, last_seq, score, matched_seqs "
             "FROM buffer_entries WHERE thread_id = ? ORDER BY position",
             (thread_id,),
-        )
+        ).fetchall()
         return [BufferEntry(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
+
+    def change_buffer(
+        self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
+    ) -> list[BufferEntry]:
+        """Read, change and write a thread's buffer in one transaction: two front ends on one
+        thread cannot lose each other's blocks."""
+        with self._write() as db:
+            held = self._read_buffer(db, thread_id)
+            entries = change(held)
+            if entries != held:
+                self._write_buffer(db, thread_id, entries)
+        return entries
 
     def save_buffer(self, thread_id: int, entries: Sequence[BufferEntry]) -> None:
         with self._write() as db:
-            db.execute("DELETE FROM buffer_entries WHERE thread_id = ?", (thread_id,))
-            db.executemany(
-                "INSERT INTO buffer_entries (thread_id, position, source_thread_id, first_seq, "
-                "last_seq, score, matched_seqs) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (thread_id, position, e.source_thread_id, e.first_seq, e.last_seq, e.score,
-                     json.dumps(list(e.matched_seqs)))
-                    for position, e in enumerate(entries)
-                ],
-            )  # fmt: skip
+            self._write_buffer(db, thread_id, entries)
+
+    @staticmethod
+    def _write_buffer(
+        db: sqlite3.Connection, thread_id: int, entries: Sequence[BufferEntry]
+    ) -> None:
+        db.execute("DELETE FROM buffer_entries WHERE thread_id = ?", (thread_id,))
+        db.executemany(
+            "INSERT INTO buffer_entries (thread_id, position, source_thread_id, first_seq, "
+            "last_seq, score, matched_seqs) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (thread_id, position, e.source_thread_id, e.first_seq, e.last_seq, e.score,
+                 json.dumps(list(e.matched_seqs)))
+                for position, e in enumerate(entries)
+            ],
+        )  # fmt: skip
 
     # -- forgetting -----------------------------------------------------------------------
 
