@@ -16,7 +16,7 @@ import numpy as np
 
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
-from membot.errors import ConfigError, EmbedderMismatchError, StoreError
+from membot.errors import ConfigError, StoreError
 from membot.model import Block, Line, Match, Role
 from membot.recall import Hit, blocks_for_hits, push_to_buffer
 from membot.search import Scope, VectorIndex
@@ -81,29 +81,14 @@ class Memory:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts``, refusing an embedder that differs from the store's."""
-        self._check_embedder_name()
+        self.store.check_embedder(self.embedder.name)  # fail before spending an embedding
         vectors = self.embedder.embed(list(texts))
-        self._check_dimension(int(vectors.shape[1]))
+        self.store.check_embedder(self.embedder.name, int(vectors.shape[1]))
         return vectors
 
-    def _check_embedder_name(self) -> None:
-        recorded = self.store.get_meta("embedder")
-        if recorded is not None and recorded != self.embedder.name:
-            raise EmbedderMismatchError(
-                f"this store's vectors were made by {recorded}, not {self.embedder.name}: "
-                f"use --embedder matching the store, or run `membot reindex` to re-embed "
-                f"everything with {self.embedder.name}"
-            )
-
-    def _check_dimension(self, dimension: int) -> None:
-        recorded = self.store.get_meta("dimension")
-        if recorded is None:
-            self.store.set_meta({"embedder": self.embedder.name, "dimension": str(dimension)})
-        elif int(recorded) != dimension:
-            raise EmbedderMismatchError(
-                f"embedder dimension {dimension} does not match the store's {recorded}: "
-                "run `membot reindex`"
-            )
+    def _vectors_by(self, vectors: np.ndarray) -> tuple[str, int]:
+        """Who made ``vectors``: checked and recorded by the store in the write itself."""
+        return self.embedder.name, int(np.asarray(vectors).shape[-1])
 
     # -- writing --------------------------------------------------------------------------
 
@@ -130,7 +115,7 @@ class Memory:
         new = self.validate_line(item)
         if vector is None:
             vector = self.embed([new.text])[0]
-        (line,) = self.store.add_lines([self._new_line(new, vector)])
+        (line,) = self.store.add_lines([self._new_line(new, vector)], self._vectors_by(vector))
         return line, vector
 
     def add_many(
@@ -154,7 +139,7 @@ class Memory:
     def _add_batch(self, batch: list[LineInput], progress: Callable[[int], None] | None) -> int:
         vectors = self.embed([item.text for item in batch])
         news = [self._new_line(item, vector) for item, vector in zip(batch, vectors, strict=True)]
-        self.store.add_lines(news)
+        self.store.add_lines(news, self._vectors_by(vectors))
         if progress:
             progress(len(batch))
         return len(batch)
@@ -344,6 +329,7 @@ class Memory:
     def reindex(self, embedder: Embedder, batch_size: int = 256,
                 progress: Callable[[int], None] | None = None) -> int:  # fmt: skip
         """Re-embed every line with ``embedder`` and make it the store's embedder."""
+        generation = self.store.generation()
         rows = self.store.all_line_texts()
         vectors: list[tuple[int, np.ndarray]] = []
         for start in range(0, len(rows), batch_size):
@@ -354,6 +340,7 @@ class Memory:
                 progress(len(chunk))
         dimension = embedder.dimension if not vectors else int(vectors[0][1].shape[0])
         meta = {"embedder": embedder.name, "dimension": str(dimension)}
-        self.store.replace_vectors(vectors, meta)
+        last_id = rows[-1][0] if rows else 0
+        self.store.replace_vectors(vectors, meta, last_id=last_id, generation=generation)
         self.embedder = embedder
         return len(vectors)

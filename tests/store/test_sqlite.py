@@ -288,3 +288,28 @@ def test_a_store_that_cannot_be_created_is_a_store_error(tmp_path: Path) -> None
     blocker.write_text("")
     with pytest.raises(StoreError, match="cannot open the store"):
         SqliteStore(blocker / "inside" / "membot.db")
+
+
+def test_the_first_write_records_its_embedder_and_later_ones_must_match(
+    store: SqliteStore,
+) -> None:
+    from membot.errors import EmbedderMismatchError
+
+    store.add_lines([new_line(ALICE_T1, "one")], ("model-a", 4))
+    assert (store.get_meta("embedder"), store.get_meta("dimension")) == ("model-a", "4")
+    with pytest.raises(EmbedderMismatchError, match="membot reindex"):
+        store.add_lines([new_line(ALICE_T1, "two")], ("model-b", 4))
+    with pytest.raises(EmbedderMismatchError, match="dimension 8"):
+        store.add_lines([new_line(ALICE_T1, "two")], ("model-a", 8))
+    assert [line.text for line in store.history("alice", None, None)] == ["one"]
+
+
+def test_re_embedding_is_refused_when_lines_came_in_meanwhile(store: SqliteStore) -> None:
+    (first,) = store.add_lines([new_line(ALICE_T1, "one")], ("model-a", 4))
+    generation = store.generation()
+    store.add_lines([new_line(ALICE_T1, "two")], ("model-a", 4))  # arrives during the re-embed
+    new_vectors = [(first.id, np.ones(8, dtype=np.float32))]
+    with pytest.raises(StoreError, match="run `membot reindex` again"):
+        store.replace_vectors(new_vectors, {"embedder": "model-b", "dimension": "8"},
+                              last_id=first.id, generation=generation)  # fmt: skip
+    assert store.get_meta("embedder") == "model-a"

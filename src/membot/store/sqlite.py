@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from membot.errors import StoreError
+from membot.errors import EmbedderMismatchError, StoreError
 from membot.model import Line, Role, utc_now
 from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
 from membot.store.migrations import migrate
@@ -63,6 +63,20 @@ def _store_errors(path: Path) -> Iterator[None]:
         else:
             hint = str(error)
         raise StoreError(f"the store at {path} failed: {hint}") from error
+
+
+def _check_embedder(db: sqlite3.Connection, name: str, dimension: int | None) -> None:
+    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"))
+    if "embedder" in meta and meta["embedder"] != name:
+        raise EmbedderMismatchError(
+            f"this store's vectors were made by {meta['embedder']}, not {name}: use --embedder "
+            f"matching the store, or run `membot reindex` to re-embed everything with {name}"
+        )
+    if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
+        raise EmbedderMismatchError(
+            f"embedder dimension {dimension} does not match the store's {meta['dimension']}: "
+            "run `membot reindex`"
+        )
 
 
 def _owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str, list[str]]:
@@ -220,10 +234,25 @@ class SqliteStore:
 
     # -- lines ----------------------------------------------------------------------------
 
-    def add_lines(self, lines: Iterable[NewLine]) -> list[Line]:
-        """Store lines with their vectors and lexical rows, all in one transaction."""
+    def check_embedder(self, name: str, dimension: int | None = None) -> None:
+        """Refuse vectors of another model or dimension than the store's."""
+        with self._lock, _store_errors(self.path):
+            _check_embedder(self._db, name, dimension)
+
+    def add_lines(
+        self, lines: Iterable[NewLine], vectors_by: tuple[str, int] | None = None
+    ) -> list[Line]:
+        """Store lines with their vectors and lexical rows, all in one transaction.
+
+        ``vectors_by`` (model name, dimension) is checked against the store's and recorded
+        on the first write, inside the same transaction, so two writers with different
+        embedders cannot both get in."""
         stored: list[Line] = []
         with self._write() as db:
+            if vectors_by is not None:
+                _check_embedder(db, *vectors_by)
+                if db.execute("SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is None:
+                    self._set_meta(db, {"embedder": vectors_by[0], "dimension": str(vectors_by[1])})
             refs: dict[ThreadKey, ThreadRef] = {}
             for new in lines:
                 ref = refs.get(new.key) or self._ensure_thread(db, new.key)
@@ -349,10 +378,20 @@ class SqliteStore:
         return generation, VectorRows.from_rows(rows)
 
     def replace_vectors(
-        self, vectors: Iterable[tuple[int, np.ndarray]], meta: dict[str, str]
+        self,
+        vectors: Iterable[tuple[int, np.ndarray]],
+        meta: dict[str, str],
+        *,
+        last_id: int,
+        generation: int,
     ) -> None:
-        """Swap every line's vector and the embedder metadata in one transaction."""
+        """Swap every line's vector and the embedder metadata in one transaction; refused
+        when lines came or went since the caller read them up to ``last_id``."""
         with self._write() as db:
+            newer = db.execute("SELECT 1 FROM lines WHERE id > ? LIMIT 1", (last_id,)).fetchone()
+            current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+            if newer or int(current[0] if current else 0) != generation:
+                raise StoreError("lines changed while re-embedding: run `membot reindex` again")
             db.executemany(
                 "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
                 ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),
