@@ -20,7 +20,7 @@ from membot.errors import ConfigError, StoreError
 from membot.model import Block, Line, Match, Role
 from membot.recall import Hit, blocks_for_hits, push_to_buffer
 from membot.search import Scope, VectorIndex
-from membot.store import BufferEntry, NewLine, SqliteStore, ThreadKey
+from membot.store import BufferEntry, NewLine, SqliteStore, Store, ThreadKey
 from membot.tokens import TokenCounter, default_token_counter
 
 
@@ -50,18 +50,21 @@ class Recall:
 class Memory:
     """Every line of dialog, remembered with its embedding, in one store.
 
-    ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder); ``embedder`` an
+    ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder) or a ready
+    :class:`~membot.store.Store`; ``embedder`` an
     :class:`~membot.embed.Embedder` or a spec string such as ``"minilm"``.
     """
 
     def __init__(
         self,
-        db: str | Path | None = None,
+        db: str | Path | Store | None = None,
         embedder: Embedder | str = "minilm",
         token_counter: TokenCounter | None = None,
         cache: bool = True,
     ) -> None:
-        self.store = SqliteStore(db or default_db_path())
+        self.store: Store = (
+            SqliteStore(db or default_db_path()) if db is None or isinstance(db, str | Path) else db
+        )
         if isinstance(embedder, str):
             cache_path = cache_dir() / "embeddings.db" if cache else None
             embedder = resolve_embedder(embedder, cache_path=cache_path)

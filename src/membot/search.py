@@ -11,8 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from membot.store.base import ROLE_CODES, VectorRows
-from membot.store.sqlite import SqliteStore
+from membot.store.base import ROLE_CODES, Store, VectorRows
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class Scope:
 class VectorIndex:
     """An in-memory float32 matrix of the store's vectors with their owners, grown in place."""
 
-    def __init__(self, store: SqliteStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._generation: int | None = None
         self._size = 0
