@@ -104,7 +104,8 @@ def assemble(
     new_text = _fit_new_line(new_line.text, speakers, now, counter, limit)
     keep_recent, keep_blocks = _choose(recent, blocks, new_text, speakers, now, counter, limit)
     text = render(keep_recent, new_text, keep_blocks, speakers, now)
-    while counter.count(text) > limit and (keep_recent or keep_blocks or new_text):
+    size = counter.count(text)
+    while size > limit and (keep_recent or keep_blocks or new_text):
         # Joins can tokenise a little longer than the parts: drop the least needed piece.
         if len(keep_recent) > MIN_RECENT or (keep_recent and not keep_blocks):
             keep_recent = keep_recent[1:]
@@ -113,6 +114,7 @@ def assemble(
         else:
             new_text = counter.truncate(new_text, max(counter.count(new_text) - 4, 0))
         text = render(keep_recent, new_text, keep_blocks, speakers, now)
+        size = counter.count(text)
     cut = {
         "recent_lines": len(recent) - len(keep_recent),
         "recalled_blocks": len(blocks) - len(keep_blocks),
@@ -125,7 +127,7 @@ def assemble(
     return Prompt(
         text=text,
         messages=messages,
-        tokens=counter.count(text) + MESSAGE_OVERHEAD,
+        tokens=size + MESSAGE_OVERHEAD,
         blocks=tuple(keep_blocks),
         recent=tuple(keep_recent),
         cut={name: value for name, value in cut.items() if value},
