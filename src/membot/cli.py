@@ -18,6 +18,7 @@ from rich.progress import Progress
 
 from membot.bot import Bot
 from membot.cli_chat import run_chat
+from membot.cli_eval import eval_app
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, data_dir, default_db_path
 from membot.errors import MembotError
 from membot.importers import FORMATS, read_file
@@ -32,6 +33,7 @@ app = typer.Typer(
 )
 bot_app = typer.Typer(help="Show and change a bot's settings.", no_args_is_help=True)
 app.add_typer(bot_app, name="bot")
+app.add_typer(eval_app, name="eval")
 out = Console()
 err = Console(stderr=True)
 

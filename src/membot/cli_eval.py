@@ -1,0 +1,86 @@
+"""``membot eval``: recall on the LoCoMo and LongMemEval benchmarks, a thin adapter over
+:mod:`membot.eval.locomo` and :mod:`membot.eval.longmemeval`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from membot.config import DEFAULT_EMBEDDER
+from membot.eval.harness import write_report
+from membot.eval.locomo import evaluate_locomo
+from membot.eval.longmemeval import evaluate_longmemeval
+from membot.recall.strategies import RANKINGS
+
+eval_app = typer.Typer(help="Measure recall on public benchmarks.", no_args_is_help=True)
+err = Console(stderr=True)
+
+StrategyOption = Annotated[
+    str, typer.Option("--strategy", "-s", help=f"Recall strategy: {' | '.join(RANKINGS)}.")
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
+OutOption = Annotated[Path | None, typer.Option("--out", help="Also write the JSON report here.")]
+FileArgument = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The data file.")]
+
+
+def _embedder(context: typer.Context) -> str:
+    """The root command's ``--embedder`` when there is one."""
+    return getattr(context.find_root().obj, "embedder", None) or DEFAULT_EMBEDDER
+
+
+def _run(
+    evaluate: Callable[..., dict[str, Any]],
+    context: typer.Context,
+    file: Path,
+    strategy: str,
+    as_json: bool,
+    out: Path | None,
+) -> dict[str, Any]:
+    report = evaluate(file, strategy=strategy, embedder=_embedder(context))
+    if out:
+        write_report(report, out)
+        err.print(f"report written to {out}")
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    return report
+
+
+@eval_app.command()
+def locomo(
+    context: typer.Context,
+    file: FileArgument,
+    strategy: StrategyOption = "hybrid",
+    as_json: JsonOption = False,
+    out: OutOption = None,
+) -> None:
+    """LoCoMo evidence recall at 5, 10, 25, 50 dialog turns in context."""
+    report = _run(evaluate_locomo, context, file, strategy, as_json, out)
+    if not as_json:
+        recall = ", ".join(f"R@{k} {value:.3f}" for k, value in report["recall_at"].items())
+        err.print(f"{report['questions']} questions, {strategy}: {recall}", highlight=False)
+
+
+@eval_app.command()
+def longmemeval(
+    context: typer.Context,
+    file: FileArgument,
+    strategy: StrategyOption = "hybrid",
+    as_json: JsonOption = False,
+    out: OutOption = None,
+) -> None:
+    """LongMemEval's official retrieval metrics, turn and session level, with a BM25 baseline."""
+    report = _run(evaluate_longmemeval, context, file, strategy, as_json, out)
+    if not as_json:
+        for name in ("session", "turn"):
+            ours, bm25 = report[name], report["bm25_baseline"][name]
+            shown = ", ".join(
+                f"{key} {ours[key]:.3f} (bm25 {bm25[key]:.3f})"
+                for key in ("recall_all@5", "recall_all@10", "ndcg_any@10")
+            )
+            err.print(f"{name}, n={report['n']}, {strategy}: {shown}", highlight=False)
