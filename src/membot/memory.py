@@ -289,12 +289,7 @@ class Memory:
             roles=settings.recall_roles,
         )
         found = self.index.search(vector, scope, settings.max_matches, settings.threshold)
-        hits = []
-        for line_id, score in found:
-            position = self.index.position_of(line_id)
-            if position is not None:
-                hits.append(Hit(line_id, position[0], position[1], score))
-        return hits
+        return self.index.locate(found)
 
     def _load_blocks(
         self,

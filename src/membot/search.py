@@ -7,10 +7,12 @@ when the store says lines were removed or re-embedded (its ``generation`` change
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
+from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows
 
 
@@ -118,6 +120,15 @@ class VectorIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         ids = self._columns["ids"]
         return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+
+    def locate(self, scored: Iterable[tuple[int, float]]) -> list[Hit]:
+        """Hits for (line id, score) pairs, with their thread and seq; unknown ids dropped."""
+        hits = []
+        for line_id, score in scored:
+            position = self.position_of(line_id)
+            if position is not None:
+                hits.append(Hit(line_id, position[0], position[1], score))
+        return hits
 
     def position_of(self, line_id: int) -> tuple[int, int] | None:
         """(thread id, seq) of an indexed line."""

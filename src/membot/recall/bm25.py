@@ -10,11 +10,11 @@ import re
 from typing import TYPE_CHECKING
 
 from membot.recall.lines import Hit
-from membot.recall.ranking import EVERY_LINE, expand_in_order, located
+from membot.recall.ranking import EVERY_LINE, LinesRanking, located
 from membot.search import Scope
 
 if TYPE_CHECKING:
-    from membot.memory import LineInput, Memory
+    from membot.memory import Memory
 
 _WORD = re.compile(r"\w+")
 
@@ -43,19 +43,11 @@ def bm25_hits(memory: Memory, query: str, scope: Scope) -> list[Hit]:
     ]
 
 
-class BM25Ranking:
+class BM25Ranking(LinesRanking):
     """Lines ranked by BM25 alone (lines without a query word are not ranked), expanded
     ±``before``/``after`` lines like ``lines``."""
 
     name = "bm25"
 
-    def __init__(self, before: int = 1, after: int = 1) -> None:
-        self.before = before
-        self.after = after
-
-    def index_text(self, item: LineInput) -> str:
-        return item.text
-
-    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
-        hits = bm25_hits(memory, query, scope)
-        return expand_in_order(memory, hits, self.before, self.after, depth)
+    def hits(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
+        return bm25_hits(memory, query, scope)

@@ -45,12 +45,7 @@ def dense_hits(memory: Memory, query: str, scope: Scope) -> list[Hit]:
 def located(memory: Memory, scored: Iterable[tuple[int, float]]) -> list[Hit]:
     """Hits for (line id, score) pairs, with their thread and seq from the vector index."""
     memory.index.refresh()
-    hits = []
-    for line_id, score in scored:
-        position = memory.index.position_of(line_id)
-        if position is not None:
-            hits.append(Hit(line_id, position[0], position[1], score))
-    return hits
+    return memory.index.locate(scored)
 
 
 def expand_in_order(
@@ -86,6 +81,9 @@ class LinesRanking:
     def index_text(self, item: LineInput) -> str:
         return item.text
 
+    def hits(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
+        return dense_hits(memory, query, scope)
+
     def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
-        hits = dense_hits(memory, query, scope)
+        hits = self.hits(memory, query, scope)
         return expand_in_order(memory, hits, self.before, self.after, depth)
