@@ -7,12 +7,18 @@ from collections.abc import Callable
 from membot.errors import ConfigError
 from membot.recall.bm25 import BM25Ranking
 from membot.recall.hybrid import HybridRanking
+from membot.recall.pairs import PairsRanking
+from membot.recall.prune import PruneRanking
 from membot.recall.ranking import LinesRanking, Ranking
+from membot.recall.windows import WindowsRanking
 
 RANKINGS: dict[str, Callable[[], Ranking]] = {
     "lines": LinesRanking,
     "bm25": BM25Ranking,
     "hybrid": HybridRanking,
+    "prune": PruneRanking,
+    "pairs": PairsRanking,
+    "windows": WindowsRanking,
 }
 
 

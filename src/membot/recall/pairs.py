@@ -1,0 +1,113 @@
+"""Pair embeddings (after JetChat's "infinite chat"): a line is searched by the vector of its
+whole exchange, the human line and the bot's reply to it.
+
+JetChat concatenates each user query with the model's response and embeds the two together, so
+a later question meets the exchange where either half matches. Here a human line is paired
+with the bot line right after it (seq + 1, same thread), a bot line with the human line right
+before it; a line without such a partner stands alone. Each unit's text is its lines'
+``Speaker: text`` (the text alone without a speaker) joined by a space, as JetChat joins them.
+A matched pair places both its lines, in seq order; units are placed by score.
+
+The harness stores every line with the vector of its own text (``index_text``); the pair
+vectors are built by the ranking itself from the stored lines, once per state of the store,
+through ``Memory.embed`` (the harness's embedder cache included) and kept with the Memory. The
+per-line vectors still decide which lines are in scope.
+
+Parameters: none.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from membot.recall.prune import Layout, StoredLine, layout_of, store_key
+from membot.recall.ranking import EVERY_LINE
+from membot.search import Scope
+
+if TYPE_CHECKING:
+    from membot.memory import LineInput, Memory
+
+Unit = tuple[StoredLine, ...]
+
+
+class UnitRanking:
+    """Lines grouped into units, each unit searched by the vector of its joined text.
+
+    Subclasses say how a store's lines form units (``units``) and how a unit reads (``text``).
+    A query is matched against every unit with a line in scope; units are placed best first,
+    each with its lines in scope in seq order, every line once.
+    """
+
+    name = "units"
+    separator = " "
+
+    def __init__(self) -> None:
+        self._cache: weakref.WeakKeyDictionary[
+            Memory, tuple[tuple[int, int], list[Unit], np.ndarray]
+        ] = weakref.WeakKeyDictionary()
+
+    def index_text(self, item: LineInput) -> str:
+        return item.text
+
+    def units(self, layout: Layout) -> list[Unit]:
+        raise NotImplementedError
+
+    def text(self, unit: Unit) -> str:
+        return self.separator.join(line.labelled for line in unit)
+
+    def embedded_units(self, memory: Memory) -> tuple[list[Unit], np.ndarray]:
+        """The store's units and their vectors, built once per state of the store."""
+        key = store_key(memory)
+        cached = self._cache.get(memory)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        units = self.units(layout_of(memory))
+        if units:
+            vectors = np.asarray(memory.embed([self.text(unit) for unit in units]), np.float32)
+        else:
+            vectors = np.zeros((0, 0), dtype=np.float32)
+        self._cache[memory] = (key, units, vectors)
+        return units, vectors
+
+    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+        vector = np.asarray(memory.embed([query])[0], dtype=np.float32)
+        in_scope = {line_id for line_id, _ in memory.index.search(vector, scope, EVERY_LINE)}
+        units, vectors = self.embedded_units(memory)
+        if not units:
+            return []
+        scores = vectors @ vector
+        placed: dict[int, None] = {}
+        for index in np.argsort(-scores, kind="stable"):
+            for line in units[index]:
+                if line.id in in_scope:
+                    placed.setdefault(line.id)
+        return list(placed)
+
+
+def turn_pairs(layout: Layout) -> list[Unit]:
+    """Each human line with the bot line right after it; every other line alone."""
+    units: list[Unit] = []
+    for lines in layout.threads().values():
+        paired: set[int] = set()
+        for line in lines:
+            if line.id in paired:
+                continue
+            partner = layout.partner(line)
+            if partner is not None and partner.seq > line.seq:
+                units.append((line, partner))
+                paired.add(partner.id)
+            else:
+                units.append((line,))
+    return units
+
+
+class PairsRanking(UnitRanking):
+    """Each line searched by the vector of its human/bot exchange; a match places both."""
+
+    name = "pairs"
+
+    def units(self, layout: Layout) -> list[Unit]:
+        return turn_pairs(layout)

@@ -1,0 +1,146 @@
+"""The prune, pairs and windows strategies: turn partners, pair and window units, their order."""
+
+from __future__ import annotations
+
+import pytest
+
+from membot import Memory
+from membot.model import Role
+from membot.recall.pairs import PairsRanking, turn_pairs
+from membot.recall.prune import Layout, PruneRanking, StoredLine
+from membot.recall.ranking import dense_hits
+from membot.recall.strategies import ranking_named
+from membot.recall.windows import WindowsRanking, windows_of
+from membot.search import Scope
+
+H, B = Role.HUMAN, Role.BOT
+
+
+def layout(*roles: Role, thread: int = 1) -> Layout:
+    return Layout([StoredLine(seq, thread, seq, role, f"line {seq}", None)
+                   for seq, role in enumerate(roles, start=1)])  # fmt: skip
+
+
+def dialog(memory: Memory, *turns: tuple[Role, str], thread: str = "t1", user: str = "ann"):
+    return [memory.add(text, user=user, thread=thread, role=role).id for role, text in turns]
+
+
+def scope(memory: Memory, **values: object) -> Scope:
+    return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None, **values)
+
+
+def test_a_turn_partner_is_the_reply_after_a_human_line_or_the_line_before_a_bot_line() -> None:
+    lines = layout(H, B, H, H, B, B)
+    partner = {line.seq: (p.seq if (p := lines.partner(line)) else None)
+               for line in lines.by_id.values()}  # fmt: skip
+    assert partner == {1: 2, 2: 1, 3: None, 4: 5, 5: 4, 6: None}
+    units = turn_pairs(lines)
+    assert [[line.seq for line in unit] for unit in units] == [[1, 2], [3], [4, 5], [6]]
+
+
+def test_lines_of_another_thread_are_no_partners() -> None:
+    lines = Layout([*layout(H).by_id.values(), StoredLine(9, 2, 2, B, "x", None)])
+    assert lines.partner(lines.by_id[1]) is None
+
+
+@pytest.mark.parametrize(
+    ("count", "size", "overlap", "expected"),
+    [
+        (14, 8, 2, [(1, 8), (7, 14)]),
+        (15, 8, 2, [(1, 8), (7, 14), (13, 15)]),
+        (10, 4, 1, [(1, 4), (4, 7), (7, 10)]),
+        (3, 8, 2, [(1, 3)]),
+        (4, 2, 0, [(1, 2), (3, 4)]),
+    ],
+)
+def test_windows_cover_each_thread_with_the_given_overlap(
+    count: int, size: int, overlap: int, expected: list[tuple[int, int]]
+) -> None:
+    units = windows_of(layout(*[H] * count), size, overlap)
+    assert [(unit[0].seq, unit[-1].seq) for unit in units] == expected
+    assert all([line.seq for line in unit] == list(range(unit[0].seq, unit[-1].seq + 1))
+               for unit in units)  # fmt: skip
+
+
+def test_a_window_reads_as_a_transcript_with_speakers() -> None:
+    unit = (StoredLine(1, 1, 1, H, "hi", "Ann"), StoredLine(2, 1, 2, B, "hello", None))
+    assert WindowsRanking().text(unit) == "Ann: hi\nhello"
+    assert PairsRanking().text(unit) == "Ann: hi hello"
+    with pytest.raises(ValueError, match="overlap"):
+        WindowsRanking(4, 4)
+
+
+@pytest.mark.slow
+def test_prune_brings_each_match_in_with_its_partner(make_memory, minilm) -> None:
+    memory = make_memory(minilm)
+    ids = dialog(
+        memory,
+        (H, "The weather is cold and rainy today."),
+        (B, "Wear a warm coat then."),
+        (H, "I adopted a puppy and named him Rex."),
+        (B, "Congratulations, that is lovely!"),
+        (H, "I also bought new running shoes."),
+        (H, "They are blue."),
+    )
+    ranked = PruneRanking().rank(memory, "What is the name of my dog?", scope(memory))
+    assert ranked[:2] == [ids[2], ids[3]]  # the match, then the bot's reply to it
+    assert sorted(ranked) == sorted(ids)
+    plain = PruneRanking(top_k=0).rank(memory, "What is the name of my dog?", scope(memory))
+    dense = dense_hits(memory, "What is the name of my dog?", scope(memory))
+    assert plain == [hit.line_id for hit in dense]  # no partners: single lines by score
+
+
+@pytest.mark.slow
+def test_pairs_find_a_question_by_its_answer_and_place_both(make_memory, minilm) -> None:
+    memory = make_memory(minilm)
+    ids = dialog(
+        memory,
+        (H, "What should I cook tonight?"),
+        (B, "Try a mushroom risotto with parmesan."),
+        (H, "My sister lives in Berlin."),
+        (B, "Berlin is a great city."),
+    )
+    others = dialog(memory, (H, "I love risotto"), (B, "me too"), user="bob", thread="t2")
+    ann = memory.store.person_id("ann")
+    ranked = PairsRanking().rank(memory, "Italian rice dish", scope(memory))
+    assert ranked[:2] in ([ids[0], ids[1]], others)  # a risotto pair, whoever said it
+    only_ann = Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=ann)
+    ranked = PairsRanking().rank(memory, "Italian rice dish", only_ann)
+    assert ranked == [ids[0], ids[1], ids[2], ids[3]]  # the pair in seq order, Bob's left out
+
+
+@pytest.mark.slow
+def test_windows_place_the_best_window_in_order(make_memory, minilm) -> None:
+    memory = make_memory(minilm)
+    ids = dialog(
+        memory,
+        (H, "Good morning."),
+        (B, "Good morning to you."),
+        (H, "I am flying to Lisbon next week."),
+        (B, "Portugal in spring is beautiful."),
+        (H, "I will visit the tram museum there."),
+        (B, "Enjoy the trip."),
+        (H, "Now, about my taxes."),
+    )
+    ranked = WindowsRanking(3, 1).rank(memory, "Which city am I travelling to?", scope(memory))
+    assert ranked[:3] == ids[2:5]  # the window of lines 3-5, in seq order
+    assert sorted(ranked) == sorted(ids)
+
+
+def test_unit_vectors_are_built_once_per_state_of_the_store(memory: Memory, embedder) -> None:
+    dialog(memory, (H, "red kite"), (B, "a bird"), (H, "blue sea"), (B, "the ocean"))
+    ranking = PairsRanking()
+    ranking.rank(memory, "kite", scope(memory))
+    ranking.rank(memory, "sea", scope(memory))
+    assert embedder.calls.count(["red kite a bird", "blue sea the ocean"]) == 1
+    dialog(memory, (H, "green tree"))
+    assert ranking.rank(memory, "tree", scope(memory))[0] == 5
+    assert ["red kite a bird", "blue sea the ocean", "green tree"] in embedder.calls
+
+
+def test_the_new_strategies_are_found_by_name() -> None:
+    assert [ranking_named(name).name for name in ("prune", "pairs", "windows")] == [
+        "prune",
+        "pairs",
+        "windows",
+    ]
