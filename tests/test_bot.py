@@ -176,7 +176,7 @@ def test_alice_is_remembered_with_the_real_embedder(make_memory, minilm) -> None
     assert bob.recalled == () and bob.matches == ()
     (best, *_) = memory.search("logistics", user="alice", thread="t1")
     assert best.line.text == "My name is Alice and I work in logistics."
-    assert memory.forget(user="alice", thread="t1") == {"threads": 1, "lines": 2}
+    assert memory.forget(user="alice", thread="t1") == {"threads": 1, "lines": 2, "summaries": 0}
     again = bot.turn("Where do I work?", user="alice", thread="t3", dry_run=True)
     assert all(block.thread != "t1" for block in again.recalled)
 

@@ -257,7 +257,7 @@ def test_forget_removes_lines_vectors_text_rows_and_buffers(memory, alice_t1, ma
     memory.recall(memory.add("which fruit is my favourite", user="alice", thread="t2"))
     say(memory, "t1", "my favourite fruit is mango", user="bob")
 
-    assert memory.forget(user="alice", thread="t1") == {"threads": 1, "lines": 5}
+    assert memory.forget(user="alice", thread="t1") == {"threads": 1, "lines": 5, "summaries": 0}
 
     assert {line.thread for line in memory.history(user="alice")} == {"t2"}
     assert memory.recall(memory.add("ok", user="alice", thread="t2")).blocks == ()
@@ -269,7 +269,7 @@ def test_forget_removes_lines_vectors_text_rows_and_buffers(memory, alice_t1, ma
         vectors = db.execute("SELECT COUNT(*) FROM line_vectors").fetchone()[0]
     assert vectors == memory.store.count_lines() == 3
 
-    assert memory.forget(user="alice") == {"threads": 1, "lines": 2}
+    assert memory.forget(user="alice") == {"threads": 1, "lines": 2, "summaries": 0}
     assert memory.history(user="alice") == []
     assert observer.search("which fruit", user="alice") == []
     assert texts(memory.history(user="bob")) == ["my favourite fruit is mango"]

@@ -53,6 +53,75 @@ class Line:
 
 
 @dataclass(frozen=True)
+class Summary:
+    """Key points about a person from an ended conversation, kept with their consent."""
+
+    id: int
+    bot: str
+    person: str
+    thread: str
+    text: str
+    categories: tuple[str, ...]
+    created_at: datetime
+    covers_from: datetime  # the conversation's first and last line
+    covers_to: datetime
+    tokens: int
+    kind: str = "summary"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "bot": self.bot,
+            "user": self.person,
+            "thread": self.thread,
+            "text": self.text,
+            "categories": list(self.categories),
+            "created_at": iso(self.created_at),
+            "covers_from": iso(self.covers_from),
+            "covers_to": iso(self.covers_to),
+        }
+
+
+@dataclass(frozen=True)
+class ExpertiseChunk:
+    """A passage of one of a bot's documents."""
+
+    id: int
+    document: str
+    title: str
+    ord: int
+    heading: str | None
+    text: str
+    tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "document": self.document,
+            "title": self.title,
+            "ord": self.ord,
+            "heading": self.heading,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """A thread's bookkeeping: when it ended, and the running summary of what scrolled off."""
+
+    id: int
+    bot: str
+    person: str
+    name: str
+    created_at: datetime
+    ended_at: datetime | None
+    summary: str
+    summary_through: int  # the last seq folded into the summary
+    last_line_at: datetime | None
+
+
+@dataclass(frozen=True)
 class Match:
     """A stored line that scored against a query."""
 

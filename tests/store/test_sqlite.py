@@ -255,7 +255,7 @@ def test_forget_removes_lines_vectors_text_rows_and_buffer_entries(store: Sqlite
     store.save_buffer(bob, [BufferEntry(bob, 1, 1, 0.7, (1,))])
     generation = store.generation()
 
-    assert store.forget("alice", None, "t1") == {"threads": 1, "lines": 1}
+    assert store.forget("alice", None, "t1") == {"threads": 1, "lines": 1, "summaries": 0}
 
     assert [line.text for line in store.history("alice", None, None)] == [
         "alice talks about cooking"
@@ -268,12 +268,12 @@ def test_forget_removes_lines_vectors_text_rows_and_buffer_entries(store: Sqlite
     assert table_counts(store.path)["line_vectors"] == 2
 
     assert store.person_id("alice") is not None  # she still has a thread
-    assert store.forget("alice", None, None) == {"threads": 1, "lines": 1}
+    assert store.forget("alice", None, None) == {"threads": 1, "lines": 1, "summaries": 0}
     assert store.history("alice", None, None) == []
     assert store.person_id("alice") is None  # nothing left: her name goes too
     assert count(store.path, "SELECT COUNT(*) FROM line_text WHERE line_text MATCH 'alice'") == 0
     assert [line.text for line in store.history("bob", None, None)] == ["bob talks about logistics"]
-    assert store.forget("nobody", None, None) == {"threads": 0, "lines": 0}
+    assert store.forget("nobody", None, None) == {"threads": 0, "lines": 0, "summaries": 0}
 
 
 def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:

@@ -70,6 +70,49 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (thread_id, position)
     );
     """,
+    # 2: ended threads and running summaries; remembered summaries; a bot's expertise.
+    """
+    ALTER TABLE threads ADD COLUMN ended_at TEXT;
+    ALTER TABLE threads ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+    ALTER TABLE threads ADD COLUMN summary_through INTEGER NOT NULL DEFAULT 0;
+    CREATE TABLE memories (
+        id INTEGER PRIMARY KEY,
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id INTEGER NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        thread_id INTEGER NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('summary')),
+        text TEXT NOT NULL,
+        categories TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        covers_from TEXT NOT NULL,
+        covers_to TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE INDEX memories_by_person ON memories (bot_id, person_id);
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        title TEXT NOT NULL,
+        media TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        added_at TEXT NOT NULL,
+        UNIQUE (bot_id, name)
+    );
+    CREATE TABLE chunks (
+        id INTEGER PRIMARY KEY,
+        document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        ord INTEGER NOT NULL,
+        heading TEXT,
+        text TEXT NOT NULL,
+        tokens INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        UNIQUE (document_id, ord)
+    );
+    CREATE INDEX chunks_by_bot ON chunks (bot_id, id);
+    """,
 )
 
 

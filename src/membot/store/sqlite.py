@@ -21,6 +21,7 @@ import numpy as np
 from membot.errors import EmbedderMismatchError, StoreError
 from membot.model import Line, Role, utc_now
 from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
+from membot.store.extras import StoreExtras
 from membot.store.migrations import migrate
 
 _LINE_COLUMNS = """
@@ -97,7 +98,7 @@ class ThreadRef:
     key: ThreadKey
 
 
-class SqliteStore:
+class SqliteStore(StoreExtras):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
@@ -249,16 +250,29 @@ class SqliteStore:
         embedders cannot both get in."""
         stored: list[Line] = []
         with self._write() as db:
-            if vectors_by is not None:
-                _check_embedder(db, *vectors_by)
-                if db.execute("SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is None:
-                    self._set_meta(db, {"embedder": vectors_by[0], "dimension": str(vectors_by[1])})
+            self._check_and_record_embedder(db, vectors_by)
             refs: dict[ThreadKey, ThreadRef] = {}
             for new in lines:
-                ref = refs.get(new.key) or self._ensure_thread(db, new.key)
-                refs[new.key] = ref
+                ref = refs.get(new.key)
+                if ref is None:
+                    ref = refs[new.key] = self._ensure_thread(db, new.key)
+                    # A line in an ended thread takes the conversation up again.
+                    db.execute(
+                        "UPDATE threads SET ended_at = NULL WHERE id = ? AND ended_at IS NOT NULL",
+                        (ref.id,),
+                    )
                 stored.append(self._insert_line(db, ref, new))
         return stored
+
+    def _check_and_record_embedder(
+        self, db: sqlite3.Connection, vectors_by: tuple[str, int] | None
+    ) -> None:
+        """Refuse another embedder's vectors; record the embedder on the store's first write."""
+        if vectors_by is None:
+            return
+        _check_embedder(db, *vectors_by)
+        if db.execute("SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is None:
+            self._set_meta(db, {"embedder": vectors_by[0], "dimension": str(vectors_by[1])})
 
     def _insert_line(self, db: sqlite3.Connection, ref: ThreadRef, new: NewLine) -> Line:
         seq = db.execute(
@@ -384,9 +398,11 @@ class SqliteStore:
         *,
         last_id: int,
         generation: int,
+        extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
     ) -> None:
-        """Swap every line's vector and the embedder metadata in one transaction; refused
-        when lines came or went since the caller read them up to ``last_id``."""
+        """Swap every line's vector (and the summaries' and chunks' in ``extras``, by table)
+        and the embedder metadata in one transaction; refused when lines came or went since
+        the caller read them up to ``last_id``."""
         with self._write() as db:
             newer = db.execute("SELECT 1 FROM lines WHERE id > ? LIMIT 1", (last_id,)).fetchone()
             current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
@@ -396,6 +412,8 @@ class SqliteStore:
                 "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
                 ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),
             )
+            for table, rows in (extras or {}).items():
+                self._replace_extra_vectors(db, table, iter(rows))
             self._set_meta(db, meta)
             self._bump_generation(db)
 
@@ -451,7 +469,8 @@ class SqliteStore:
     # -- forgetting -----------------------------------------------------------------------
 
     def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]:
-        """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers."""
+        """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers and
+        the summaries made from them."""
         where, params = _owner_filter(person, bot, thread)
         sql = (
             "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
@@ -460,10 +479,13 @@ class SqliteStore:
         with self._write() as db:
             thread_ids = [row[0] for row in db.execute(sql, params)]
             marks = ",".join("?" * len(thread_ids))
-            lines = 0
+            lines = summaries = 0
             if thread_ids:
                 lines = db.execute(
                     f"SELECT COUNT(*) FROM lines WHERE thread_id IN ({marks})", thread_ids
+                ).fetchone()[0]
+                summaries = db.execute(
+                    f"SELECT COUNT(*) FROM memories WHERE thread_id IN ({marks})", thread_ids
                 ).fetchone()[0]
                 db.execute(f"DELETE FROM threads WHERE id IN ({marks})", thread_ids)
                 # A person with nothing left is forgotten too, name included.
@@ -473,4 +495,4 @@ class SqliteStore:
                     (person,),
                 )
                 self._bump_generation(db)
-        return {"threads": len(thread_ids), "lines": lines}
+        return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}

@@ -1,0 +1,293 @@
+"""The SQLite store's tables beside the lines: thread bookkeeping, remembered summaries and a
+bot's expertise (documents cut into embedded chunks).
+
+A mixin of :class:`~membot.store.sqlite.SqliteStore`; it uses the store's ``_write`` and
+``_query`` and shares its connection, so a summary or a document's chunks commit with their
+vectors in one transaction, like lines do.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from membot.errors import StoreError
+from membot.model import ExpertiseChunk, Summary, ThreadState, utc_now
+from membot.store.base import ThreadKey
+
+
+@dataclass(frozen=True)
+class NewChunk:
+    """A document passage about to be stored, with its vector."""
+
+    ord: int
+    heading: str | None
+    text: str
+    tokens: int
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class DocumentInfo:
+    name: str
+    title: str
+    media: str
+    sha256: str
+    added_at: datetime
+    chunks: int
+
+    def to_json(self) -> dict:
+        from membot.model import iso
+
+        return {
+            "name": self.name,
+            "title": self.title,
+            "media": self.media,
+            "sha256": self.sha256,
+            "added_at": iso(self.added_at),
+            "chunks": self.chunks,
+        }
+
+
+def _moment(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text).astimezone(UTC) if text else None
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+
+
+def _matrix(rows: Sequence[tuple[int, bytes]]) -> tuple[np.ndarray, np.ndarray]:
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    ids = np.asarray([row[0] for row in rows], dtype=np.int64)
+    return ids, np.vstack([np.frombuffer(row[1], dtype=np.float32) for row in rows])
+
+
+_SUMMARY_SQL = """
+    SELECT m.id, b.name, p.name, t.name, m.text, m.categories, m.created_at, m.covers_from,
+           m.covers_to, m.tokens, m.kind
+    FROM memories m JOIN bots b ON b.id = m.bot_id JOIN people p ON p.id = m.person_id
+    JOIN threads t ON t.id = m.thread_id
+"""
+_CHUNK_SQL = """
+    SELECT c.id, d.name, d.title, c.ord, c.heading, c.text, c.tokens
+    FROM chunks c JOIN documents d ON d.id = c.document_id
+"""
+_THREAD_SQL = """
+    SELECT t.id, b.name, p.name, t.name, t.created_at, t.ended_at, t.summary, t.summary_through,
+           (SELECT MAX(l.created_at) FROM lines l WHERE l.thread_id = t.id)
+    FROM threads t JOIN bots b ON b.id = t.bot_id JOIN people p ON p.id = t.person_id
+"""
+
+
+def _summary(row: Sequence) -> Summary:
+    return Summary(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])),
+                   _moment(row[6]), _moment(row[7]), _moment(row[8]), row[9], row[10])  # fmt: skip
+
+
+def _thread(row: Sequence) -> ThreadState:
+    return ThreadState(row[0], row[1], row[2], row[3], _moment(row[4]), _moment(row[5]),
+                       row[6], row[7], _moment(row[8]))  # fmt: skip
+
+
+class StoreExtras:
+    """Threads' state, summaries and expertise; mixed into ``SqliteStore``."""
+
+    # Provided by SqliteStore.
+    _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    _query: Callable[..., list[tuple]]
+    _check_and_record_embedder: Callable[[sqlite3.Connection, tuple[str, int] | None], None]
+    _ensure_named: Callable[[sqlite3.Connection, str, str], int]
+
+    # -- threads --------------------------------------------------------------------------
+
+    def thread_state(self, key: ThreadKey) -> ThreadState | None:
+        rows = self._query(
+            f"{_THREAD_SQL} WHERE b.name = ? AND p.name = ? AND t.name = ?",
+            (key.bot, key.person, key.thread),
+        )
+        return _thread(rows[0]) if rows else None
+
+    def open_threads(self, bot: str, person: str | None = None) -> list[ThreadState]:
+        """Threads of a bot (one person's, or everyone's) that have lines and are not ended."""
+        sql = f"{_THREAD_SQL} WHERE b.name = ? AND t.ended_at IS NULL"
+        params: list = [bot]
+        if person is not None:
+            sql += " AND p.name = ?"
+            params.append(person)
+        threads = [_thread(row) for row in self._query(sql + " ORDER BY t.id", params)]
+        return [thread for thread in threads if thread.last_line_at is not None]
+
+    def end_thread(self, thread_id: int, when: datetime | None = None) -> None:
+        with self._write() as db:
+            db.execute(
+                "UPDATE threads SET ended_at = ? WHERE id = ?",
+                ((when or utc_now()).astimezone(UTC).isoformat(), thread_id),
+            )
+
+    def reopen_thread(self, thread_id: int) -> None:
+        with self._write() as db:
+            db.execute("UPDATE threads SET ended_at = NULL WHERE id = ?", (thread_id,))
+
+    def save_thread_summary(self, thread_id: int, summary: str, through_seq: int) -> None:
+        """The thread's running summary, covering its lines up to ``through_seq``; a summary
+        written by a slower turn never replaces one that covers more."""
+        with self._write() as db:
+            db.execute(
+                "UPDATE threads SET summary = ?, summary_through = ? "
+                "WHERE id = ? AND summary_through < ?",
+                (summary, through_seq, thread_id, through_seq),
+            )
+
+    # -- remembered summaries -------------------------------------------------------------
+
+    def add_summary(
+        self,
+        thread_id: int,
+        text: str,
+        categories: Sequence[str],
+        covers: tuple[datetime, datetime],
+        tokens: int,
+        vector: np.ndarray,
+        vectors_by: tuple[str, int] | None = None,
+    ) -> Summary:
+        with self._write() as db:
+            self._check_and_record_embedder(db, vectors_by)
+            owner = db.execute(
+                "SELECT bot_id, person_id FROM threads WHERE id = ?", (thread_id,)
+            ).fetchone()
+            if owner is None:
+                raise StoreError(f"thread {thread_id} is not in the store")
+            memory_id = db.execute(
+                "INSERT INTO memories (bot_id, person_id, thread_id, kind, text, categories, "
+                "created_at, covers_from, covers_to, tokens, vector) "
+                "VALUES (?, ?, ?, 'summary', ?, ?, ?, ?, ?, ?, ?)",
+                (*owner, thread_id, text, json.dumps(list(categories)), utc_now().isoformat(),
+                 covers[0].astimezone(UTC).isoformat(), covers[1].astimezone(UTC).isoformat(),
+                 tokens, _blob(vector)),
+            ).lastrowid  # fmt: skip
+            row = db.execute(f"{_SUMMARY_SQL} WHERE m.id = ?", (memory_id,)).fetchone()
+        return _summary(row)
+
+    def summaries(self, person: str, bot: str | None = None) -> list[Summary]:
+        sql = f"{_SUMMARY_SQL} WHERE p.name = ?" + (" AND b.name = ?" if bot else "")
+        rows = self._query(sql + " ORDER BY m.id", (person, bot) if bot else (person,))
+        return [_summary(row) for row in rows]
+
+    def summaries_by_id(self, ids: Sequence[int]) -> list[Summary]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        by_id = {row[0]: _summary(row) for row in
+                 self._query(f"{_SUMMARY_SQL} WHERE m.id IN ({marks})", list(ids))}  # fmt: skip
+        return [by_id[i] for i in ids if i in by_id]
+
+    def summary_vectors(self, bot_id: int, person_id: int | None) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and vectors of a person's summaries (every person's with ``person_id`` None)."""
+        sql = "SELECT id, vector FROM memories WHERE bot_id = ?"
+        params: list = [bot_id]
+        if person_id is not None:
+            sql += " AND person_id = ?"
+            params.append(person_id)
+        return _matrix(self._query(sql + " ORDER BY id", params))
+
+    def forget_summary(self, summary_id: int) -> bool:
+        with self._write() as db:
+            return db.execute("DELETE FROM memories WHERE id = ?", (summary_id,)).rowcount > 0
+
+    # -- expertise ------------------------------------------------------------------------
+
+    def add_document(
+        self,
+        bot: str,
+        name: str,
+        title: str,
+        media: str,
+        sha256: str,
+        chunks: Sequence[NewChunk],
+        vectors_by: tuple[str, int] | None = None,
+    ) -> int:
+        """Store a document and its chunks in one transaction, replacing one of that name."""
+        with self._write() as db:
+            self._check_and_record_embedder(db, vectors_by)
+            bot_id = self._ensure_named(db, "bots", bot)
+            db.execute("DELETE FROM documents WHERE bot_id = ? AND name = ?", (bot_id, name))
+            document_id = db.execute(
+                "INSERT INTO documents (bot_id, name, title, media, sha256, added_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (bot_id, name, title, media, sha256, utc_now().isoformat()),
+            ).lastrowid
+            db.executemany(
+                "INSERT INTO chunks (document_id, bot_id, ord, heading, text, tokens, vector) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(document_id, bot_id, c.ord, c.heading, c.text, c.tokens, _blob(c.vector))
+                 for c in chunks],
+            )  # fmt: skip
+        return document_id
+
+    def documents(self, bot: str) -> list[DocumentInfo]:
+        rows = self._query(
+            "SELECT d.name, d.title, d.media, d.sha256, d.added_at, "
+            "(SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) "
+            "FROM documents d JOIN bots b ON b.id = d.bot_id WHERE b.name = ? ORDER BY d.name",
+            (bot,),
+        )
+        return [DocumentInfo(r[0], r[1], r[2], r[3], _moment(r[4]), r[5]) for r in rows]
+
+    def remove_document(self, bot: str, name: str) -> bool:
+        with self._write() as db:
+            removed = db.execute(
+                "DELETE FROM documents WHERE name = ? AND bot_id = "
+                "(SELECT id FROM bots WHERE name = ?)",
+                (name, bot),
+            ).rowcount
+        return removed > 0
+
+    def chunk_vectors(self, bot_id: int) -> tuple[np.ndarray, np.ndarray]:
+        return _matrix(
+            self._query("SELECT id, vector FROM chunks WHERE bot_id = ? ORDER BY id", (bot_id,))
+        )
+
+    def chunks(self, ids: Sequence[int]) -> list[ExpertiseChunk]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self._query(f"{_CHUNK_SQL} WHERE c.id IN ({marks})", list(ids))
+        by_id = {row[0]: ExpertiseChunk(*row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def chunks_between(
+        self, document: str, bot: str, first: int, last: int
+    ) -> list[ExpertiseChunk]:
+        rows = self._query(
+            f"{_CHUNK_SQL} JOIN bots b ON b.id = c.bot_id "
+            "WHERE d.name = ? AND b.name = ? AND c.ord BETWEEN ? AND ? ORDER BY c.ord",
+            (document, bot, first, last),
+        )
+        return [ExpertiseChunk(*row) for row in rows]
+
+    # -- re-embedding ---------------------------------------------------------------------
+
+    def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]:
+        """Every summary's and chunk's (id, text), for re-embedding."""
+        return {
+            "memories": self._query("SELECT id, text FROM memories ORDER BY id"),
+            "chunks": self._query("SELECT id, text FROM chunks ORDER BY id"),
+        }
+
+    @staticmethod
+    def _replace_extra_vectors(
+        db: sqlite3.Connection, table: str, vectors: Iterator[tuple[int, np.ndarray]]
+    ) -> None:
+        if table not in {"memories", "chunks"}:
+            raise StoreError(f"no vectors in table {table!r}")
+        db.executemany(
+            f"UPDATE {table} SET vector = ? WHERE id = ?", ((_blob(v), i) for i, v in vectors)
+        )
