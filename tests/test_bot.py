@@ -23,8 +23,21 @@ TURN_KEYS = {
     "timings_ms",
     "cut",
     "error",
+    # chatState's trace
+    "score",
+    "citations",
+    "feed",
+    "story",
+    "history_match_string",
+    "history_matches",
+    "history_hints",
+    "expertise_match_string",
+    "expertise_matches",
+    "expertise_hints",
+    "notes",
 }
-TIMING_KEYS = {"embed", "search", "assemble", "store", "llm", "memory_total"}
+TIMING_KEYS = {"embed", "search", "assemble", "store", "llm", "relevance_check", "summarize",
+               "memory_total"}  # fmt: skip
 
 
 def test_a_turn_stores_both_lines_and_answers(memory: Memory) -> None:
@@ -44,7 +57,7 @@ def test_a_turn_stores_both_lines_and_answers(memory: Memory) -> None:
     assert user == {"role": "user", "content": "Hi, I am Alice."}
     assert system["role"] == "system" and "current conversation" in system["content"]
     assert turn.messages == (system, user)
-    assert turn.tokens["prompt"] <= turn.tokens["budget"] == 2048
+    assert turn.tokens["prompt"] <= turn.tokens["budget"] == 4096 - 256
     assert turn.tokens["response"] == turn.bot_line.tokens
     assert set(turn.timings_ms) == TIMING_KEYS
     assert all(value >= 0 for value in turn.timings_ms.values())
@@ -66,7 +79,7 @@ def test_turn_to_json_carries_the_whole_trace(memory: Memory) -> None:
     assert [line["text"] for line in block["lines"]] == ["I work in logistics", "Logistics."]
     assert set(block["lines"][0]) == {"id", "seq", "role", "speaker", "text", "created_at", "ref"}
     assert data["matches"][0]["text"] == "I work in logistics"
-    assert '[thread "t1"' in data["prompt"]
+    assert 'thread "t1"]' in data["prompt"]
 
 
 def test_a_failing_llm_keeps_the_persons_line(memory: Memory) -> None:
@@ -87,7 +100,7 @@ def test_a_dry_run_builds_the_prompt_without_the_llm(memory: Memory) -> None:
     turn = Bot(memory, llm).turn("Just store this.", user="alice", thread="t1", dry_run=True)
     assert turn.response == "" and turn.bot_line is None and turn.error is None
     assert llm.history == []
-    assert turn.prompt.endswith("HUMAN: Just store this.\nAI:")
+    assert "Now HUMAN says 'Just store this.'" in turn.prompt
     assert turn.timings_ms["llm"] == 0
     assert len(memory.history(user="alice")) == 1
 
@@ -106,7 +119,12 @@ def test_bad_input_stores_nothing_and_asks_no_llm(memory: Memory) -> None:
 def test_every_earlier_line_is_in_the_prompt_once(memory: Memory) -> None:
     """The recent window and recall meet without a hole and without repeating a line."""
     memory.configure_bot(
-        threshold=0.4, max_matches=50, expand_before=0, expand_after=0, recent_window=3
+        threshold=0.4,
+        max_matches=50,
+        expand_before=0,
+        expand_after=0,
+        window_size=2,
+        strategy="lines",
     )
     bot = Bot(memory, ScriptedLLM([f"kiwi reply{n}" for n in range(10)]))
     for n in range(8):

@@ -17,14 +17,16 @@ def test_with_values_converts_strings_to_each_fields_type() -> None:
             "max_matches": "5",
             "share_across_people": "yes",
             "recall_roles": "human, bot ,",
-            "prompt_budget": 4096,
+            "context_size": 8192,
+            "strategy.lexical_weight": "3",
         }
     )
     assert settings.threshold == 0.3
     assert settings.max_matches == 5
     assert settings.share_across_people is True
     assert settings.recall_roles == ("human", "bot")
-    assert settings.prompt_budget == 4096
+    assert (settings.context_size, settings.prompt_budget) == (8192, 8192 - 256)
+    assert settings.strategy_options == (("lexical_weight", 3.0),)
     assert BotSettings().with_values({"share_across_people": "off"}).share_across_people is False
 
 
@@ -56,10 +58,14 @@ def test_unknown_settings_are_refused_with_the_known_names() -> None:
         ("max_matches", "-1", "max_matches must be 0 or more"),
         ("expand_before", "-2", "expansion must be 0 or more"),
         ("buffer_size", "-1", "buffer_size must be 0 or more"),
-        ("recent_window", "-1", "recent_window must be 0 or more"),
+        ("window_size", "-1", "window_size must be 0 or more"),
+        ("window_overlap", "-1", "window_overlap must be 0 or more"),
+        ("strategy.rrf_k", "many", "strategy.rrf_k wants a number"),
+        ("strategy.rrf_k", "inf", "finite number"),
+        ("bot_name", " ", "may not be empty"),
         ("share_across_people", "maybe", "share_across_people wants a bool"),
-        ("prompt_budget", "100", "at least 128 tokens"),
-        ("prompt_budget", None, "prompt_budget wants a int"),
+        ("context_size", "300", "at least 128 tokens for the prompt"),
+        ("context_size", None, "context_size wants a int"),
         ("reply_tokens", "0", "reply_tokens must be at least 1"),
     ],
 )
@@ -85,3 +91,16 @@ def test_without_environment_the_platform_folders_are_used(monkeypatch, tmp_path
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     assert default_db_path() == data_dir() / "membot.db"
     assert cache_dir() == tmp_path / "xdg-cache" / "membot"
+
+
+def test_templates_are_checked_when_set() -> None:
+    ok = BotSettings().with_values({"story_fmt": "So far, {HUMAN} and {BOT} said:\n{FEED}"})
+    assert ok.story_fmt.startswith("So far")
+    with pytest.raises(ConfigError, match=r"story_fmt may not use \{HISTORY_MATCHES\}"):
+        BotSettings().with_values({"story_fmt": "{FEED} {HISTORY_MATCHES}"})
+    with pytest.raises(ConfigError, match="write placeholders like"):
+        BotSettings().with_values({"prompt_fmt": "{QUERY!r}"})
+    with pytest.raises(ConfigError, match="malformed template"):
+        BotSettings().with_values({"prompt_fmt": "unclosed {QUERY"})
+    literal = BotSettings().with_values({"prompt_fmt": 'Reply as {{"json": 1}} to {QUERY}'})
+    assert "{{" in literal.prompt_fmt

@@ -1,4 +1,4 @@
-"""context.assemble: the prompt never exceeds its budget, and cuts in the documented order."""
+"""context.assemble: templates filled, the budget never exceeded, cuts in the documented order."""
 
 from __future__ import annotations
 
@@ -7,8 +7,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from membot import Block, Line, Role
-from membot.context import MIN_RECENT, Speakers, assemble, render_block
+from membot import Block, BotSettings, ExpertiseChunk, Line, Role, Summary
+from membot.context import (
+    MIN_FEED,
+    Speakers,
+    assemble,
+    block_hint,
+    chunk_hint,
+    summary_hint,
+    without_repeats,
+)
 
 NOW = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
 START = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
@@ -59,132 +67,133 @@ def lines(token_counter) -> Lines:
     return Lines(token_counter)
 
 
-def test_everything_fits_in_a_large_budget(lines: Lines, token_counter) -> None:
-    recent = lines.thread("now", 5)
-    new = lines.line("now", 6, "Where do I work?", Role.HUMAN)
-    block = lines.block("earlier", 3, 0.7)
-
-    prompt = assemble(recent, new, [block], token_counter, 4096, now=NOW)
-
-    assert prompt.cut == {}
-    assert prompt.recent == tuple(recent)
-    assert prompt.blocks == (block,)
-    assert prompt.text.endswith("HUMAN: Where do I work?\nAI:")
-    assert render_block(block, Speakers()) in prompt.text
-    assert '[thread "earlier", 2024-05-01' in prompt.text
-    assert "It is now Saturday 2024-06-01 12:00 UTC." in prompt.text
-    assert prompt.messages[1] == {"role": "user", "content": "Where do I work?"}
-    assert prompt.messages[0]["role"] == "system"
-    assert all(line.text in prompt.messages[0]["content"] for line in recent)
-    assert prompt.tokens == token_counter.count(prompt.text) + 12
+PLAIN = BotSettings().with_values({"citations": False, "context_size": 100_000})
 
 
-def test_recalled_blocks_appear_in_time_order(lines: Lines, token_counter) -> None:
-    older = lines.block("older", 2, 0.5)
-    newer = lines.block("newer", 2, 0.9)
-    new = lines.line("now", 1, "hello", Role.HUMAN)
-    prompt = assemble([], new, [newer, older], token_counter, 4096, now=NOW)
-    assert prompt.text.index('"older"') < prompt.text.index('"newer"')
-    assert "(it starts now)" not in prompt.text
+def hints_for(blocks, settings=PLAIN):
+    speakers = Speakers(settings.human_name, settings.bot_name)
+    return [block_hint(block, speakers) for block in blocks]
 
 
-def test_a_tight_budget_cuts_old_recent_lines_and_weak_blocks_first(lines, token_counter):
-    recent = lines.thread("now", 30)
-    new = lines.line("now", 31, "And what about the containers?", Role.HUMAN)
-    said = [lines.text(25) for _ in range(4)]
-    strong = Block(
-        "strong",
-        "alice",
-        tuple(lines.line("strong", seq, text) for seq, text in enumerate(said[:3], 1)),
-        0.9,
+def chunk(number: int, text: str, score: float):
+    found = ExpertiseChunk(number, "guide.md", "Guide", number, "Setup", text, 5)
+    return chunk_hint(found, score)
+
+
+def test_every_template_is_filled_in_its_place(lines: Lines, token_counter) -> None:
+    feed = [lines.line("now", 1, "I moved to Lisbon", Role.HUMAN),
+            lines.line("now", 2, "How exciting!", Role.BOT)]  # fmt: skip
+    block = lines.block("old", 2, 0.6)
+    summary = Summary(7, "membot", "alice", "old", "- Alice is a nurse.", ("work",),
+                      NOW, START, START + timedelta(hours=1), 6)  # fmt: skip
+    history = [*hints_for([block]), summary_hint(summary, 0.5)]
+    settings = PLAIN.with_values({"bot_name": "Noam", "human_name": "Lex"})
+    prompt = assemble(settings, "what do I do?", feed, history, [chunk(3, "Nurses care.", 0.7)],
+                      token_counter, now=NOW)  # fmt: skip
+    values = prompt.values
+    assert values["FEED"] == "Lex: I moved to Lisbon\nNoam: How exciting!"
+    assert values["STORY"].startswith("Here is a transcript of the current conversation so far:")
+    first = block.lines[0].id
+    assert values["HISTORY_MATCHES"].startswith(f"citation_id: h{first} Hint: [2024-05-01")
+    assert (
+        "citation_id: s7 Hint: [summary of a conversation on 2024-05-01 (work)]"
+        in values["HISTORY_MATCHES"]
     )
-    weak = Block(
-        "weak",
-        "alice",
-        tuple(lines.line("weak", seq, text) for seq, text in enumerate(said, 1)),
-        0.3,
-    )
-    seen = set()
-    for budget in range(200, 1200, 20):
-        prompt = assemble(recent, new, [weak, strong], token_counter, budget, now=NOW)
+    assert values["HISTORY_HINTS"].startswith("Here is a list of citation IDs and hints about how "
+                                              "Noam should respond")  # fmt: skip
+    assert values["EXPERTISE_MATCHES"] == "citation_id: e3 Hint: [Guide — Setup]\nNurses care."
+    assert prompt.text.startswith("It is now Saturday 2024-06-01 12:00 UTC. Lex is conducting")
+    assert "Now Lex says 'what do I do?'" in prompt.text
+    assert prompt.messages[1] == {"role": "user", "content": "what do I do?"}
+    assert not prompt.summary_used and prompt.cut == {}
 
-        assert prompt.tokens <= budget
-        assert prompt.recent == tuple(recent[len(recent) - len(prompt.recent) :])
-        if prompt.blocks:  # the newest lines of the conversation go in before any block
-            assert len(prompt.recent) >= MIN_RECENT
-        if weak in prompt.blocks:  # the better block, smaller too, is never cut for it
-            assert strong in prompt.blocks
-        assert prompt.cut.get("recalled_blocks", 0) == 2 - len(prompt.blocks)
-        assert "new_line_tokens" not in prompt.cut
-        seen.add(tuple(block.thread for block in prompt.blocks))
-    assert seen == {(), ("strong",), ("strong", "weak")}
+
+def test_without_matches_the_no_hints_strings_are_used(lines: Lines, token_counter) -> None:
+    prompt = assemble(PLAIN, "hello", [], [], [], token_counter, now=NOW)
+    assert prompt.values["STORY"] == ""
+    assert prompt.values["HISTORY_HINTS"] == (
+        "The current conversation is unrelated to any prior conversations with HUMAN."
+    )
+    assert prompt.values["EXPERTISE_HINTS"] == "No Expertise Found."
+    cited = assemble(BotSettings(), "hello", [], [], [], token_counter, now=NOW)
+    assert '"citation_ids"' in cited.text and '"response"' in cited.text
+
+
+def test_a_running_summary_opens_the_feed(lines: Lines, token_counter) -> None:
+    feed = [lines.line("now", 9, "and then?", Role.HUMAN)]
+    prompt = assemble(PLAIN, "go on", feed, [], [], token_counter, summary="They met in May.",
+                      now=NOW)  # fmt: skip
+    assert prompt.values["FEED"].startswith("(Earlier in this conversation: They met in May.)")
+    assert prompt.summary_used
+
+
+def test_no_line_appears_twice(lines: Lines) -> None:
+    feed = [lines.line("now", 1, "I like tea", Role.HUMAN)]
+    a = lines.block("t1", 3, 0.9)
+    repeat = Block("t2", "alice", (lines.line("t2", 1, a.lines[1].text.upper()),
+                                   lines.line("t2", 2, "I  like tea")), 0.5)  # fmt: skip
+    kept = without_repeats([a, repeat], feed)
+    assert kept == [a]
+    partly = Block("t3", "alice", (lines.line("t3", 1, "new words here"), feed[0]), 0.4)
+    (only,) = without_repeats([partly], feed)
+    assert [line.text for line in only.lines] == ["new words here"]
+
+
+def test_a_tight_budget_cuts_old_feed_lines_and_weak_hints_first(lines, token_counter) -> None:
+    feed = lines.thread("now", 20)
+    strong, weak = lines.block("a", 2, 0.9), lines.block("b", 2, 0.1)
+    roomy = assemble(PLAIN, "q", feed, hints_for([strong, weak]), [], token_counter, now=NOW)
+    budget = roomy.tokens - 40
+    tight_settings = PLAIN.with_values({"context_size": budget + PLAIN.reply_tokens})
+    tight = assemble(tight_settings, "q", feed, hints_for([strong, weak]), [], token_counter,
+                     now=NOW)  # fmt: skip
+    assert tight.tokens <= budget
+    assert len(tight.feed) >= MIN_FEED and tight.feed == tuple(feed[-len(tight.feed) :])
+    if len(tight.history) < 2:
+        assert [hint.block for hint in tight.history] in ([strong], [])
+    assert set(tight.cut) <= {"feed_lines", "history_hints"} and tight.cut
 
 
 def test_a_new_line_too_long_for_the_budget_is_shortened_not_dropped(lines, token_counter):
-    long_text = lines.text(600)
-    new = lines.line("now", 3, long_text, Role.HUMAN)
-    prompt = assemble(lines.thread("now", 2), new, [], token_counter, 200, now=NOW)
-
+    settings = PLAIN.with_values({"context_size": 300 + PLAIN.reply_tokens})
+    text = lines.text(900)
+    prompt = assemble(settings, text, [], [], [], token_counter, now=NOW)
     kept = prompt.messages[1]["content"]
-    assert prompt.tokens <= 200
-    assert kept and long_text.startswith(kept)
-    assert f"HUMAN: {kept}\nAI:" in prompt.text
-    assert prompt.cut["new_line_tokens"] == token_counter.count(long_text) - token_counter.count(
-        kept
-    )
+    assert prompt.tokens <= 300 and kept and text.startswith(kept)
+    assert prompt.cut["new_line_tokens"] == token_counter.count(text) - token_counter.count(kept)
 
 
-def test_speakers_label_lines(lines: Lines, token_counter) -> None:
-    said = lines.line("now", 1, "Hi, I'm Caroline", Role.HUMAN)
-    said = Line(
-        said.id,
-        said.bot,
-        said.person,
-        said.thread,
-        said.seq,
-        said.role,
-        said.text,
-        said.created_at,
-        said.tokens,
-        speaker="Caroline",
-    )
-    tool = lines.line("now", 2, "42 degrees", Role.TOOL)
-    new = lines.line("now", 3, "thanks", Role.HUMAN)
-    speakers = Speakers(human="ALICE", ai="MEMBOT")
-    prompt = assemble([said, tool], new, [], token_counter, 1024, speakers, now=NOW)
-    assert "Caroline: Hi, I'm Caroline\nTOOL: 42 degrees\nALICE: thanks\nMEMBOT:" in prompt.text
-    assert "The MEMBOT has a conversation with the ALICE." in prompt.text
-
-
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(3))
 def test_the_prompt_never_exceeds_the_budget(seed: int, token_counter) -> None:
-    """Many random mixes of recent lines, blocks, line lengths and budgets."""
+    """Many random mixes of feed lines, hints, line lengths and budgets."""
     lines = Lines(token_counter, seed)
     rng = lines.rng
-    for _ in range(40):
-        recent = lines.thread("now", rng.randint(0, 30))
-        new_words = rng.choice([1, 8, 40, 400])
-        new = lines.line("now", len(recent) + 1, lines.text(new_words), Role.HUMAN)
-        blocks = [
-            lines.block(f"t{n}", rng.randint(1, 8), rng.random()) for n in range(rng.randint(0, 6))
-        ]
-        budget = rng.choice([128, 129, 150, 200, 300, 512, 1000, 2048, rng.randint(128, 4000)])
+    for _ in range(25):
+        feed = lines.thread("now", rng.randint(0, 20))
+        query = lines.text(rng.choice([1, 8, 40, 400]))
+        blocks = [lines.block(f"t{n}", rng.randint(1, 6), rng.random())
+                  for n in range(rng.randint(0, 5))]  # fmt: skip
+        expertise = [chunk(n, lines.text(30), rng.random()) for n in range(rng.randint(0, 4))]
+        budget = rng.choice([300, 400, 512, 1000, 2048, rng.randint(300, 4000)])
+        settings = BotSettings().with_values({"context_size": budget + 256})
+        summary = lines.text(30) if rng.random() < 0.5 else ""
 
-        prompt = assemble(recent, new, blocks, token_counter, budget, now=NOW)
+        prompt = assemble(settings, query, feed, hints_for(blocks, settings), expertise,
+                          token_counter, summary=summary, now=NOW)  # fmt: skip
 
         assert prompt.tokens <= budget
-        assert prompt.tokens == token_counter.count(prompt.text) + 12
-        # The newest recent lines are the ones kept, contiguous up to the new line.
-        assert prompt.recent == tuple(recent[len(recent) - len(prompt.recent) :])
-        assert set(prompt.blocks) <= set(blocks)
-        # The new line is always there, whole or as its beginning.
+        counted = token_counter.count(prompt.text) + token_counter.count(
+            prompt.messages[1]["content"]
+        )
+        assert prompt.tokens == counted + 12
+        assert prompt.feed == tuple(feed[len(feed) - len(prompt.feed) :])
         kept = prompt.messages[1]["content"]
-        assert kept and new.text.startswith(kept)
-        assert prompt.text.endswith(f"HUMAN: {kept}\nAI:")
-        # What was left out is reported, and only that.
+        assert kept and query.startswith(kept)
         expected_cut = {
-            "recent_lines": len(recent) - len(prompt.recent),
-            "recalled_blocks": len(blocks) - len(prompt.blocks),
-            "new_line_tokens": new.tokens - token_counter.count(kept),
+            "feed_lines": len(feed) - len(prompt.feed),
+            "summary": int(bool(summary) and not prompt.summary_used),
+            "history_hints": len(blocks) - len(prompt.history),
+            "expertise_hints": len(expertise) - len(prompt.expertise),
+            "new_line_tokens": token_counter.count(query) - token_counter.count(kept),
         }
         assert prompt.cut == {name: value for name, value in expected_cut.items() if value}

@@ -20,7 +20,13 @@ from membot import (
     Role,
 )
 
-TIGHT = {"threshold": 0.5, "expand_before": 1, "expand_after": 1, "recent_window": 2}
+TIGHT = {
+    "threshold": 0.5,
+    "expand_before": 1,
+    "expand_after": 1,
+    "window_size": 1,
+    "strategy": "lines",
+}
 
 
 def texts(lines) -> list[str]:
@@ -208,7 +214,9 @@ def test_recall_respects_threshold_and_max_matches(memory: Memory, alice_t1) -> 
 
 def test_lines_in_the_recent_window_are_not_recalled(memory: Memory) -> None:
     """The window is the new line and the ``recent_window - 1`` lines before it."""
-    memory.configure_bot(threshold=0.5, expand_before=0, expand_after=3, recent_window=3)
+    memory.configure_bot(
+        threshold=0.5, expand_before=0, expand_after=3, window_size=2, strategy="lines"
+    )
     say(memory, "t1", "mango one", "filler", "other", "mango four", "mango five")
     line = memory.add("mango", user="alice", thread="t1")  # seq 6: the window is seqs 4-6
 
@@ -220,7 +228,9 @@ def test_lines_in_the_recent_window_are_not_recalled(memory: Memory) -> None:
 
 
 def test_a_window_of_zero_still_never_recalls_the_line_itself(memory: Memory) -> None:
-    memory.configure_bot(threshold=0.5, expand_before=0, expand_after=0, recent_window=0)
+    memory.configure_bot(
+        threshold=0.5, expand_before=0, expand_after=0, window_size=0, strategy="lines"
+    )
     say(memory, "t1", "mango one", "mango two")
     recall = memory.recall(memory.add("mango", user="alice", thread="t1"))
     assert sorted(m.line.seq for m in recall.matches) == [1, 2]
@@ -237,7 +247,9 @@ def test_buffer_size_caps_the_blocks_held(memory: Memory) -> None:
 
 
 def test_a_block_matched_now_is_not_reported_as_carried(memory: Memory) -> None:
-    memory.configure_bot(threshold=0.5, expand_before=1, expand_after=1, recent_window=2)
+    memory.configure_bot(
+        threshold=0.5, expand_before=1, expand_after=1, window_size=1, strategy="lines"
+    )
     say(memory, "t1", "one", "apple pie", "three", "banana bread", "five")
     memory.recall(memory.add("apple pie", user="alice", thread="t2"))  # holds t1 seqs 1-3
 

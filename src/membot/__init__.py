@@ -23,16 +23,18 @@ from membot.errors import (
 )
 from membot.llm import LLM, OpenAICompatibleLLM, ScriptedLLM, resolve_llm
 from membot.memory import LineInput, Memory, Recall
-from membot.model import Block, Line, Match, Role, Turn
+from membot.model import Block, Citation, ExpertiseChunk, Line, Match, Role, Summary, Turn
 
 __all__ = [
     "LLM",
     "Block",
     "Bot",
     "BotSettings",
+    "Citation",
     "ConfigError",
     "Embedder",
     "EmbedderMismatchError",
+    "ExpertiseChunk",
     "ImportFormatError",
     "Line",
     "LineInput",
@@ -45,6 +47,7 @@ __all__ = [
     "Role",
     "ScriptedLLM",
     "StoreError",
+    "Summary",
     "Turn",
     "resolve_embedder",
     "resolve_llm",

@@ -1,6 +1,8 @@
 """``Bot.turn()``: the one orchestration of a turn, shared by every front end.
 
-store the human line → recall → assemble the prompt → ask the LLM → store the reply → Turn.
+store the human line → recall history (lines and summaries) and expertise → fill the bot's
+templates under the budget → ask the LLM for JSON with citations → store the reply → fold
+lines scrolled off the feed into the running summary → Turn, with the whole trace.
 """
 
 from __future__ import annotations
@@ -8,13 +10,30 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
 
-from membot.config import DEFAULT_BOT
-from membot.context import Speakers, assemble
+from membot.config import DEFAULT_BOT, BotSettings
+from membot.context import (
+    Hint,
+    Prompt,
+    Speakers,
+    assemble,
+    block_hint,
+    chunk_hint,
+    match_string,
+    summary_hint,
+    without_repeats,
+)
 from membot.errors import MembotError
 from membot.llm import LLM, BundledSmolLM2
 from membot.memory import LineInput, Memory
-from membot.model import Role, Turn
+from membot.model import Citation, Line, Role, Turn, utc_now
+from membot.relevance import check_hints
+from membot.replies import Reply, read_reply
+from membot.running_summary import fold, lines_to_fold
+from membot.store import ThreadKey
+from membot.templates import fill
 
 
 class _Clock:
@@ -39,59 +58,171 @@ class Bot:
         self.memory = memory
         self.llm = llm if llm is not None else BundledSmolLM2()  # loads on first reply
         self.name = name
-        self.speakers = Speakers()
 
-    def turn(self, text: str, *, user: str, thread: str, dry_run: bool = False) -> Turn:
+    @property
+    def speakers(self) -> Speakers:
+        settings = self.memory.bot_settings(self.name)
+        return Speakers(settings.human_name, settings.bot_name)
+
+    def add_tool_result(self, text: str, *, user: str, thread: str, tool: str) -> Line:
+        """Store a tool's or function's result in the thread (role ``tool``). It shows in
+        the feed while recent, and is left out of recall unless the bot's ``recall_roles``
+        include ``tool``: live data should be fetched again, not remembered."""
+        return self.memory.add(text, user=user, thread=thread, role=Role.TOOL, bot=self.name,
+                               speaker=f"TOOL {tool}")  # fmt: skip
+
+    def turn(
+        self,
+        text: str,
+        *,
+        user: str,
+        thread: str,
+        dry_run: bool = False,
+        settings: dict[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> Turn:
         """Store ``text`` as the person's line and answer it.
 
-        The line is stored before the LLM is called, so it is kept even when the LLM fails;
-        the failure is reported in ``Turn.error`` with an empty response.
+        ``settings`` overrides the bot's profile for this turn only (a value passed with
+        the call beats the profile, which beats the defaults). The line is stored before
+        the LLM is called, so it is kept even when the LLM fails; the failure is reported in
+        ``Turn.error`` with an empty response.
         """
         clock = _Clock()
         started = time.perf_counter()
-        settings = self.memory.bot_settings(self.name)
+        profile = self.memory.bot_settings(self.name, settings)
+        now = now or utc_now()
         item = self.memory.validate_line(LineInput(text, user, thread, Role.HUMAN, self.name))
         with clock.step("embed"):
             vector = self.memory.embed([text])[0]
         with clock.step("store"):
             line, vector = self.memory.add_with_vector(item, vector)
         with clock.step("search"):
-            recall = self.memory.recall(line, settings, vector)
-        with clock.step("assemble"):
-            recent = self.memory.recent(line, settings.recent_window - 1)
-            budget = settings.prompt_budget
-            prompt = assemble(
-                recent, line, recall.blocks, self.memory.tokens, budget, self.speakers
+            feed = self.memory.recent(line, profile.window_size)
+            history_query = match_string(profile.history_match_fmt, profile, text, feed, now=now)
+            recall = self.memory.recall(line, profile, vector, match_text=history_query)
+            history = self._history_hints(recall.blocks, feed, history_query, line, vector, profile)
+            expertise_query = match_string(
+                profile.expertise_match_fmt, profile, text, feed, story=True, now=now
             )
-        response, error, reply_line = "", None, None
+            expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
+        notes: list[str] = []
+        if profile.relevance_check and not dry_run and (history or expertise):
+            with clock.step("relevance_check"):
+                history, dropped = check_hints(self.llm, text, history)
+                expertise, more = check_hints(self.llm, text, expertise)
+                notes += dropped + more
+        with clock.step("assemble"):
+            state = self.memory.store.thread_state(ThreadKey(self.name, user, thread))
+            summary = state.summary if state and feed and feed[0].seq > 1 else ""
+            prompt = assemble(profile, text, feed, history, expertise, self.memory.tokens,
+                              summary=summary, now=now,
+                              match_strings=(history_query, expertise_query))  # fmt: skip
+        reply, error, reply_line = Reply("", ()), None, None
         if not dry_run:
             with clock.step("llm"):
                 try:
-                    response = self.llm.complete(list(prompt.messages), settings.reply_tokens)
+                    raw = self.llm.complete(
+                        list(prompt.messages), profile.reply_tokens, json_mode=profile.citations
+                    )
                 except MembotError as failure:  # down, timeout, bad or missing key
                     error = str(failure)
-            if response:
+                else:
+                    reply = self._read(raw, prompt, profile)
+            if reply.note:
+                notes.append(reply.note)
+            if error is None:
                 with clock.step("store"):
-                    reply = LineInput(response, user, thread, Role.BOT, self.name)
-                    reply_line, _ = self.memory.add_with_vector(reply)
+                    answer = LineInput(reply.response, user, thread, Role.BOT, self.name)
+                    reply_line, _ = self.memory.add_with_vector(answer)
+                if profile.thread_summary:
+                    with clock.step("summarize"):
+                        notes += self._fold_scrolled_lines(reply_line, profile)
+        return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
+                          started, notes)  # fmt: skip
+
+    # -- the parts of a turn --------------------------------------------------------------
+
+    def _history_hints(
+        self, blocks, feed, query: str, line: Line, line_vector, profile: BotSettings
+    ) -> list[Hint]:
+        speakers = Speakers(profile.human_name, profile.bot_name)
+        hints = [block_hint(block, speakers) for block in without_repeats(blocks, feed)]
+        if profile.recall_summaries and profile.max_matches > 0:
+            vector = line_vector if query == line.text else self.memory.embed([query])[0]
+            owner = None if profile.share_across_people else line.person
+            found = self.memory.search_summaries(
+                vector, bot=self.name, user=owner, k=profile.max_matches,
+                min_score=profile.threshold,
+            )  # fmt: skip
+            hints += [summary_hint(summary, score) for summary, score in found]
+        return hints
+
+    def _expertise_hints(self, query, history_query, line_vector, profile) -> list[Hint]:
+        if profile.expertise_max_matches == 0 or not self.memory.store.documents(self.name):
+            return []
+        vector = line_vector if query == history_query else self.memory.embed([query])[0]
+        found = self.memory.search_expertise(vector, bot=self.name,
+                                             k=profile.expertise_max_matches,
+                                             min_score=profile.expertise_min_score)  # fmt: skip
+        return [chunk_hint(chunk, score) for chunk, score in found]
+
+    def _read(self, raw: str, prompt: Prompt, profile: BotSettings) -> Reply:
+        known = {hint.id for hint in (*prompt.history, *prompt.expertise)}
+        reply = read_reply(raw, known) if profile.citations else Reply(raw.strip(), ())
+        if not reply.response:
+            empty = Reply(fill(profile.no_response, prompt.values), (),
+                          "the model gave no response; answered with no_response")  # fmt: skip
+            return empty
+        return reply
+
+    def _fold_scrolled_lines(self, newest: Line, profile: BotSettings) -> list[str]:
+        key = ThreadKey(self.name, newest.person, newest.thread)
+        state = self.memory.store.thread_state(key)
+        if state is None:
+            return []
+        seqs = lines_to_fold(profile, state.summary_through, newest.seq)
+        if not seqs:
+            return []
+        lines = self.memory.store.lines_between(state.id, seqs.start, seqs.stop - 1)
+        try:
+            summary = fold(self.llm, profile, state.summary, lines)
+        except MembotError as failure:
+            return [f"running summary not updated: {failure}"]
+        self.memory.store.save_thread_summary(state.id, summary, seqs.stop - 1)
+        return [f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"]
+
+    def _turn(self, line, reply_line, reply, error, prompt: Prompt, recall, profile, clock,
+              started, notes) -> Turn:  # fmt: skip
         total = (time.perf_counter() - started) * 1000
         timings = {name: clock.ms.get(name, 0.0) for name in ("embed", "search", "assemble")}
         timings["store"] = clock.ms.get("store", 0.0)
-        timings["llm"] = clock.ms.get("llm", 0.0)
-        timings["memory_total"] = total - timings["llm"]
+        for slow in ("llm", "relevance_check", "summarize"):
+            timings[slow] = clock.ms.get(slow, 0.0)
+        timings["memory_total"] = total - timings["llm"] - timings["relevance_check"]
+        timings["memory_total"] -= timings["summarize"]
+        hints = {hint.id: hint for hint in (*prompt.history, *prompt.expertise)}
+        citations = tuple(
+            Citation(i, hints[i].text, hints[i].source, hints[i].score)
+            for i in reply.citation_ids
+            if i in hints
+        )
+        scores = [c.score for c in citations] or [hint.score for hint in hints.values()]
         tokens = {
             "prompt": prompt.tokens,
-            "budget": budget,
-            "reply_limit": settings.reply_tokens,
+            "budget": profile.prompt_budget,
+            "context_size": profile.context_size,
+            "reply_limit": profile.reply_tokens,
             "line": line.tokens,
             "recalled": sum(each.tokens for block in prompt.blocks for each in block.lines),
             "response": reply_line.tokens if reply_line else 0,
         }
+        values = prompt.values
         return Turn(
-            response=response,
+            response=reply_line.text if reply_line else "",
             bot=self.name,
-            person=user,
-            thread=thread,
+            person=line.person,
+            thread=line.thread,
             human_line=line,
             bot_line=reply_line,
             recalled=prompt.blocks,
@@ -102,4 +233,15 @@ class Bot:
             timings_ms=timings,
             cut=prompt.cut,
             error=error,
+            score=max(scores) if scores else None,
+            citations=citations,
+            feed=values["FEED"],
+            story=values["STORY"],
+            history_match_string=values["HISTORY_MATCH_STRING"],
+            history_matches=tuple(hint.to_json() for hint in prompt.history),
+            history_hints=values["HISTORY_HINTS"],
+            expertise_match_string=values["EXPERTISE_MATCH_STRING"],
+            expertise_matches=tuple(hint.to_json() for hint in prompt.expertise),
+            expertise_hints=values["EXPERTISE_HINTS"],
+            notes=tuple(notes),
         )

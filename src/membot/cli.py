@@ -18,6 +18,7 @@ from rich.progress import Progress
 
 from membot.bot import Bot
 from membot.cli_chat import run_chat
+from membot.cli_conversations import register as register_conversations
 from membot.cli_eval import eval_app
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, data_dir, default_db_path
 from membot.errors import MembotError
@@ -259,6 +260,9 @@ def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
     """Change one setting of a bot, e.g. `membot bot set membot threshold 0.4`."""
     settings = _options(context).memory().configure_bot(name, **{key: value})
     err.print(f"{name}: {key} = {settings.to_json()[key]}")
+
+
+register_conversations(app)
 
 
 def main() -> None:

@@ -15,6 +15,8 @@ from typing import Any
 from platformdirs import user_cache_dir, user_data_dir
 
 from membot.errors import ConfigError
+from membot.templates import DEFAULTS as TEMPLATES
+from membot.templates import TEMPLATE_NAMES, check_template
 
 APP_NAME = "membot"
 DEFAULT_BOT = "membot"
@@ -46,57 +48,132 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class BotSettings:
-    """The numbers of one bot. Defaults follow uncany-membot, except the threshold.
+    """A bot's profile: its names, recall numbers, prompt budget and prompt templates.
 
-    ``threshold`` is calibrated for the bundled all-MiniLM-L6-v2 (see docs/recall.md): MiniLM
-    cosine scores run far lower than the Ada scores the original 0.8 was chosen for.
+    Stored per bot in the database; a value passed with a call beats the stored profile, which
+    beats these defaults. Recall defaults follow uncany-membot, except the threshold, which is
+    calibrated for the bundled all-MiniLM-L6-v2 (see docs/recall.md): MiniLM cosine scores run
+    far lower than the Ada scores the original 0.8 was chosen for. Names, window and templates
+    follow AllegroGraph's chatState profile (see :mod:`membot.templates`).
     """
 
-    threshold: float = 0.35
-    max_matches: int = 3
+    bot_name: str = "AI"
+    human_name: str = "HUMAN"
+    # The feed: the lines of the current thread before the new one that go in the prompt as
+    # they are (never searched); also the windows strategy's window and overlap.
+    window_size: int = 8
+    window_overlap: int = 2
+    # History recall.
+    strategy: str = "hybrid"
+    strategy_options: tuple[tuple[str, float], ...] = ()
+    threshold: float = 0.35  # history min score
+    max_matches: int = 3  # history max matches
     expand_before: int = 3
     expand_after: int = 3
     buffer_size: int = 10
-    recent_window: int = 12
     share_across_people: bool = False
     recall_roles: tuple[str, ...] = ("human", "bot")
-    prompt_budget: int = 2048
+    recall_summaries: bool = True
+    # Expertise (the bot's documents).
+    expertise_max_matches: int = 4
+    expertise_min_score: float = 0.35
+    # The prompt: the model's context size, of which reply_tokens are kept for the reply.
+    context_size: int = 4096  # the bundled SmolLM2 is loaded with 4096
     reply_tokens: int = 256
+    citations: bool = True  # ask the model for JSON with the ids of the hints it used
+    relevance_check: bool = False  # ask the model whether each recalled block is relevant
+    thread_summary: bool = True  # fold lines scrolling off the feed into a running summary
+    # Ending conversations.
+    idle_timeout_minutes: float = 60.0  # 0: threads end only when asked
+    remember_policy: str = ""  # e.g. "never keep health details"
+    # Prompt templates.
+    story_fmt: str = TEMPLATES["story_fmt"]
+    no_story: str = TEMPLATES["no_story"]
+    history_match_fmt: str = TEMPLATES["history_match_fmt"]
+    history_hints_fmt: str = TEMPLATES["history_hints_fmt"]
+    no_history_hints: str = TEMPLATES["no_history_hints"]
+    expertise_match_fmt: str = TEMPLATES["expertise_match_fmt"]
+    expertise_hints_fmt: str = TEMPLATES["expertise_hints_fmt"]
+    no_expertise_hints: str = TEMPLATES["no_expertise_hints"]
+    prompt_fmt: str = TEMPLATES["prompt_fmt"]
+    no_response: str = TEMPLATES["no_response"]
+
+    @property
+    def prompt_budget(self) -> int:
+        """Tokens the prompt may take: the context size less the reply's share."""
+        return self.context_size - self.reply_tokens
+
+    def option(self, name: str, default: float) -> float:
+        return dict(self.strategy_options).get(name, default)
 
     def validate(self) -> BotSettings:
         checks = [
             (-1.0 <= self.threshold <= 1.0, "threshold must lie between -1 and 1"),
+            (-1.0 <= self.expertise_min_score <= 1.0,
+             "expertise_min_score must lie between -1 and 1"),
             (self.max_matches >= 0, "max_matches must be 0 or more"),
+            (self.expertise_max_matches >= 0, "expertise_max_matches must be 0 or more"),
             (self.expand_before >= 0 and self.expand_after >= 0, "expansion must be 0 or more"),
             (self.buffer_size >= 0, "buffer_size must be 0 or more"),
-            (self.recent_window >= 0, "recent_window must be 0 or more"),
-            (self.prompt_budget >= 128, "prompt_budget must be at least 128 tokens"),
+            (self.window_size >= 0, "window_size must be 0 or more"),
+            (self.window_overlap >= 0, "window_overlap must be 0 or more"),
             (self.reply_tokens >= 1, "reply_tokens must be at least 1"),
+            (self.prompt_budget >= 128,
+             "context_size must leave at least 128 tokens for the prompt after reply_tokens"),
+            (self.idle_timeout_minutes >= 0, "idle_timeout_minutes must be 0 or more"),
+            (self.bot_name.strip() != "" and self.human_name.strip() != "",
+             "bot_name and human_name may not be empty"),
             (
                 set(self.recall_roles) <= {"human", "bot", "tool", "system"},
                 f"recall_roles must be among human, bot, tool, system; got "
                 f"{', '.join(self.recall_roles)}",
             ),
-        ]
+        ]  # fmt: skip
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        for name in TEMPLATE_NAMES:
+            check_template(name, getattr(self, name))
         return self
 
     def with_values(self, values: dict[str, Any]) -> BotSettings:
-        """A copy with ``values`` applied, each converted to its field's type."""
+        """A copy with ``values`` applied, each converted to its field's type.
+
+        ``strategy.NAME`` sets one of the strategy's numbers (``strategy.lexical_weight``);
+        ``strategy_options`` replaces them all (a mapping)."""
         known = {item.name: item for item in fields(self)}
         converted: dict[str, Any] = {}
+        options = dict(self.strategy_options)
         for name, raw in values.items():
+            if name.startswith("strategy."):
+                options[name.removeprefix("strategy.")] = _number(name, raw)
+                continue
+            if name == "strategy_options":
+                pairs = raw.items() if isinstance(raw, dict) else raw
+                options = {str(key): _number(f"strategy.{key}", value) for key, value in pairs}
+                continue
             if name not in known:
                 raise ConfigError(
                     f"unknown bot setting {name!r}; known: {', '.join(sorted(known))}"
                 )
             converted[name] = _convert(name, raw, getattr(self, name))
+        converted["strategy_options"] = tuple(sorted(options.items()))
         return replace(self, **converted).validate()
 
     def to_json(self) -> dict[str, Any]:
-        return {item.name: _jsonable(getattr(self, item.name)) for item in fields(self)}
+        values = {item.name: _jsonable(getattr(self, item.name)) for item in fields(self)}
+        values["strategy_options"] = dict(self.strategy_options)
+        return values
+
+
+def _number(name: str, raw: Any) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"bot setting {name} wants a number, got {raw!r}") from error
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"bot setting {name} wants a finite number, got {raw!r}")
+    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,11 +1,27 @@
-"""The responder prompt: recent window + recalled blocks + the new line, under a token budget.
+"""The prompt of one turn: the bot's templates filled with the feed, the hints and the new
+line, packed under the token budget.
 
-The layout follows uncany-membot: the earlier conversations that recall found, labelled with
-their thread and date and in time order, then the current conversation ending with the new line.
-Packing order when the budget is tight: the new line always; then the last few lines of the
-current conversation; then recalled blocks, best score first; then older recent lines. What
-did not fit is reported in ``cut``. The final text is counted again, and trimmed further if
-needed, so the prompt never exceeds the budget.
+Pieces, as AllegroGraph's chatState names them (templates in :mod:`membot.templates`):
+
+- ``{FEED}``: the current thread's last ``window_size`` lines before the new one, oldest
+  first, as ``Speaker: text`` lines; when older lines have scrolled off, the thread's running
+  summary opens it. ``{STORY}`` is the story template over the feed (``no_story`` without one).
+- ``{HISTORY_MATCHES}`` / ``{EXPERTISE_MATCHES}``: one hint per recalled block, remembered
+  summary or document chunk, as ``citation_id: ID Hint: TEXT``, newline-separated; a block's
+  text starts with its date and thread, a summary's with the dates it covers. Ids are ``h`` +
+  the block's first line id, ``s`` + a summary's id, ``e`` + a chunk's id.
+- ``{HISTORY_HINTS}`` / ``{EXPERTISE_HINTS}``: the hints templates over those matches, or the
+  no-hints strings.
+
+No line appears twice: lines already in the feed, or with the same text as a line of a
+stronger block, are left out of a block, and a block left empty is dropped.
+
+Budget: ``context_size - reply_tokens`` tokens for the messages sent (the filled prompt as the
+system message, the new line as the user's). Packing order when tight: the new line (cut
+only if it alone overflows); the last :data:`MIN_FEED` feed lines; hints, strongest first,
+history and expertise alike; older feed lines; the running summary. What did not fit is
+counted in ``cut``. The final messages are counted exactly and trimmed further if needed, so
+a turn never exceeds the budget.
 """
 
 from __future__ import annotations
@@ -13,19 +29,56 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from membot.model import Block, Line, Role, utc_now
+from membot.config import BotSettings
+from membot.model import Block, ExpertiseChunk, Line, Role, Summary, utc_now
+from membot.templates import fill
 from membot.tokens import TokenCounter
 
 # Tokens a chat template adds around the two messages (role markers, separators).
 MESSAGE_OVERHEAD = 12
-# Recent lines kept ahead of recalled blocks: the turn makes no sense without them.
-MIN_RECENT = 4
+# Feed lines kept ahead of hints: the turn makes no sense without them.
+MIN_FEED = 4
 
-INSTRUCTIONS = (
-    "The {AI} has a conversation with the {HUMAN}. If the {AI} doesn't know the answer to a "
-    "question, it can respond by saying it does not know."
+JSON_INSTRUCTIONS = (
+    'Answer with one JSON object and nothing else: {{"response": "what {BOT} says", '
+    '"citation_ids": ["the citation IDs of the hints you used"]}}.'
 )
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One history or expertise match as it enters the prompt."""
+
+    id: str
+    source: str  # "history" or "expertise"
+    kind: str  # "lines", "summary" or "chunk"
+    text: str
+    score: float
+    block: Block | None = None
+    summary: Summary | None = None
+    chunk: ExpertiseChunk | None = None
+
+    @property
+    def as_match(self) -> str:
+        return f"citation_id: {self.id} Hint: {self.text}"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "source": self.source,
+            "kind": self.kind,
+            "score": round(self.score, 4),
+            "text": self.text,
+        }
+        if self.block is not None:
+            data["block"] = self.block.to_json()
+        if self.summary is not None:
+            data["summary"] = self.summary.to_json()
+        if self.chunk is not None:
+            data["chunk"] = self.chunk.to_json()
+        return data
 
 
 @dataclass(frozen=True)
@@ -45,147 +98,249 @@ class Speakers:
 
 @dataclass(frozen=True)
 class Prompt:
-    text: str
+    """The filled templates and what went into them."""
+
+    text: str  # the whole prompt: prompt_fmt filled
     messages: tuple[dict[str, str], ...]
     tokens: int
-    blocks: tuple[Block, ...]
-    recent: tuple[Line, ...]
+    values: dict[str, str]  # every placeholder's value
+    feed: tuple[Line, ...]
+    history: tuple[Hint, ...]
+    expertise: tuple[Hint, ...]
+    summary_used: bool
     cut: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        return tuple(hint.block for hint in self.history if hint.block is not None)
 
 
 def render_line(line: Line, speakers: Speakers) -> str:
     return f"{speakers.label(line)}: {line.text}"
 
 
-def render_block(block: Block, speakers: Speakers) -> str:
+def block_hint(block: Block, speakers: Speakers) -> Hint:
     date = block.started_at.strftime("%Y-%m-%d %H:%M UTC")
-    header = f'[thread "{block.thread}", {date}]'
-    return "\n".join([header, *(render_line(line, speakers) for line in block.lines)])
+    header = f'[{date}, thread "{block.thread}"]'
+    text = "\n".join([header, *(render_line(line, speakers) for line in block.lines)])
+    return Hint(f"h{block.lines[0].id}", "history", "lines", text, block.score, block=block)
 
 
-def render(
-    recent: Sequence[Line],
-    new_text: str | None,
-    blocks: Sequence[Block],
-    speakers: Speakers,
-    now: datetime,
-) -> str:
-    parts = [
-        INSTRUCTIONS.format(AI=speakers.ai, HUMAN=speakers.human),
-        f"It is now {now.strftime('%A %Y-%m-%d %H:%M UTC')}.",
-    ]
-    if blocks:
-        in_time_order = sorted(blocks, key=lambda block: block.started_at)
-        parts.append(
-            f"Here are PREVIOUS CONVERSATIONS that the {speakers.human} had with the {speakers.ai}:"
+def summary_hint(summary: Summary, score: float) -> Hint:
+    start, end = summary.covers_from.date().isoformat(), summary.covers_to.date().isoformat()
+    span = start if start == end else f"{start} to {end}"
+    labels = f" ({', '.join(summary.categories)})" if summary.categories else ""
+    text = f"[summary of a conversation on {span}{labels}]\n{summary.text}"
+    return Hint(f"s{summary.id}", "history", "summary", text, score, summary=summary)
+
+
+def chunk_hint(chunk: ExpertiseChunk, score: float) -> Hint:
+    where = chunk.title + (f" — {chunk.heading}" if chunk.heading else "")
+    text = f"[{where}]\n{chunk.text}"
+    return Hint(f"e{chunk.id}", "expertise", "chunk", text, score, chunk=chunk)
+
+
+def without_repeats(blocks: Sequence[Block], feed: Sequence[Line]) -> list[Block]:
+    """Blocks with the lines already in the feed, or said in a stronger block, left out."""
+    seen_ids = {line.id for line in feed}
+    seen_texts = {_norm(line.text) for line in feed}
+    kept: dict[int, Block] = {}
+    for index, block in sorted(enumerate(blocks), key=lambda pair: -pair[1].score):
+        lines = tuple(
+            line
+            for line in block.lines
+            if line.id not in seen_ids and _norm(line.text) not in seen_texts
         )
-        parts.append("\n\n".join(render_block(block, speakers) for block in in_time_order))
-    conversation = [render_line(line, speakers) for line in recent]
-    if new_text is not None:
-        conversation += [f"{speakers.human}: {new_text}", f"{speakers.ai}:"]
-    parts.append("Here is the current conversation:")
-    parts.append("\n".join(conversation) if conversation else "(it starts now)")
-    return "\n\n".join(parts)
+        seen_ids.update(line.id for line in lines)
+        seen_texts.update(_norm(line.text) for line in lines)
+        if lines:
+            kept[index] = Block(block.thread, block.person, lines, block.score,
+                                block.matched_seqs, block.carried)  # fmt: skip
+    return [kept[index] for index in sorted(kept)]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def feed_text(feed: Sequence[Line], summary: str, speakers: Speakers) -> str:
+    parts = [f"(Earlier in this conversation: {summary})"] if summary else []
+    parts += [render_line(line, speakers) for line in feed]
+    return "\n".join(parts)
+
+
+def fill_prompt(
+    settings: BotSettings,
+    query: str,
+    feed: Sequence[Line],
+    summary: str,
+    history: Sequence[Hint],
+    expertise: Sequence[Hint],
+    now: datetime,
+    match_strings: tuple[str, str] = ("", ""),
+) -> dict[str, str]:
+    """Every placeholder's value and the filled prompt (key ``PROMPT``), in chatState's order."""
+    speakers = Speakers(settings.human_name, settings.bot_name)
+    values = {
+        "NOW": now.strftime("%A %Y-%m-%d %H:%M UTC"),
+        "BOT": settings.bot_name,
+        "HUMAN": settings.human_name,
+        "QUERY": query,
+        "FEED": feed_text(feed, summary, speakers),
+    }
+    story = settings.story_fmt if values["FEED"] else settings.no_story
+    values["STORY"] = fill(story, values)
+    values["HISTORY_MATCHES"] = "\n".join(hint.as_match for hint in history)
+    values["HISTORY_HINTS"] = fill(
+        settings.history_hints_fmt if history else settings.no_history_hints, values
+    )
+    values["EXPERTISE_MATCHES"] = "\n".join(hint.as_match for hint in expertise)
+    values["EXPERTISE_HINTS"] = fill(
+        settings.expertise_hints_fmt if expertise else settings.no_expertise_hints, values
+    )
+    prompt = fill(settings.prompt_fmt, values)
+    if settings.citations:
+        prompt += "\n" + JSON_INSTRUCTIONS.format(BOT=settings.bot_name)
+    values["PROMPT"] = prompt
+    values["HISTORY_MATCH_STRING"], values["EXPERTISE_MATCH_STRING"] = match_strings
+    return values
+
+
+def match_string(template: str, settings: BotSettings, query: str, feed: Sequence[Line],
+                 story: bool = False, now: datetime | None = None) -> str:  # fmt: skip
+    """A match string (history or expertise) filled from the new line and the feed."""
+    speakers = Speakers(settings.human_name, settings.bot_name)
+    values = {
+        "NOW": (now or utc_now()).strftime("%A %Y-%m-%d %H:%M UTC"),
+        "BOT": settings.bot_name,
+        "HUMAN": settings.human_name,
+        "QUERY": query,
+        "FEED": feed_text(feed, "", speakers),
+    }
+    if story:
+        values["STORY"] = fill(settings.story_fmt if feed else settings.no_story, values)
+    return fill(template, values).strip() or query
 
 
 def assemble(
-    recent: Sequence[Line],
-    new_line: Line,
-    blocks: Sequence[Block],
+    settings: BotSettings,
+    query: str,
+    feed: Sequence[Line],
+    history: Sequence[Hint],
+    expertise: Sequence[Hint],
     counter: TokenCounter,
-    budget: int,
-    speakers: Speakers | None = None,
+    *,
+    summary: str = "",
     now: datetime | None = None,
+    match_strings: tuple[str, str] = ("", ""),
 ) -> Prompt:
-    """Pack the prompt under ``budget`` tokens (message overhead included)."""
-    speakers = speakers or Speakers()
+    """Fill the templates with as much as fits in the bot's budget (see the module doc)."""
     now = now or utc_now()
+    budget = settings.prompt_budget
     limit = budget - MESSAGE_OVERHEAD
-    new_text = _fit_new_line(new_line.text, speakers, now, counter, limit)
-    keep_recent, keep_blocks = _choose(recent, blocks, new_text, speakers, now, counter, limit)
-    text = render(keep_recent, new_text, keep_blocks, speakers, now)
-    size = counter.count(text)
-    while size > limit and (keep_recent or keep_blocks or new_text):
+
+    def size(feed_now, summary_now, history_now, expertise_now, query_now) -> int:
+        values = fill_prompt(settings, query_now, feed_now, summary_now, history_now,
+                             expertise_now, now)  # fmt: skip
+        return counter.count(values["PROMPT"]) + counter.count(query_now)
+
+    # The new line: whole, unless it alone (twice: in the prompt and as the user's message)
+    # overflows the budget.
+    frame = size([], "", [], [], "")
+    room = max((limit - frame) // 2 - 2, 0)
+    text = query if counter.count(query) <= room else counter.truncate(query, room)
+    speakers = Speakers(settings.human_name, settings.bot_name)
+    keep_feed, keep_summary, keep_hints = _choose(
+        feed, summary, [*history, *expertise], text, speakers, counter, limit - frame
+    )
+    hints_of = lambda source: [h for h in keep_hints if h.source == source]  # noqa: E731
+    total = size(keep_feed, keep_summary, hints_of("history"), hints_of("expertise"), text)
+    while total > limit:
         # Joins can tokenise a little longer than the parts: drop the least needed piece.
-        if len(keep_recent) > MIN_RECENT or (keep_recent and not keep_blocks):
-            keep_recent = keep_recent[1:]
-        elif keep_blocks:
-            keep_blocks.remove(min(keep_blocks, key=lambda block: block.score))
+        if keep_summary:
+            keep_summary = ""
+        elif len(keep_feed) > MIN_FEED or (keep_feed and not keep_hints):
+            keep_feed = keep_feed[1:]
+        elif keep_hints:
+            keep_hints.remove(min(keep_hints, key=lambda hint: hint.score))
+        elif text:
+            text = counter.truncate(text, max(counter.count(text) - 4, 0))
         else:
-            new_text = counter.truncate(new_text, max(counter.count(new_text) - 4, 0))
-        text = render(keep_recent, new_text, keep_blocks, speakers, now)
-        size = counter.count(text)
+            break
+        total = size(keep_feed, keep_summary, hints_of("history"), hints_of("expertise"), text)
+    history_kept, expertise_kept = hints_of("history"), hints_of("expertise")
+    values = fill_prompt(settings, text, keep_feed, keep_summary, history_kept,
+                         expertise_kept, now, match_strings)  # fmt: skip
     cut = {
-        "recent_lines": len(recent) - len(keep_recent),
-        "recalled_blocks": len(blocks) - len(keep_blocks),
-        "new_line_tokens": counter.count(new_line.text) - counter.count(new_text),
+        "feed_lines": len(feed) - len(keep_feed),
+        "summary": int(bool(summary) and not keep_summary),
+        "history_hints": len(history) - len(history_kept),
+        "expertise_hints": len(expertise) - len(expertise_kept),
+        "new_line_tokens": counter.count(query) - counter.count(text),
     }
-    # Chat models get the context as the system message and the new line as the user's turn;
-    # ``text`` is the same prompt laid out as one transcript, and is what the budget counts.
-    system = render(keep_recent, None, keep_blocks, speakers, now)
-    messages = ({"role": "system", "content": system}, {"role": "user", "content": new_text})
+    messages = (
+        {"role": "system", "content": values["PROMPT"]},
+        {"role": "user", "content": text},
+    )
     return Prompt(
-        text=text,
+        text=values["PROMPT"],
         messages=messages,
-        tokens=size + MESSAGE_OVERHEAD,
-        blocks=tuple(keep_blocks),
-        recent=tuple(keep_recent),
+        tokens=total + MESSAGE_OVERHEAD,
+        values=values,
+        feed=tuple(keep_feed),
+        history=tuple(history_kept),
+        expertise=tuple(expertise_kept),
+        summary_used=bool(keep_summary),
         cut={name: value for name, value in cut.items() if value},
     )
 
 
-def _fit_new_line(
-    text: str, speakers: Speakers, now: datetime, counter: TokenCounter, limit: int
-) -> str:
-    """The new line as it goes in the prompt: whole, unless it alone overflows the budget."""
-    frame = counter.count(render([], "", [], speakers, now))
-    room = max(limit - frame - 2, 0)
-    return text if counter.count(text) <= room else counter.truncate(text, room)
+def _choose(
+    feed: Sequence[Line],
+    summary: str,
+    hints: Sequence[Hint],
+    query: str,
+    speakers: Speakers,
+    counter: TokenCounter,
+    room: int,
+) -> tuple[list[Line], str, list[Hint]]:
+    """What fits, by the packing order, from token counts of the parts (each line's count is
+    stored with it, so a turn re-tokenises only its final prompt)."""
+    room -= counter.count(query) * 2 + 2
+    newest_first = list(reversed(feed))
+    keep_feed: list[Line] = []
+    for line in newest_first[:MIN_FEED]:
+        cost = _line_cost(line, speakers, counter)
+        if cost > room:
+            break
+        keep_feed.append(line)
+        room -= cost
+    keep_hints: list[Hint] = []
+    for hint in sorted(hints, key=lambda hint: -hint.score):
+        cost = counter.count(hint.as_match) + 1
+        if cost <= room:
+            keep_hints.append(hint)
+            room -= cost
+    for line in newest_first[len(keep_feed) :]:
+        cost = _line_cost(line, speakers, counter)
+        if cost > room:
+            break
+        keep_feed.append(line)
+        room -= cost
+    keep_summary = ""
+    if summary and len(keep_feed) == len(feed):
+        cost = counter.count(summary) + 12
+        if cost <= room:
+            keep_summary = summary
+    # Hints keep their given order (history: time order; expertise: best first).
+    order = {id(hint): index for index, hint in enumerate(hints)}
+    keep_hints.sort(key=lambda hint: order[id(hint)])
+    return list(reversed(keep_feed)), keep_summary, keep_hints
 
 
 def _line_cost(line: Line, speakers: Speakers, counter: TokenCounter) -> int:
-    """Tokens of a rendered line, from the count stored with the line: a turn re-tokenises
-    only its final prompt, not every candidate line."""
     return line.tokens + counter.count(f"{speakers.label(line)}:") + 2
 
 
-def _block_cost(block: Block, speakers: Speakers, counter: TokenCounter) -> int:
-    header = counter.count(f'[thread "{block.thread}", 2000-01-01 00:00 UTC]') + 2
-    return header + sum(_line_cost(line, speakers, counter) for line in block.lines)
-
-
-def _choose(
-    recent: Sequence[Line],
-    blocks: Sequence[Block],
-    new_text: str,
-    speakers: Speakers,
-    now: datetime,
-    counter: TokenCounter,
-    limit: int,
-) -> tuple[list[Line], list[Block]]:
-    room = limit - counter.count(render([], new_text, [], speakers, now))
-    recent_cost = [_line_cost(line, speakers, counter) for line in recent]
-    chosen_recent: set[int] = set()
-    chosen_blocks: list[Block] = []
-    newest_first = list(range(len(recent) - 1, -1, -1))
-    for index in newest_first[:MIN_RECENT]:
-        if recent_cost[index] > room:
-            break
-        chosen_recent.add(index)
-        room -= recent_cost[index]
-    header = counter.count("Here are PREVIOUS CONVERSATIONS that the HUMAN had with the AI:") + 2
-    for block in sorted(blocks, key=lambda b: -b.score):
-        cost = _block_cost(block, speakers, counter) + (header if not chosen_blocks else 0)
-        if cost <= room:
-            chosen_blocks.append(block)
-            room -= cost
-    for index in newest_first[MIN_RECENT:]:
-        if index + 1 < len(recent) and index + 1 not in chosen_recent:
-            break  # recent lines stay contiguous up to the new line
-        if recent_cost[index] > room:
-            break
-        chosen_recent.add(index)
-        room -= recent_cost[index]
-    kept_recent = [recent[i] for i in sorted(chosen_recent)]
-    kept_blocks = sorted(chosen_blocks, key=lambda block: block.started_at)
-    return kept_recent, kept_blocks
+def hints_json(hints: Sequence[Hint]) -> list[dict[str, Any]]:
+    return [hint.to_json() for hint in hints]

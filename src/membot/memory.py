@@ -17,9 +17,10 @@ import numpy as np
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
 from membot.errors import ConfigError, StoreError
-from membot.model import Block, Line, Match, Role
-from membot.recall import Hit, blocks_for_hits, push_to_buffer
-from membot.search import Scope, VectorIndex
+from membot.model import Block, ExpertiseChunk, Line, Match, Role, Summary
+from membot.recall import push_to_buffer
+from membot.recall.chat import check_strategy, recall_for_turn
+from membot.search import Scope, VectorIndex, best_scored
 from membot.store import BufferEntry, NewLine, SqliteStore, Store, ThreadKey
 from membot.tokens import TokenCounter, default_token_counter
 
@@ -171,17 +172,39 @@ class Memory:
 
     # -- bots -----------------------------------------------------------------------------
 
-    def bot_settings(self, bot: str = DEFAULT_BOT) -> BotSettings:
+    def bot_settings(
+        self, bot: str = DEFAULT_BOT, overrides: dict[str, object] | None = None
+    ) -> BotSettings:
+        """The bot's profile: ``overrides`` (values passed with a call) over the stored
+        profile over the defaults."""
         stored = self.store.bot_settings(bot) or {}
-        return BotSettings().with_values(stored)
+        settings = BotSettings().with_values(stored)
+        if overrides:
+            settings = settings.with_values(overrides)
+            check_strategy(settings)
+        return settings
 
     def configure_bot(self, bot: str = DEFAULT_BOT, /, **values: object) -> BotSettings:
-        """Change a bot's stored settings (unknown names and bad values are refused)."""
+        """Change a bot's stored settings (unknown names and bad values are refused, and
+        nothing is saved)."""
         settings = self.bot_settings(bot).with_values(values)
-        current = self.store.bot_settings(bot) or {}
-        current.update({name: settings.to_json()[name] for name in values})
-        self.store.save_bot(bot, current)
+        check_strategy(settings)
+        self.store.save_bot(bot, self._changed_from_defaults(settings))
         return settings
+
+    def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
+        """Make ``values`` the bot's whole stored profile (the rest reverts to defaults)."""
+        settings = BotSettings().with_values(values)
+        check_strategy(settings)
+        self.store.save_bot(bot, self._changed_from_defaults(settings))
+        return settings
+
+    @staticmethod
+    def _changed_from_defaults(settings: BotSettings) -> dict[str, object]:
+        """Only what differs from the defaults is stored, so a later membot's better
+        default reaches every bot that did not choose otherwise."""
+        defaults = BotSettings().to_json()
+        return {k: v for k, v in settings.to_json().items() if defaults[k] != v}
 
     # -- reading --------------------------------------------------------------------------
 
@@ -238,20 +261,32 @@ class Memory:
     # -- recall ---------------------------------------------------------------------------
 
     def recall(
-        self, line: Line, settings: BotSettings | None = None, vector: np.ndarray | None = None
+        self,
+        line: Line,
+        settings: BotSettings | None = None,
+        vector: np.ndarray | None = None,
+        match_text: str | None = None,
     ) -> Recall:
-        """Match ``line`` against earlier lines, expand, merge, update the thread's buffer,
-        and return the buffer's blocks (lines in the recent window left out)."""
+        """Match ``line`` (or ``match_text``, the bot's history match string) against earlier
+        lines with the bot's strategy, update the thread's buffer, and return the buffer's
+        blocks (lines of the feed left out: they are in the prompt already)."""
         started = time.perf_counter()
         settings = settings or self.bot_settings(line.bot)
-        if vector is None:
-            vector = self.embed([line.text])[0]
+        query = line.text if match_text is None else match_text
+        if vector is None or query != line.text:
+            vector = self.embed([query])[0]
         thread_id = self._thread_id(line)
-        # The recent window is the new line and the recent_window - 1 lines before it; the new
-        # line is never searched, even with a window of 0.
-        window_from = min(line.seq, line.seq - settings.recent_window + 1)
-        hits = self._hits(line, vector, settings, thread_id, window_from)
-        fresh = blocks_for_hits(hits, settings)
+        # The feed is the window_size lines before the new one; neither is searched.
+        window_from = line.seq - settings.window_size
+        scope = Scope(
+            bot_id=self.store.bot_id(line.bot) or 0,
+            person_id=None if settings.share_across_people else self.store.person_id(line.person),
+            window_thread_id=thread_id,
+            window_from_seq=window_from,
+            roles=settings.recall_roles,
+        )
+        chosen = recall_for_turn(self, settings, query, vector, scope)
+        fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))
         if size == 0:  # nothing is carried to later turns, but this turn's matches count
@@ -267,29 +302,11 @@ class Memory:
         }
         # Blocks held from when the bot shared memory across people stay out once it does not.
         owner = None if settings.share_across_people else line.person
-        blocks = self._load_blocks(buffer, thread_id, window_from, fresh_keys, owner)
-        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in hits]))
-        return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
-
-    def _hits(
-        self,
-        line: Line,
-        vector: np.ndarray,
-        settings: BotSettings,
-        thread_id: int,
-        window_from: int,
-    ) -> list[Hit]:
-        if settings.max_matches == 0:
-            return []
-        scope = Scope(
-            bot_id=self.store.bot_id(line.bot) or 0,
-            person_id=None if settings.share_across_people else self.store.person_id(line.person),
-            window_thread_id=thread_id,
-            window_from_seq=window_from,
-            roles=settings.recall_roles,
+        blocks = self._load_blocks(
+            buffer, thread_id, window_from, fresh_keys, owner, settings.recall_roles
         )
-        found = self.index.search(vector, scope, settings.max_matches, settings.threshold)
-        return self.index.locate(found)
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
+        return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
 
     def _load_blocks(
         self,
@@ -298,18 +315,84 @@ class Memory:
         window_from: int,
         fresh_keys: set[tuple[int, int]],
         owner: str | None,
+        roles: Sequence[str],
     ) -> tuple[Block, ...]:
         blocks = []
         for entry in buffer:
             last = entry.last_seq
             if entry.source_thread_id == thread_id:
-                last = min(last, window_from - 1)  # those lines are in the recent window
+                last = min(last, window_from - 1)  # those lines are in the feed
             lines = self.store.lines_between(entry.source_thread_id, entry.first_seq, last)
+            # Expansion brings neighbours by seq; roles left out of recall (tool results)
+            # stay out of the blocks too.
+            lines = [line for line in lines if str(line.role) in roles]
             if lines and (owner is None or lines[0].person == owner):
                 carried = (entry.source_thread_id, entry.first_seq) not in fresh_keys
                 blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,
                                     entry.matched_seqs, carried))  # fmt: skip
         return tuple(sorted(blocks, key=lambda block: block.started_at))
+
+    # -- remembered summaries -------------------------------------------------------------
+
+    def summaries(self, *, user: str, bot: str | None = None) -> list[Summary]:
+        """The summaries kept about a person, oldest first."""
+        return self.store.summaries(user, bot)
+
+    def add_summary(
+        self,
+        *,
+        bot: str,
+        user: str,
+        thread: str,
+        text: str,
+        categories: Sequence[str] = (),
+        covers: tuple[datetime, datetime] | None = None,
+    ) -> Summary:
+        """Store and embed a summary of a thread (``covers``: its first and last line's
+        time, read from the thread when not given)."""
+        if not text.strip():
+            raise ConfigError("a summary needs some text")
+        state = self.store.thread_state(ThreadKey(bot, user, thread))
+        if state is None:
+            raise ConfigError(f"{user} has no thread {thread!r} with {bot}")
+        if covers is None:
+            lines = self.store.history(user, bot, thread)
+            if not lines:
+                raise ConfigError(f"thread {thread!r} has no lines to summarise")
+            covers = (lines[0].created_at, lines[-1].created_at)
+        vector = self.embed([text])[0]
+        labels = [label.strip().lower() for label in categories if label.strip()]
+        return self.store.add_summary(state.id, text.strip(), labels, covers,
+                                      self.tokens.count(text), vector,
+                                      self._vectors_by(vector))  # fmt: skip
+
+    def search_summaries(
+        self, vector: np.ndarray, *, bot: str, user: str | None, k: int, min_score: float
+    ) -> list[tuple[Summary, float]]:
+        """A person's summaries (everyone's with ``user`` None) scoring at least
+        ``min_score`` against ``vector``, best first."""
+        bot_id = self.store.bot_id(bot)
+        person_id = self.store.person_id(user) if user is not None else None
+        if bot_id is None or (user is not None and person_id is None):
+            return []
+        ids, vectors = self.store.summary_vectors(bot_id, person_id)
+        scored = best_scored(ids, vectors, vector, k, min_score)
+        found = {s.id: s for s in self.store.summaries_by_id([i for i, _ in scored])}
+        return [(found[i], score) for i, score in scored if i in found]
+
+    # -- expertise ----------------------------------------------------------------------
+
+    def search_expertise(
+        self, vector: np.ndarray, *, bot: str, k: int, min_score: float
+    ) -> list[tuple[ExpertiseChunk, float]]:
+        """The bot's document chunks scoring at least ``min_score``, best first."""
+        bot_id = self.store.bot_id(bot)
+        if bot_id is None or k <= 0:
+            return []
+        ids, vectors = self.store.chunk_vectors(bot_id)
+        scored = best_scored(ids, vectors, vector, k, min_score)
+        found = {chunk.id: chunk for chunk in self.store.chunks([i for i, _ in scored])}
+        return [(found[i], score) for i, score in scored if i in found]
 
     # -- forgetting and re-embedding ------------------------------------------------------
 

@@ -167,6 +167,20 @@ class Block:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """A hint the model said it used."""
+
+    id: str
+    text: str
+    source: str  # "history" or "expertise"
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "text": self.text, "source": self.source,
+                "score": round(self.score, 4)}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Turn:
     """Everything one turn did: the reply and the whole trace behind it."""
 
@@ -184,10 +198,34 @@ class Turn:
     cut: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     matches: tuple[Match, ...] = ()
+    # The chatState trace: the score of what informed the reply, citations, and every
+    # piece of the prompt (hints as dicts with id, source, kind, score, text).
+    score: float | None = None
+    citations: tuple[Citation, ...] = ()
+    feed: str = ""
+    story: str = ""
+    history_match_string: str = ""
+    history_matches: tuple[dict[str, Any], ...] = ()
+    history_hints: str = ""
+    expertise_match_string: str = ""
+    expertise_matches: tuple[dict[str, Any], ...] = ()
+    expertise_hints: str = ""
+    notes: tuple[str, ...] = ()  # what went differently: malformed reply, checks, summaries
 
     def to_json(self) -> dict[str, Any]:
         return {
             "response": self.response,
+            "score": None if self.score is None else round(self.score, 4),
+            "citations": [citation.to_json() for citation in self.citations],
+            "feed": self.feed,
+            "story": self.story,
+            "history_match_string": self.history_match_string,
+            "history_matches": [dict(match) for match in self.history_matches],
+            "history_hints": self.history_hints,
+            "expertise_match_string": self.expertise_match_string,
+            "expertise_matches": [dict(match) for match in self.expertise_matches],
+            "expertise_hints": self.expertise_hints,
+            "notes": list(self.notes),
             "bot": self.bot,
             "user": self.person,
             "thread": self.thread,

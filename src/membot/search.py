@@ -139,3 +139,15 @@ class VectorIndex:
         if index < self._size and ids[index] == line_id:
             return int(self._columns["thread_ids"][index]), int(self._columns["seqs"][index])
         return None
+
+
+def best_scored(
+    ids: np.ndarray, vectors: np.ndarray, query: np.ndarray, k: int, min_score: float
+) -> list[tuple[int, float]]:
+    """The ``k`` best (id, cosine) of a small matrix (summaries, expertise chunks) that
+    reach ``min_score``, best first."""
+    if k <= 0 or len(ids) == 0:
+        return []
+    scores = vectors @ np.asarray(query, dtype=np.float32)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [(int(ids[i]), float(scores[i])) for i in order if scores[i] >= min_score]

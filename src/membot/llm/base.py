@@ -12,6 +12,12 @@ Message = dict[str, str]
 class LLM(Protocol):
     name: str
 
-    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
-        """The model's reply; raises ``ProviderError`` when the model cannot answer."""
+    def complete(
+        self, messages: Sequence[Message], max_tokens: int, *, json_mode: bool = False
+    ) -> str:
+        """The model's reply; raises ``ProviderError`` when the model cannot answer.
+
+        ``json_mode`` asks for a JSON object where the model or endpoint can be held to it
+        (OpenAI's ``response_format``, llama.cpp's JSON grammar); the caller still parses
+        the reply defensively."""
         ...

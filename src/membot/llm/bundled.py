@@ -43,8 +43,11 @@ class BundledSmolLM2:
             self._model = load_llama(path, n_ctx=self.context_tokens)
         return self._model
 
-    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+    def complete(
+        self, messages: Sequence[Message], max_tokens: int, *, json_mode: bool = False
+    ) -> str:
         model = self._load()
+        extra = {"response_format": {"type": "json_object"}} if json_mode else {}
         try:
             result = model.create_chat_completion(
                 messages=list(messages),
@@ -52,6 +55,7 @@ class BundledSmolLM2:
                 temperature=0.2,
                 repeat_penalty=1.2,
                 stop=STOP,
+                **extra,
             )
         except (ValueError, RuntimeError) as error:
             raise ProviderError(f"the bundled model failed: {error}") from error

@@ -32,6 +32,7 @@ class OpenAICompatibleLLM:
         self.temperature = temperature
         self.name = f"openai:{model}@{public_url(base_url)}"
         self._client = None
+        self.json_mode_works = True  # cleared when the endpoint refuses response_format
 
     def _client_or_new(self):
         if self._client is None:
@@ -44,17 +45,36 @@ class OpenAICompatibleLLM:
             )  # fmt: skip
         return self._client
 
-    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
-        from openai import APIConnectionError, APITimeoutError, AuthenticationError, OpenAIError
+    def complete(
+        self, messages: Sequence[Message], max_tokens: int, *, json_mode: bool = False
+    ) -> str:
+        from openai import (
+            APIConnectionError,
+            APITimeoutError,
+            AuthenticationError,
+            BadRequestError,
+            OpenAIError,
+        )
 
         client = self._client_or_new()
+        request = {
+            "model": self.model,
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": self.temperature,
+        }
         try:
-            response = client.chat.completions.create(
-                model=self.model,
-                messages=list(messages),
-                max_tokens=max_tokens,
-                temperature=self.temperature,
-            )
+            if json_mode and self.json_mode_works:
+                try:
+                    response = client.chat.completions.create(
+                        **request, response_format={"type": "json_object"}
+                    )
+                except BadRequestError:
+                    # Many local servers know no JSON mode: ask in words only from now on.
+                    self.json_mode_works = False
+                    response = client.chat.completions.create(**request)
+            else:
+                response = client.chat.completions.create(**request)
         except AuthenticationError as error:
             raise ProviderError(
                 f"{self.name} refused the key in {self.api_key_env}: check it"

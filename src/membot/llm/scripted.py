@@ -24,6 +24,7 @@ class ScriptedLLM:
         self.path = Path(path) if path else None
         self._queue = list(replies)
         self.history: list[list[Message]] = []
+        self.json_modes: list[bool] = []  # whether each call asked for JSON
 
     def enqueue(self, *replies: str) -> None:
         self._queue.extend(replies)
@@ -36,8 +37,11 @@ class ScriptedLLM:
         self.path.write_text(json.dumps(queue))
         return reply
 
-    def complete(self, messages: Sequence[Message], max_tokens: int) -> str:
+    def complete(
+        self, messages: Sequence[Message], max_tokens: int, *, json_mode: bool = False
+    ) -> str:
         self.history.append([dict(message) for message in messages])
+        self.json_modes.append(json_mode)
         reply = self._next()
         if reply.startswith("!error"):
             raise ProviderError(reply.removeprefix("!error").strip() or "scripted failure")

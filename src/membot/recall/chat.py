@@ -1,0 +1,207 @@
+"""Recall in a live turn: a bot's strategy picks which earlier lines come back.
+
+The benchmark rankings (:mod:`membot.recall.strategies`) order every line in scope; a turn
+needs a keep-or-drop rule too, so that an unrelated question brings nothing back. Here each
+strategy chooses its matches (at most ``max_matches``) and the block each match brings in;
+the blocks then enter the thread's relevance buffer like the core's.
+
+- ``lines`` (uncany-membot): lines whose cosine with the match string reaches ``threshold``,
+  best first, each expanded ±``expand_before``/``expand_after``.
+- ``hybrid`` (the default): dense and BM25 ranks fused by reciprocal rank, as in the
+  benchmark ranking. Kept: a line whose cosine reaches ``threshold``, or a line among BM25's
+  first ``lexical_top`` whose cosine reaches ``threshold - lexical_margin`` — sharing rare
+  words with the question is evidence too, so the bar is lower for it. Expanded like
+  ``lines``. Options: ``dense_weight``, ``lexical_weight``, ``rrf_k``, ``lexical_top``,
+  ``lexical_margin``.
+- ``bm25``: BM25's order; kept like hybrid's lexical lines.
+- ``prune`` (context pruning): the ``lines`` matches, each with its turn partner only (the bot's
+  reply to a human line, or the human line a bot line answered).
+- ``pairs`` and ``windows``: the unit (exchange, or window of ``window_size`` lines overlapping
+  by ``window_overlap``) whose vector reaches ``threshold`` comes back whole.
+
+A match's reported score is its cosine with the match string in every strategy (for units,
+the unit's), so traces compare across strategies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from membot.config import BotSettings
+from membot.errors import ConfigError
+from membot.recall.bm25 import fts_query
+from membot.recall.hybrid import reciprocal_rank_fusion
+from membot.recall.lines import Hit, blocks_for_hits, merge_blocks
+from membot.recall.ranking import EVERY_LINE
+from membot.search import Scope
+from membot.store.base import BufferEntry
+
+if TYPE_CHECKING:
+    from membot.memory import Memory
+
+CHAT_STRATEGIES = ("lines", "hybrid", "bm25", "prune", "pairs", "windows")
+
+# Options each strategy reads from the bot's ``strategy.NAME`` settings, with defaults.
+OPTIONS: dict[str, dict[str, float]] = {
+    "lines": {},
+    "hybrid": {
+        "dense_weight": 1.0,
+        "lexical_weight": 2.0,
+        "rrf_k": 60.0,
+        "lexical_top": 3,
+        "lexical_margin": 0.1,
+    },
+    "bm25": {"lexical_top": 3, "lexical_margin": 0.1},
+    "prune": {},
+    "pairs": {},
+    "windows": {},
+}
+LEXICAL_DEPTH = 50  # BM25 candidates read per turn
+
+
+@dataclass(frozen=True)
+class ChatRecall:
+    """The matches a strategy kept (best first) and the blocks they bring in."""
+
+    hits: tuple[Hit, ...]
+    blocks: tuple[BufferEntry, ...]
+
+
+def check_strategy(settings: BotSettings) -> None:
+    """ConfigError unless the strategy exists and every option is one it reads."""
+    if settings.strategy not in OPTIONS:
+        raise ConfigError(
+            f"unknown strategy {settings.strategy!r}: use one of {', '.join(CHAT_STRATEGIES)}"
+        )
+    known = OPTIONS[settings.strategy]
+    for name, _ in settings.strategy_options:
+        if name not in known:
+            listed = ", ".join(f"strategy.{each}" for each in known) or "none"
+            raise ConfigError(
+                f"strategy {settings.strategy} has no option {name!r} (it reads: {listed})"
+            )
+
+
+def recall_for_turn(
+    memory: Memory, settings: BotSettings, query: str, vector: np.ndarray, scope: Scope
+) -> ChatRecall:
+    """The matches and blocks ``settings.strategy`` recalls for one turn."""
+    check_strategy(settings)
+    if settings.max_matches == 0:
+        return ChatRecall((), ())
+    name = settings.strategy
+    if name in ("pairs", "windows"):
+        return _units(memory, settings, vector, scope)
+    if name in ("hybrid", "bm25"):
+        hits = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
+    else:
+        found = memory.index.search(vector, scope, settings.max_matches, settings.threshold)
+        hits = memory.index.locate(found)
+    if name == "prune":
+        return ChatRecall(tuple(hits), tuple(merge_blocks(_with_partners(memory, hits))))
+    return ChatRecall(tuple(hits), tuple(blocks_for_hits(hits, settings)))
+
+
+def _lexical(
+    memory: Memory,
+    settings: BotSettings,
+    query: str,
+    vector: np.ndarray,
+    scope: Scope,
+    fused: bool,
+) -> list[Hit]:
+    defaults = OPTIONS[settings.strategy]
+    option = {name: settings.option(name, value) for name, value in defaults.items()}
+    cosine = dict(memory.index.search(vector, scope, EVERY_LINE))
+    lexical = _bm25_in_scope(memory, query, scope, cosine)
+    lexical_top = {hit.line_id for hit in lexical[: int(option["lexical_top"])]}
+    if fused:
+        dense = memory.index.locate(
+            (line_id, score) for line_id, score in cosine.items() if score >= settings.threshold
+        )
+        weights = (option["dense_weight"], option["lexical_weight"])
+        order = reciprocal_rank_fusion([dense, lexical], weights, option["rrf_k"])
+    else:
+        order = lexical
+    low_bar = settings.threshold - option["lexical_margin"]
+    kept = []
+    for hit in order:
+        score = cosine.get(hit.line_id, -1.0)
+        if score >= settings.threshold or (hit.line_id in lexical_top and score >= low_bar):
+            kept.append(Hit(hit.line_id, hit.thread_id, hit.seq, score))
+            if len(kept) == settings.max_matches:
+                break
+    return kept
+
+
+def _bm25_in_scope(
+    memory: Memory, query: str, scope: Scope, in_scope: dict[int, float]
+) -> list[Hit]:
+    match = fts_query(query)
+    if not match:
+        return []
+    scored = memory.store.lexical_search(
+        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
+    )
+    # The vector search's scope also leaves out the feed; keep BM25 to the same lines.
+    return memory.index.locate((i, score) for i, score in scored if i in in_scope)
+
+
+def _with_partners(memory: Memory, hits: Sequence[Hit]) -> list[BufferEntry]:
+    from membot.recall.prune import layout_of
+
+    layout = layout_of(memory)
+    blocks = []
+    for hit in hits:
+        first = last = hit.seq
+        line = layout.by_id.get(hit.line_id)
+        partner = layout.partner(line) if line is not None else None
+        if partner is not None:
+            first, last = min(first, partner.seq), max(last, partner.seq)
+        blocks.append(BufferEntry(hit.thread_id, first, last, hit.score, (hit.seq,)))
+    return blocks
+
+
+def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Scope) -> ChatRecall:
+    from membot.recall.pairs import PairsRanking
+    from membot.recall.windows import WindowsRanking
+
+    size = max(settings.window_size, 1)
+    ranking = (
+        PairsRanking()
+        if settings.strategy == "pairs"
+        else WindowsRanking(size, min(settings.window_overlap, size - 1))
+    )
+    units, vectors = _unit_cache(memory, ranking)
+    if not units:
+        return ChatRecall((), ())
+    in_scope = dict(memory.index.search(vector, scope, EVERY_LINE))
+    scores = vectors @ np.asarray(vector, dtype=np.float32)
+    hits: list[Hit] = []
+    blocks: list[BufferEntry] = []
+    for index in np.argsort(-scores, kind="stable"):
+        score = float(scores[index])
+        if score < settings.threshold or len(hits) == settings.max_matches:
+            break
+        lines = [line for line in units[index] if line.id in in_scope]
+        if not lines:
+            continue
+        best = max(lines, key=lambda line: in_scope[line.id])
+        hits.append(Hit(best.id, best.thread_id, best.seq, score))
+        seqs = tuple(line.seq for line in lines)
+        blocks.append(BufferEntry(best.thread_id, min(seqs), max(seqs), score, seqs))
+    return ChatRecall(tuple(hits), tuple(merge_blocks(blocks)))
+
+
+_RANKINGS: dict[tuple[str, int, int], object] = {}
+
+
+def _unit_cache(memory: Memory, ranking):
+    """One ranking object per kind, so its per-store unit vectors are reused across turns."""
+    key = (ranking.name, getattr(ranking, "size", 0), getattr(ranking, "overlap", 0))
+    kept = _RANKINGS.setdefault(key, ranking)
+    return kept.embedded_units(memory)

@@ -1,0 +1,54 @@
+"""An optional second opinion on recall: the LLM judges each hint before it enters the prompt.
+
+The score threshold keeps most unrelated lines out, but a line can share words and topic
+with the question and still not help ("my sister's wedding" for "when is my wedding?").
+With the bot setting ``relevance_check`` on, each hint is shown to the model with the new
+line and kept only if the model answers yes. It costs one short LLM call per hint (measured
+in ``benchmarks/relevance_latency.py``), so it is off by default. An answer that is neither
+yes nor no keeps the hint: this is a filter for precision, and a model that cannot follow
+the instruction should not silently empty the memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from membot.context import Hint
+from membot.errors import MembotError
+from membot.llm import LLM
+
+QUESTION = (
+    "A chatbot is answering this message:\n{QUERY}\n\nIt found this in its memory:\n{HINT}\n\n"
+    "Would this memory help the chatbot answer the message? Answer yes or no."
+)
+
+
+def judged_relevant(llm: LLM, query: str, hint: Hint) -> bool | None:
+    """True or False as the model answers; None when it gave no clear answer or failed."""
+    prompt = QUESTION.replace("{QUERY}", query).replace("{HINT}", hint.text)
+    try:
+        answer = llm.complete([{"role": "user", "content": prompt}], 3)
+    except MembotError:
+        return None
+    word = answer.strip().lower().lstrip("\"'*").split(maxsplit=1)
+    if not word:
+        return None
+    if word[0].startswith("yes"):
+        return True
+    if word[0].startswith("no"):
+        return False
+    return None
+
+
+def check_hints(llm: LLM, query: str, hints: Sequence[Hint]) -> tuple[list[Hint], list[str]]:
+    """The hints the model does not reject, and a note per rejected or unclear one."""
+    kept, notes = [], []
+    for hint in hints:
+        verdict = judged_relevant(llm, query, hint)
+        if verdict is False:
+            notes.append(f"relevance check dropped {hint.id}")
+            continue
+        if verdict is None:
+            notes.append(f"relevance check gave no clear answer for {hint.id}; kept it")
+        kept.append(hint)
+    return kept, notes
