@@ -17,11 +17,12 @@ from rich.console import Console
 from rich.progress import Progress
 
 from membot.bot import Bot
+from membot.cli_bots import bot_app
 from membot.cli_chat import run_chat
 from membot.cli_conversations import register as register_conversations
 from membot.cli_eval import eval_app
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, data_dir, default_db_path
-from membot.errors import MembotError
+from membot.errors import ConfigError, MembotError
 from membot.importers import FORMATS, read_file
 from membot.llm import LLM, TRY_OUT_NOTICE, BundledSmolLM2, resolve_llm
 from membot.memory import Memory
@@ -32,7 +33,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-bot_app = typer.Typer(help="Show and change a bot's settings.", no_args_is_help=True)
 app.add_typer(bot_app, name="bot")
 app.add_typer(eval_app, name="eval")
 out = Console()
@@ -134,12 +134,20 @@ def say(
         bool, typer.Option(help="Store the line, build the prompt, no LLM.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole turn as JSON.")] = False,
+    overrides: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE: a bot setting for this turn only (repeatable)."),
+    ] = None,
 ) -> None:
     """One turn: store TEXT, recall, build the prompt and (unless --dry-run) answer."""
     options = _options(context)
+    values = _key_values(overrides or [])
     llm = None if dry_run else options.make_llm()
     memory = options.memory(warm=True)
-    turn = Bot(memory, llm, bot).turn(text, user=user, thread=thread, dry_run=dry_run)
+    memory.bot_settings(bot, values)  # a bad override fails before the line is stored
+    turn = Bot(memory, llm, bot).turn(
+        text, user=user, thread=thread, dry_run=dry_run, settings=values
+    )
     if as_json:
         print_json(turn.to_json())
     elif turn.response:
@@ -147,6 +155,32 @@ def say(
     if turn.error:
         err.print(f"[red]error:[/] {turn.error} (your line was stored)")
         raise typer.Exit(2)
+
+
+def _key_values(pairs: list[str]) -> dict[str, str]:
+    values = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set wants KEY=VALUE, got {pair!r}")
+        values[key.strip()] = value
+    return values
+
+
+@app.command()
+def tool(
+    context: typer.Context,
+    text: str,
+    user: UserOption,
+    thread: Annotated[str, typer.Option("--thread", "-t")],
+    name: Annotated[str, typer.Option("--name", "-n", help="The tool or function.")],
+    bot: BotOption = DEFAULT_BOT,
+) -> None:
+    """Store a tool's result in a thread (role tool): in the prompt while recent, never
+    recalled later unless the bot's recall_roles include tool."""
+    memory = _options(context).memory()
+    line = Bot(memory, name=bot).add_tool_result(text, user=user, thread=thread, tool=name)
+    err.print(f"stored tool line {line.seq} in {thread}")
 
 
 @app.command()
@@ -238,28 +272,6 @@ def reindex(context: typer.Context) -> None:
         task = progress.add_task(f"re-embedding with {memory.embedder.name}", total=total)
         count = memory.reindex(memory.embedder, progress=lambda n: progress.advance(task, n))
     err.print(f"re-embedded {count} lines with {memory.embedder.name}")
-
-
-@bot_app.command("show")
-def bot_show(
-    context: typer.Context,
-    name: Annotated[str, typer.Argument(help="The bot's name.")] = DEFAULT_BOT,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
-) -> None:
-    """A bot's settings (defaults where none were set)."""
-    settings = _options(context).memory().bot_settings(name).to_json()
-    if as_json:
-        print_json({"name": name, "settings": settings})
-    else:
-        for key, value in settings.items():
-            out.print(f"{key} = {value}", highlight=False)
-
-
-@bot_app.command("set")
-def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
-    """Change one setting of a bot, e.g. `membot bot set membot threshold 0.4`."""
-    settings = _options(context).memory().configure_bot(name, **{key: value})
-    err.print(f"{name}: {key} = {settings.to_json()[key]}")
 
 
 register_conversations(app)

@@ -192,6 +192,14 @@ class Memory:
         self.store.save_bot(bot, self._changed_from_defaults(settings))
         return settings
 
+    def create_bot(self, bot: str, /, **values: object) -> BotSettings:
+        """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
+        if not bot.strip():
+            raise ConfigError("a bot needs a name")
+        if bot in self.store.bots():
+            raise ConfigError(f"a bot named {bot!r} exists: change it with `membot bot set`")
+        return self.replace_profile(bot, dict(values))
+
     def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
         """Make ``values`` the bot's whole stored profile (the rest reverts to defaults)."""
         settings = BotSettings().with_values(values)
@@ -409,7 +417,8 @@ class Memory:
 
     def reindex(self, embedder: Embedder, batch_size: int = 256,
                 progress: Callable[[int], None] | None = None) -> int:  # fmt: skip
-        """Re-embed every line with ``embedder`` and make it the store's embedder."""
+        """Re-embed every line, summary and expertise chunk with ``embedder`` and make it the
+        store's embedder; returns the number of lines."""
         generation = self.store.generation()
         rows = self.store.all_line_texts()
         vectors: list[tuple[int, np.ndarray]] = []
@@ -419,9 +428,18 @@ class Memory:
             vectors.extend((line_id, v) for (line_id, _), v in zip(chunk, embedded, strict=True))
             if progress:
                 progress(len(chunk))
+        extras: dict[str, list[tuple[int, np.ndarray]]] = {}
+        for table, texts in self.store.all_extra_texts().items():  # summaries, expertise
+            extras[table] = []
+            for start in range(0, len(texts), batch_size):
+                chunk = texts[start : start + batch_size]
+                embedded = embedder.embed([text for _, text in chunk])
+                extras[table] += [(i, v) for (i, _), v in zip(chunk, embedded, strict=True)]
         dimension = embedder.dimension if not vectors else int(vectors[0][1].shape[0])
         meta = {"embedder": embedder.name, "dimension": str(dimension)}
         last_id = rows[-1][0] if rows else 0
-        self.store.replace_vectors(vectors, meta, last_id=last_id, generation=generation)
+        self.store.replace_vectors(
+            vectors, meta, last_id=last_id, generation=generation, extras=extras
+        )
         self.embedder = embedder
         return len(vectors)

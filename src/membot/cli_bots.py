@@ -1,0 +1,113 @@
+"""``membot bot …``: create bots, show and change their profiles, move them as TOML files."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from membot.config import DEFAULT_BOT
+from membot.errors import ConfigError
+from membot.profiles import profile_from_toml, profile_to_toml
+
+bot_app = typer.Typer(help="Create bots and show or change their profiles.", no_args_is_help=True)
+
+
+def _cli():
+    from membot import cli  # the root app's options and printers (imported late: circular)
+
+    return cli
+
+
+@bot_app.command("create")
+def bot_create(
+    context: typer.Context,
+    name: str,
+    bot_name: Annotated[str | None, typer.Option(help="What the bot is called in prompts.")] = None,
+    human_name: Annotated[
+        str | None, typer.Option(help="What the person is called in prompts.")
+    ] = None,
+) -> None:
+    """Create a bot with a profile (defaults for everything not given)."""
+    memory = _cli()._options(context).memory()
+    values = {key: value for key, value in (("bot_name", bot_name), ("human_name", human_name))
+              if value is not None}  # fmt: skip
+    memory.create_bot(name, **values)
+    _cli().err.print(f"created bot {name}")
+
+
+@bot_app.command("list")
+def bot_list(
+    context: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """The bots in the store."""
+    names = _cli()._options(context).memory().store.bots()
+    if as_json:
+        _cli().print_json(names)
+    else:
+        for name in names:
+            _cli().out.print(name, highlight=False)
+
+
+@bot_app.command("show")
+def bot_show(
+    context: typer.Context,
+    name: Annotated[str, typer.Argument(help="The bot's name.")] = DEFAULT_BOT,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """A bot's profile (defaults where none were set)."""
+    settings = _cli()._options(context).memory().bot_settings(name).to_json()
+    if as_json:
+        _cli().print_json({"name": name, "settings": settings})
+    else:
+        for key, value in settings.items():
+            _cli().out.print(f"{key} = {value!r}", highlight=False)
+
+
+@bot_app.command("set")
+def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
+    """Change one setting, e.g. `membot bot set membot threshold 0.4` or
+    `membot bot set membot strategy.lexical_weight 3`."""
+    settings = _cli()._options(context).memory().configure_bot(name, **{key: value})
+    shown = settings.to_json()
+    current = shown["strategy_options"].get(key[9:]) if key.startswith("strategy.") else shown[key]
+    _cli().err.print(f"{name}: {key} = {current!r}")
+
+
+@bot_app.command("export")
+def bot_export(
+    context: typer.Context,
+    name: str,
+    file: Annotated[Path | None, typer.Argument(help="Write here (default: stdout).")] = None,
+) -> None:
+    """Write a bot's whole profile as TOML."""
+    memory = _cli()._options(context).memory()
+    if name not in memory.store.bots():
+        raise ConfigError(f"no bot named {name!r}; `membot bot list` shows them")
+    text = profile_to_toml(name, memory.bot_settings(name))
+    if file is None:
+        sys.stdout.write(text)
+    else:
+        file.write_text(text, encoding="utf-8")
+        _cli().err.print(f"wrote {file}")
+
+
+@bot_app.command("import")
+def bot_import(
+    context: typer.Context,
+    file: Path,
+    name: Annotated[str | None, typer.Option(help="Store it under this name.")] = None,
+) -> None:
+    """Read a TOML profile and make it the bot's whole profile."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {file}: {error}") from error
+    stored_name, values = profile_from_toml(text)
+    target = name or stored_name
+    if not target:
+        raise ConfigError(f'{file} names no bot: add name = "…" or pass --name')
+    _cli()._options(context).memory().replace_profile(target, values)
+    _cli().err.print(f"imported the profile of {target} from {file}")

@@ -1,0 +1,111 @@
+"""``membot bot …`` profiles from the command line, ``membot tool`` and ``say --set``."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from membot import BotSettings, ConfigError
+from membot.profiles import profile_from_toml, profile_to_toml
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_bot_is_created_shown_changed_and_listed(cli) -> None:
+    cli.ok("bot", "create", "chomsky", "--bot-name", "Noam Chomsky", "--human-name", "Lex")
+    shown = cli.json("bot", "show", "chomsky")
+    assert shown["name"] == "chomsky"
+    assert shown["settings"]["bot_name"] == "Noam Chomsky"
+    assert shown["settings"]["human_name"] == "Lex"
+    assert shown["settings"]["strategy"] == "hybrid"
+    cli.ok("bot", "set", "chomsky", "strategy.lexical_weight", "3")
+    cli.ok("bot", "set", "chomsky", "expertise_max_matches", "2")
+    settings = cli.json("bot", "show", "chomsky")["settings"]
+    assert settings["strategy_options"] == {"lexical_weight": 3.0}
+    assert settings["expertise_max_matches"] == 2
+    assert "chomsky" in cli.json("bot", "list")
+    again = cli.run("bot", "create", "chomsky")
+    assert again.exit_code != 0 and "exists" in str(again.exception)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("story_fmt", "{FEED} {HISTORY_MATCHES}", r"story_fmt may not use \{HISTORY_MATCHES\}"),
+        ("strategy", "magic", "unknown strategy 'magic'"),
+        ("strategy.depth", "3", "strategy hybrid has no option 'depth'"),
+        ("colour", "blue", "unknown bot setting 'colour'"),
+    ],
+)
+def test_bad_settings_are_refused_and_nothing_changes(cli, key, value, message) -> None:
+    cli.ok("bot", "create", "b1")
+    before = cli.json("bot", "show", "b1")
+    result = cli.run("bot", "set", "b1", key, value)
+    assert result.exit_code != 0
+    assert isinstance(result.exception, ConfigError)
+    assert re.search(message, str(result.exception))
+    assert cli.json("bot", "show", "b1") == before
+
+
+def test_a_profile_round_trips_through_toml(cli, tmp_path: Path) -> None:
+    cli.ok("bot", "create", "chomsky", "--bot-name", "Noam Chomsky")
+    cli.ok("bot", "set", "chomsky", "prompt_fmt", "Be {BOT}. {HISTORY_HINTS} {QUERY}")
+    path = tmp_path / "chomsky.toml"
+    cli.ok("bot", "export", "chomsky", str(path))
+    document = tomllib.loads(path.read_text())
+    assert document["name"] == "chomsky"
+    assert document["profile"]["prompt_fmt"] == "Be {BOT}. {HISTORY_HINTS} {QUERY}"
+    assert set(document["profile"]) == set(BotSettings().to_json())
+
+    cli.ok("bot", "import", str(path), "--name", "copy")
+    assert (
+        cli.json("bot", "show", "copy")["settings"]
+        == cli.json("bot", "show", "chomsky")["settings"]
+    )
+    printed = cli.ok("bot", "export", "copy").stdout
+    assert 'bot_name = "Noam Chomsky"' in printed
+
+
+def test_a_bad_profile_file_is_refused_before_anything_is_stored(cli, tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\n[profile]\nhistory_hints_fmt = "{EXPERTISE_MATCHES}"\n')
+    result = cli.run("bot", "import", str(path))
+    assert result.exit_code != 0
+    assert "history_hints_fmt may not use {EXPERTISE_MATCHES}" in str(result.exception)
+    assert "x" not in cli.json("bot", "list")
+    path.write_text("name = [1,\n")
+    assert "not a valid TOML profile" in str(cli.run("bot", "import", str(path)).exception)
+    path.write_text("[profile]\nthreshold = 0.5\n")
+    assert "names no bot" in str(cli.run("bot", "import", str(path)).exception)
+
+
+def test_profile_toml_functions_keep_every_value() -> None:
+    settings = BotSettings().with_values({"strategy.rrf_k": 30, "remember_policy": 'no "x"\n'})
+    name, values = profile_from_toml(profile_to_toml("b", settings))
+    assert name == "b" and BotSettings().with_values(values) == settings
+
+
+def test_say_set_overrides_the_profile_for_one_turn(cli) -> None:
+    cli.ok("bot", "create", "b1", "--bot-name", "Ada")
+    turn = cli.json("say", "hello", "--user", "u", "--thread", "t", "--bot", "b1", "--dry-run",
+                    "--set", "bot_name=Grace")  # fmt: skip
+    assert "Grace" in turn["prompt"] and "Ada" not in turn["prompt"]
+    later = cli.json("say", "hello", "--user", "u", "--thread", "t", "--bot", "b1", "--dry-run")
+    assert "Ada" in later["prompt"]
+    bad = cli.run("say", "x", "--user", "u", "--thread", "t", "--dry-run", "--set", "oops")
+    assert bad.exit_code != 0 and "KEY=VALUE" in str(bad.exception)
+
+
+def test_a_tool_line_is_in_the_feed_but_not_recalled_later(cli) -> None:
+    cli.say("What is the weather in Paris?", "alice", "t1")
+    cli.ok("tool", "Paris: 31 degrees and sunny", "--user", "alice", "--thread", "t1",
+           "--name", "weather")  # fmt: skip
+    now = cli.say("Is it hot in Paris?", "alice", "t1")
+    assert "TOOL weather: Paris: 31 degrees and sunny" in now["feed"]
+    later = cli.say("What was the weather in Paris?", "alice", "t2")
+    recalled = [line["text"] for block in later["recalled"] for line in block["lines"]]
+    assert "Paris: 31 degrees and sunny" not in recalled
+    assert "31 degrees" not in later["prompt"]
