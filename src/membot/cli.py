@@ -21,6 +21,7 @@ from membot.cli_bots import bot_app
 from membot.cli_chat import run_chat
 from membot.cli_conversations import register as register_conversations
 from membot.cli_eval import eval_app
+from membot.cli_expertise import expertise_app
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, data_dir, default_db_path
 from membot.errors import ConfigError, MembotError
 from membot.importers import FORMATS, read_file
@@ -35,6 +36,7 @@ app = typer.Typer(
 )
 app.add_typer(bot_app, name="bot")
 app.add_typer(eval_app, name="eval")
+app.add_typer(expertise_app, name="expertise")
 out = Console()
 err = Console(stderr=True)
 

@@ -22,6 +22,7 @@ from membot.recall import push_to_buffer
 from membot.recall.chat import check_strategy, recall_for_turn
 from membot.search import Scope, VectorIndex, best_scored
 from membot.store import BufferEntry, NewLine, SqliteStore, Store, ThreadKey
+from membot.store.extras import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
 
 
@@ -389,6 +390,31 @@ class Memory:
         return [(found[i], score) for i, score in scored if i in found]
 
     # -- expertise ----------------------------------------------------------------------
+
+    def add_document(
+        self, path: str | Path, *, bot: str = DEFAULT_BOT, max_tokens: int = 200,
+        overlap_tokens: int = 30,
+    ) -> DocumentInfo:  # fmt: skip
+        """Read, chunk and embed a document into the bot's expertise (separate from history);
+        a document of the same file name is replaced. Chunks and vectors commit together."""
+        from membot.documents import chunk_document, read_document
+
+        document = read_document(Path(path))
+        chunks = chunk_document(document, self.tokens, max_tokens, overlap_tokens)
+        # Each chunk is embedded with its heading, so a passage keeps what it is about.
+        texts = [f"{c.heading}\n{c.text}" if c.heading else c.text for c in chunks]
+        vectors = self.embed(texts)
+        news = [NewChunk(c.ord, c.heading, c.text, c.tokens, v)
+                for c, v in zip(chunks, vectors, strict=True)]  # fmt: skip
+        self.store.add_document(bot, document.name, document.title, document.media,
+                                document.sha256, news, self._vectors_by(vectors))  # fmt: skip
+        return next(info for info in self.store.documents(bot) if info.name == document.name)
+
+    def documents(self, bot: str = DEFAULT_BOT) -> list[DocumentInfo]:
+        return self.store.documents(bot)
+
+    def remove_document(self, name: str, *, bot: str = DEFAULT_BOT) -> bool:
+        return self.store.remove_document(bot, name)
 
     def search_expertise(
         self, vector: np.ndarray, *, bot: str, k: int, min_score: float

@@ -182,6 +182,7 @@ class StoreExtras:
         return [_summary(row) for row in rows]
 
     def summaries_by_id(self, ids: Sequence[int]) -> list[Summary]:
+        ids = [int(i) for i in ids]
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
@@ -256,6 +257,7 @@ class StoreExtras:
         )
 
     def chunks(self, ids: Sequence[int]) -> list[ExpertiseChunk]:
+        ids = [int(i) for i in ids]
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
@@ -279,7 +281,11 @@ class StoreExtras:
         """Every summary's and chunk's (id, text), for re-embedding."""
         return {
             "memories": self._query("SELECT id, text FROM memories ORDER BY id"),
-            "chunks": self._query("SELECT id, text FROM chunks ORDER BY id"),
+            # A chunk is embedded with its heading (see Memory.add_document).
+            "chunks": self._query(
+                "SELECT id, CASE WHEN COALESCE(heading, '') = '' THEN text "
+                "ELSE heading || char(10) || text END FROM chunks ORDER BY id"
+            ),
         }
 
     @staticmethod

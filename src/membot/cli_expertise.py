@@ -1,0 +1,64 @@
+"""``membot expertise …``: a bot's documents (text, Markdown, HTML, PDF), beside its history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from membot.config import DEFAULT_BOT
+
+expertise_app = typer.Typer(help="A bot's documents: add, list, remove.", no_args_is_help=True)
+BotOption = Annotated[str, typer.Option("--bot", "-b", help="The bot's name.")]
+
+
+def _cli():
+    from membot import cli  # the root app's options and printers (imported late: circular)
+
+    return cli
+
+
+@expertise_app.command("add")
+def expertise_add(
+    context: typer.Context,
+    files: Annotated[list[Path], typer.Argument(help="Text, Markdown, HTML or PDF files.")],
+    bot: BotOption = DEFAULT_BOT,
+    max_tokens: Annotated[int, typer.Option(help="Tokens per chunk at most.")] = 200,
+    overlap: Annotated[int, typer.Option(help="Tokens shared by neighbouring chunks.")] = 30,
+) -> None:
+    """Read, chunk and embed documents into the bot's expertise (a file of the same name is
+    replaced). Every file is checked first: one bad file stores nothing."""
+    from membot.documents import read_document
+
+    for file in files:
+        read_document(file)  # a clear error before anything is stored
+    memory = _cli()._options(context).memory()
+    for file in files:
+        info = memory.add_document(file, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
+        _cli().err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)")
+
+
+@expertise_app.command("list")
+def expertise_list(
+    context: typer.Context,
+    bot: BotOption = DEFAULT_BOT,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The bot's documents."""
+    documents = _cli()._options(context).memory().documents(bot)
+    if as_json:
+        _cli().print_json([info.to_json() for info in documents])
+        return
+    for info in documents:
+        _cli().out.print(f"{info.name}  {info.chunks} chunks  {info.title}", highlight=False)
+
+
+@expertise_app.command("remove")
+def expertise_remove(context: typer.Context, name: str, bot: BotOption = DEFAULT_BOT) -> None:
+    """Remove a document (by file name) and its chunks."""
+    if not _cli()._options(context).memory().remove_document(name, bot=bot):
+        from membot.errors import ConfigError
+
+        raise ConfigError(f"{bot} has no document named {name!r}; `membot expertise list`")
+    _cli().err.print(f"removed {name}")
