@@ -116,8 +116,10 @@ def _lexical(
 ) -> list[Hit]:
     defaults = OPTIONS[settings.strategy]
     option = {name: settings.option(name, value) for name, value in defaults.items()}
-    cosine = dict(memory.index.search(vector, scope, EVERY_LINE))
-    lexical = _bm25_in_scope(memory, query, scope, cosine)
+    low_bar = settings.threshold - option["lexical_margin"]
+    # Only lines at or above the lower bar can be kept: the others need no score.
+    cosine = dict(memory.index.search(vector, scope, EVERY_LINE, min_score=low_bar))
+    lexical = _bm25_in_scope(memory, query, scope)
     lexical_top = {hit.line_id for hit in lexical[: int(option["lexical_top"])]}
     if fused:
         dense = memory.index.locate(
@@ -127,7 +129,6 @@ def _lexical(
         order = reciprocal_rank_fusion([dense, lexical], weights, option["rrf_k"])
     else:
         order = lexical
-    low_bar = settings.threshold - option["lexical_margin"]
     kept = []
     for hit in order:
         score = cosine.get(hit.line_id, -1.0)
@@ -138,17 +139,20 @@ def _lexical(
     return kept
 
 
-def _bm25_in_scope(
-    memory: Memory, query: str, scope: Scope, in_scope: dict[int, float]
-) -> list[Hit]:
+def _bm25_in_scope(memory: Memory, query: str, scope: Scope) -> list[Hit]:
     match = fts_query(query)
     if not match:
         return []
     scored = memory.store.lexical_search(
         match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
     )
+    memory.index.refresh()
+    hits = memory.index.locate(scored)
     # The vector search's scope also leaves out the feed; keep BM25 to the same lines.
-    return memory.index.locate((i, score) for i, score in scored if i in in_scope)
+    window, start = scope.window_thread_id, scope.window_from_seq
+    if window is None or start is None:
+        return hits
+    return [hit for hit in hits if not (hit.thread_id == window and hit.seq >= start)]
 
 
 def _with_partners(memory: Memory, hits: Sequence[Hit]) -> list[BufferEntry]:
