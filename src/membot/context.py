@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from membot.config import BotSettings
@@ -115,12 +115,17 @@ class Prompt:
         return tuple(hint.block for hint in self.history if hint.block is not None)
 
 
+def now_text(now: datetime) -> str:
+    """``{NOW}``: the moment in UTC, whatever zone it was given in (a naive one is local)."""
+    return now.astimezone(UTC).strftime("%A %Y-%m-%d %H:%M UTC")
+
+
 def render_line(line: Line, speakers: Speakers) -> str:
     return f"{speakers.label(line)}: {line.text}"
 
 
 def block_hint(block: Block, speakers: Speakers) -> Hint:
-    date = block.started_at.strftime("%Y-%m-%d %H:%M UTC")
+    date = block.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     header = f'[{date}, thread "{block.thread}"]'
     text = "\n".join([header, *(render_line(line, speakers) for line in block.lines)])
     return Hint(f"h{block.lines[0].id}", "history", "lines", text, block.score, block=block)
@@ -182,7 +187,7 @@ def fill_prompt(
     """Every placeholder's value and the filled prompt (key ``PROMPT``), in chatState's order."""
     speakers = Speakers(settings.human_name, settings.bot_name)
     values = {
-        "NOW": now.strftime("%A %Y-%m-%d %H:%M UTC"),
+        "NOW": now_text(now),
         "BOT": settings.bot_name,
         "HUMAN": settings.human_name,
         "QUERY": query,
@@ -211,7 +216,7 @@ def match_string(template: str, settings: BotSettings, query: str, feed: Sequenc
     """A match string (history or expertise) filled from the new line and the feed."""
     speakers = Speakers(settings.human_name, settings.bot_name)
     values = {
-        "NOW": (now or utc_now()).strftime("%A %Y-%m-%d %H:%M UTC"),
+        "NOW": now_text(now or utc_now()),
         "BOT": settings.bot_name,
         "HUMAN": settings.human_name,
         "QUERY": query,

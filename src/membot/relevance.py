@@ -11,6 +11,7 @@ the instruction should not silently empty the memory.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from membot.context import Hint
@@ -22,6 +23,8 @@ QUESTION = (
     "Would this memory help the chatbot answer the message? Answer yes or no."
 )
 
+_FIRST_WORD = re.compile(r"\W*([a-z]+)")
+
 
 def judged_relevant(llm: LLM, query: str, hint: Hint) -> bool | None:
     """True or False as the model answers; None when it gave no clear answer or failed."""
@@ -30,14 +33,9 @@ def judged_relevant(llm: LLM, query: str, hint: Hint) -> bool | None:
         answer = llm.complete([{"role": "user", "content": prompt}], 3)
     except MembotError:
         return None
-    word = answer.strip().lower().lstrip("\"'*").split(maxsplit=1)
-    if not word:
-        return None
-    if word[0].startswith("yes"):
-        return True
-    if word[0].startswith("no"):
-        return False
-    return None
+    # The first word, whole: "Not sure" or "None" is no clear answer, not a "no".
+    word = _FIRST_WORD.match(answer.lower())
+    return {"yes": True, "no": False}.get(word.group(1)) if word else None
 
 
 def check_hints(llm: LLM, query: str, hints: Sequence[Hint]) -> tuple[list[Hint], list[str]]:

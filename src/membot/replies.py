@@ -47,8 +47,10 @@ def read_reply(text: str, known_ids: set[str] | None = None) -> Reply:
         note = "the reply was not JSON; used as plain text, without citations" if text else None
         return Reply(text, (), note)
     response = next((data[key] for key in ("response", "reply", "answer") if key in data), None)
-    if not isinstance(response, str) or not response.strip():
+    if not isinstance(response, str):
         return Reply(text, (), "the JSON reply had no 'response' text; used the raw reply")
+    if not response.strip():  # the model chose to say nothing: the bot's no_response answers
+        return Reply("", ())
     raw_ids = data.get("citation_ids", data.get("citations", []))
     if not isinstance(raw_ids, list):
         raw_ids = [raw_ids] if isinstance(raw_ids, str | int) else []

@@ -1,0 +1,268 @@
+"""Recall in a live turn: each strategy's keep-or-drop rule, scope, feed and options."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from membot import BotSettings, ConfigError, Memory, Role
+from membot.recall.chat import CHAT_STRATEGIES, OPTIONS, ChatRecall, recall_for_turn
+from membot.search import Scope
+from membot.store import ThreadKey
+
+QUERY = "tell me about my cat Miso"
+OLD = [
+    ("I adopted a cat named Miso", Role.HUMAN),
+    ("Miso is a lovely name for a cat", Role.BOT),
+    ("my sister lives in Lisbon", Role.HUMAN),
+    ("Lisbon has great wine", Role.BOT),
+    ("I work as a nurse at night", Role.HUMAN),
+    ("night shifts are hard", Role.BOT),
+    ("the cat Miso sleeps all day", Role.HUMAN),
+    ("lazy Miso", Role.BOT),
+]
+
+
+def settings_of(**values: Any) -> BotSettings:
+    return BotSettings().with_values(values)
+
+
+def recall(
+    memory: Memory,
+    text: str,
+    settings: BotSettings,
+    user: str = "alice",
+    thread: str = "now",
+    keep: bool = False,
+) -> ChatRecall:
+    """Store ``text`` as the new line and recall for it, with the scope ``Memory.recall`` uses;
+    the new line's thread is forgotten after unless ``keep`` (so later calls do not find it)."""
+    line = memory.add(text, user=user, thread=thread)
+    thread_id = memory.store.thread_id(ThreadKey("membot", user, thread))
+    scope = Scope(
+        bot_id=memory.store.bot_id("membot") or 0,
+        person_id=None if settings.share_across_people else memory.store.person_id(user),
+        window_thread_id=thread_id,
+        window_from_seq=line.seq - settings.window_size,
+        roles=settings.recall_roles,
+    )
+    chosen = recall_for_turn(memory, settings, text, memory.embed([text])[0], scope)
+    if not keep:
+        memory.forget(user=user, thread=thread)
+    return chosen
+
+
+def cosine(memory: Memory, a: str, b: str) -> float:
+    first, second = memory.embed([a, b])
+    return float(np.dot(first, second))
+
+
+def add_thread(memory: Memory, lines, user: str = "alice", thread: str = "old") -> list[int]:
+    return [memory.add(text, user=user, thread=thread, role=role).id for text, role in lines]
+
+
+def recalled_ids(memory: Memory, chosen: ChatRecall) -> set[int]:
+    ids = set()
+    for block in chosen.blocks:
+        for line in memory.store.lines_between(block.source_thread_id, block.first_seq,
+                                               block.last_seq):  # fmt: skip
+            ids.add(line.id)
+    return ids
+
+
+@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+def test_every_strategy_finds_the_cat_and_respects_the_threshold(memory, strategy) -> None:
+    ids = add_thread(memory, OLD)
+    threshold = 0.3
+    chosen = recall(memory, QUERY, settings_of(strategy=strategy, threshold=threshold))
+    assert chosen.hits, strategy
+    assert all(hit.score >= threshold for hit in chosen.hits)
+    if strategy in ("lines", "prune", "pairs", "windows"):  # hybrid and bm25: fused order
+        assert [hit.score for hit in chosen.hits] == sorted(
+            (hit.score for hit in chosen.hits), reverse=True
+        )
+    texts = dict(zip(ids, (text for text, _ in OLD), strict=True))
+    assert {hit.line_id for hit in chosen.hits} <= set(ids)
+    assert any("Miso" in texts[hit.line_id] for hit in chosen.hits)
+    if strategy in ("lines", "prune", "hybrid", "bm25"):
+        # A line's score is its own cosine with the new line.
+        for hit in chosen.hits:
+            assert hit.score == pytest.approx(cosine(memory, QUERY, texts[hit.line_id]), abs=1e-5)
+
+
+@pytest.mark.parametrize("strategy", ["lines", "hybrid", "bm25", "prune"])
+def test_lines_below_the_threshold_are_not_kept(memory, strategy) -> None:
+    ids = add_thread(memory, OLD)
+    scores = {i: cosine(memory, QUERY, text) for i, (text, _) in zip(ids, OLD, strict=True)}
+    threshold = sorted(scores.values())[-2] + 1e-4  # only the best line reaches it
+    options = {"strategy.lexical_margin": 0} if strategy in ("hybrid", "bm25") else {}
+    chosen = recall(memory, QUERY, settings_of(strategy=strategy, threshold=threshold, **options))
+    (best,) = [i for i, score in scores.items() if score >= threshold]
+    assert [hit.line_id for hit in chosen.hits] == [best]
+
+
+@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+def test_an_unrelated_line_recalls_nothing(memory, strategy) -> None:
+    add_thread(memory, OLD)
+    chosen = recall(memory, "quantum chromodynamics lecture", settings_of(strategy=strategy))
+    assert chosen == ChatRecall((), ())
+
+
+@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+def test_max_matches_is_respected(memory, strategy) -> None:
+    for thread in range(6):
+        add_thread(memory, [("cat Miso", Role.HUMAN), ("ok", Role.BOT)], thread=f"t{thread}")
+    for limit in (0, 1, 2):
+        settings = settings_of(strategy=strategy, threshold=0.2, max_matches=limit)
+        chosen = recall(memory, QUERY, settings, thread=f"now{limit}")
+        assert len(chosen.hits) == limit, (strategy, limit)
+        assert len(chosen.blocks) <= limit
+
+
+@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+def test_the_feed_is_never_recalled(memory, strategy) -> None:
+    """The new line's window_size lines before it are in the prompt already."""
+    settings = settings_of(strategy=strategy, threshold=0.2, window_size=3, window_overlap=1,
+                           expand_before=0, expand_after=0)  # fmt: skip
+    older = add_thread(memory, [("cat Miso older", Role.HUMAN), ("fine", Role.BOT)], thread="now")
+    filler = add_thread(memory, [("x1", Role.HUMAN), ("x2", Role.BOT)], thread="now")
+    feed = add_thread(memory, [("cat Miso again", Role.HUMAN)], thread="now")
+    chosen = recall(memory, QUERY, settings, thread="now", keep=True)
+    new_line = memory.history(user="alice", thread="now")[-1]
+    assert new_line.seq == 6
+    ids = recalled_ids(memory, chosen)
+    assert feed[0] not in ids and filler[1] not in ids and new_line.id not in ids
+    assert {hit.line_id for hit in chosen.hits} & {*feed, *filler, new_line.id} == set()
+    assert older[0] in ids  # scrolled off: recallable again
+
+
+@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+def test_another_persons_lines_only_with_shared_memory(memory, strategy) -> None:
+    bobs = add_thread(memory, [("my cat Miso is grey", Role.HUMAN), ("nice", Role.BOT)],
+                      user="bob")  # fmt: skip
+    alone = recall(memory, QUERY, settings_of(strategy=strategy, threshold=0.2))
+    assert alone == ChatRecall((), ())
+    shared = recall(
+        memory, QUERY, settings_of(strategy=strategy, threshold=0.2, share_across_people=True),
+        thread="again",
+    )  # fmt: skip
+    assert bobs[0] in recalled_ids(memory, shared)
+
+
+@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+def test_tool_lines_are_recalled_only_when_asked(memory, strategy) -> None:
+    add_thread(memory, [("weather for cat Miso walk: sunny", Role.TOOL)])
+    plain = recall(memory, QUERY, settings_of(strategy=strategy, threshold=0.2))
+    assert plain.hits == ()
+    with_tools = settings_of(strategy=strategy, threshold=0.2, recall_roles="human,bot,tool")
+    assert recall(memory, QUERY, with_tools, thread="again").hits != ()
+
+
+def lexical_case(memory: Memory) -> tuple[int, int, float]:
+    """Two old lines at one cosine with the query: one shares its rare word, one a word
+    that many lines share. Returns (rare line id, common line id, their cosine)."""
+    query = "where is the zebra"
+    rare = memory.add("zebra alpha beta gamma", user="alice", thread="old").id
+    common = memory.add("where delta epsilon kappa", user="alice", thread="old").id
+    for n in range(6):
+        memory.add(f"where {n} lambda mu nu omicron pi rho", user="alice", thread="fill")
+    score = cosine(memory, query, "zebra alpha beta gamma")
+    assert score == pytest.approx(cosine(memory, query, "where delta epsilon kappa"))
+    return rare, common, score
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "bm25"])
+def test_a_shared_rare_word_lowers_the_bar_by_the_margin(memory, strategy) -> None:
+    rare, common, score = lexical_case(memory)
+    threshold = score + 0.05  # both lines fall short of it, within the margin of 0.1
+    settings = settings_of(strategy=strategy, threshold=threshold, expand_before=0,
+                           expand_after=0, **{"strategy.lexical_top": 1})  # fmt: skip
+    chosen = recall(memory, "where is the zebra", settings)
+    assert [hit.line_id for hit in chosen.hits] == [rare]
+    assert chosen.hits[0].score == pytest.approx(score)
+    assert common not in recalled_ids(memory, chosen)
+
+    dense = settings_of(strategy="lines", threshold=threshold)
+    assert recall(memory, "where is the zebra", dense, thread="n2").hits == ()
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "bm25"])
+def test_the_margin_and_the_lexical_top_are_read_from_strategy_options(memory, strategy) -> None:
+    _, _, score = lexical_case(memory)
+    threshold = score + 0.05
+    no_margin = settings_of(strategy=strategy, threshold=threshold,
+                            **{"strategy.lexical_margin": 0.0})  # fmt: skip
+    assert recall(memory, "where is the zebra", no_margin).hits == ()
+    too_small = settings_of(strategy=strategy, threshold=score + 0.2)  # beyond the margin
+    assert recall(memory, "where is the zebra", too_small, thread="n2").hits == ()
+    none_lexical = settings_of(strategy=strategy, threshold=threshold,
+                               **{"strategy.lexical_top": 0})  # fmt: skip
+    assert recall(memory, "where is the zebra", none_lexical, thread="n3").hits == ()
+
+
+def test_strategy_options_come_from_the_stored_profile(memory) -> None:
+    rare, _, score = lexical_case(memory)
+    memory.configure_bot(threshold=score + 0.05, **{"strategy.lexical_margin": 0.0})
+    line = memory.add("where is the zebra", user="alice", thread="n1")
+    assert memory.recall(line).matches == ()
+    memory.forget(user="alice", thread="n1")
+    memory.configure_bot(**{"strategy.lexical_margin": 0.1, "strategy.lexical_top": 1})
+    assert memory.bot_settings().option("lexical_margin", -1) == 0.1
+    line = memory.add("where is the zebra", user="alice", thread="n2")
+    assert [match.line.id for match in memory.recall(line).matches] == [rare]
+
+
+def test_prune_brings_each_match_with_its_turn_partner_only(memory) -> None:
+    ids = add_thread(memory, OLD)
+    settings = settings_of(strategy="prune", threshold=0.3, max_matches=1)
+    chosen = recall(memory, "I adopted a cat named Miso", settings)
+    (hit,) = chosen.hits
+    assert hit.line_id == ids[0]
+    (block,) = chosen.blocks
+    assert (block.first_seq, block.last_seq, block.matched_seqs) == (1, 2, (1,))
+    bot_side = recall(memory, "lazy Miso", settings, thread="n2")
+    (block,) = bot_side.blocks
+    assert (block.first_seq, block.last_seq, block.matched_seqs) == (7, 8, (8,))
+
+
+def test_pairs_bring_the_exchange_whole(memory) -> None:
+    ids = add_thread(memory, OLD)
+    chosen = recall(memory, "sister Lisbon", settings_of(strategy="pairs", threshold=0.3))
+    assert {hit.line_id for hit in chosen.hits} <= {ids[2], ids[3]}
+    assert [(b.first_seq, b.last_seq) for b in chosen.blocks] == [(3, 4)]
+
+
+def test_windows_bring_their_window_whole(memory) -> None:
+    add_thread(memory, OLD)
+    settings = settings_of(strategy="windows", threshold=0.15, window_size=4, window_overlap=1)
+    chosen = recall(memory, "my sister", settings)
+    assert chosen.hits
+    assert [(b.first_seq, b.last_seq) for b in chosen.blocks] == [(1, 4)]
+
+
+def test_an_unknown_strategy_names_the_known_ones(memory) -> None:
+    memory.add("hello", user="alice", thread="old")
+    with pytest.raises(ConfigError) as raised:
+        recall(memory, "hello", BotSettings(strategy="magic"))
+    message = str(raised.value)
+    assert "'magic'" in message
+    assert all(name in message for name in CHAT_STRATEGIES)
+    with pytest.raises(ConfigError, match="unknown strategy 'magic'"):
+        memory.configure_bot(strategy="magic")
+
+
+def test_an_unknown_option_names_the_ones_the_strategy_reads(memory) -> None:
+    memory.add("hello", user="alice", thread="old")
+    with pytest.raises(ConfigError) as raised:
+        recall(memory, "hello", settings_of(strategy="hybrid", **{"strategy.speed": 2}))
+    message = str(raised.value)
+    assert "no option 'speed'" in message
+    assert all(f"strategy.{name}" in message for name in OPTIONS["hybrid"])
+    with pytest.raises(ConfigError, match=r"lines has no option 'lexical_top' \(it reads: none\)"):
+        recall(memory, "hello", settings_of(strategy="lines", **{"strategy.lexical_top": 2}))
+    with pytest.raises(ConfigError, match="no option 'speed'"):
+        memory.configure_bot(**{"strategy.speed": 2})
+    with pytest.raises(ConfigError, match="no option 'speed'"):
+        memory.bot_settings(overrides={"strategy.speed": 2})
