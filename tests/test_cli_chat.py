@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
+
+from membot import BotSettings, Memory
+from membot.cli_chat import HELP
+from membot.store import ThreadKey
 
 pytestmark = pytest.mark.slow
 
@@ -45,7 +51,7 @@ def test_a_chat_session_answers_remembers_and_explains(cli, script, minilm) -> N
     assert "first — score" in shown and "(matched now)" in shown
     assert "*1" in shown  # the matched line is starred
     assert "unknown command /dance" in shown
-    assert "prompt " in shown and " of 2048 tokens" in shown
+    assert "prompt " in shown and f" of {BotSettings().prompt_budget} tokens" in shown
     history = json.loads(cli.ok("history", "--user", "alice", "--json").stdout)
     assert [line["role"] for line in history] == ["human", "bot", "human", "bot"]
     assert history[0]["thread"] == "first" and history[2]["thread"].startswith("chat-")
@@ -60,3 +66,60 @@ def test_a_chat_turn_whose_llm_fails_says_so_and_goes_on(cli, script, minilm) ->
     assert "ai> Back." in flat(result.stdout)
     history = json.loads(cli.ok("history", "--user", "alice", "--json").stdout)
     assert [line["text"] for line in history] == ["hello", "again", "Back."]
+
+
+POINTS = {"points": ["2024-05-01: alice is allergic to peanuts"], "categories": ["health"]}
+
+
+def test_end_asks_and_on_yes_remembers_then_starts_a_new_thread(cli, script, minilm) -> None:
+    session = "I am allergic to peanuts.\n/end\nyes\nHello again.\n/quit\n"
+    llm = script("Noted.", json.dumps(POINTS), "Hi.")
+
+    result = cli.run("chat", "-u", "alice", "-t", "first", llm=llm, input=session)
+
+    assert result.exit_code == 0, result.output
+    shown = flat(result.stdout)
+    assert "Shall I remember this conversation? (yes/no)" in shown
+    assert "ended thread first" in shown
+    assert "remembered [health]: - 2024-05-01: alice is allergic to peanuts" in shown
+    assert "new thread chat-" in shown and "ai> Hi." in shown
+    (summary,) = cli.json("memories", "--user", "alice")
+    assert (summary["kind"], summary["thread"]) == ("summary", "first")
+    history = cli.json("history", "--user", "alice")
+    assert [line["thread"] == "first" for line in history] == [True, True, False, False]
+    assert "/end     end this conversation" in HELP
+
+
+def test_end_on_no_remembers_nothing(cli, script, minilm) -> None:
+    llm = script("Noted.", json.dumps(POINTS))
+
+    result = cli.run("chat", "-u", "alice", "-t", "first", llm=llm,
+                     input="I am allergic to peanuts.\n/end\nno\n/end\n")  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    shown = flat(result.stdout)
+    assert "nothing remembered: not asked to remember" in shown
+    assert "nothing was said in this thread yet" in shown  # the second /end, in a new thread
+    assert cli.json("memories", "--user", "alice") == []
+    left = json.loads(Path(llm.removeprefix("script:")).read_text())
+    assert left == [json.dumps(POINTS)]  # no model call to end without remembering
+
+
+def test_a_chat_ends_the_persons_idle_threads_first(cli, script, minilm) -> None:
+    memory = Memory(cli.db, embedder=minilm)
+    long_ago = datetime.now(UTC) - timedelta(days=3)
+    memory.add("An old conversation.", user="alice", thread="old", created_at=long_ago)
+    memory.add("Bob's old conversation.", user="bob", thread="bobs", created_at=long_ago)
+    memory.close()
+
+    result = cli.run("chat", "-u", "alice", "-t", "new", llm=script(), input="/quit\n")
+
+    assert result.exit_code == 0, result.output
+    assert "ended 1 idle thread(s) without remembering: old" in flat(result.stdout)
+    memory = Memory(cli.db, embedder=minilm)
+    old = memory.store.thread_state(ThreadKey("membot", "alice", "old"))
+    bobs = memory.store.thread_state(ThreadKey("membot", "bob", "bobs"))
+    memory.close()
+    assert old is not None and old.ended_at is not None
+    assert bobs is not None and bobs.ended_at is None  # only the person chatting
+    assert cli.json("memories", "--user", "alice") == []

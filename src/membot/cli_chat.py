@@ -5,15 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from membot.bot import Bot
+from membot.cli_conversations import describe
+from membot.conversations import end_conversation, end_idle_threads
 from membot.errors import MembotError
 from membot.model import Turn
+from membot.store import ThreadKey
 
 HELP = (
     "/recall  what memory the last reply used, with scores\n"
     "/new     start a new thread\n"
+    "/end     end this conversation (you are asked whether to remember it) and start anew\n"
     "/help    this list\n"
     "/quit    leave (Ctrl-D works too)"
 )
@@ -21,6 +26,17 @@ HELP = (
 
 def new_thread_name() -> str:
     return datetime.now().strftime("chat-%Y%m%d-%H%M%S")
+
+
+def fresh_thread_name(bot: Bot, user: str) -> str:
+    """A new thread's name, never one the person already has (two in one second would
+    otherwise share a thread, and a line in an ended thread takes it up again)."""
+    base = name = new_thread_name()
+    count = 1
+    while bot.memory.store.thread_state(ThreadKey(bot.name, user, name)) is not None:
+        count += 1
+        name = f"{base}-{count}"
+    return name
 
 
 def show_recall(turn: Turn | None, out: Console) -> None:
@@ -43,12 +59,53 @@ def show_recall(turn: Turn | None, out: Console) -> None:
     out.print(f"[dim]prompt {turn.tokens['prompt']} of {budget} tokens{cut}[/]")
 
 
+def end_idle(bot: Bot, user: str, out: Console) -> None:
+    """End the person's threads with this bot that went idle; nothing is remembered, since
+    nobody was there to say yes."""
+    endings = end_idle_threads(bot.memory, bot.llm, bot=bot.name, user=user, remember=False)
+    if endings:
+        names = escape(", ".join(ending.thread for ending in endings))
+        out.print(f"[dim]ended {len(endings)} idle thread(s) without remembering: {names}[/]",
+                  highlight=False)  # fmt: skip
+
+
+def ask_to_remember(out: Console) -> bool:
+    """The person's answer; anything but yes is no (consent is never assumed)."""
+    try:
+        answer = out.input("Shall I remember this conversation? (yes/no) ")
+    except (EOFError, KeyboardInterrupt):
+        out.print()
+        return False
+    return answer.strip().lower() in {"yes", "y"}
+
+
+def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> None:
+    """``/end``: ask, end the thread, and say what was kept of it (or why nothing)."""
+    state = bot.memory.store.thread_state(ThreadKey(bot.name, user, thread))
+    if state is None or state.last_line_at is None:
+        out.print("[dim]nothing was said in this thread yet[/]")
+        return
+    remember = ask_to_remember(out)
+    try:
+        ending = end_conversation(bot.memory, bot.llm, bot=bot.name, user=user, thread=thread,
+                                  remember=remember)  # fmt: skip
+    except MembotError as error:
+        err.print(f"[red]error:[/] {error}", highlight=False)
+        return
+    out.print(f"[dim]ended thread {escape(thread)}[/]", highlight=False)
+    out.print(describe(ending), markup=False, highlight=False)
+
+
 def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console) -> None:
     thread = thread or new_thread_name()
     out.print(
         f"[bold]membot[/] — bot [cyan]{bot.name}[/], user [cyan]{user}[/], "
         f"thread [cyan]{thread}[/]. /help lists commands."
     )
+    try:
+        end_idle(bot, user, out)
+    except MembotError as error:  # a chat can go on without tidying up
+        err.print(f"[red]error:[/] ending idle threads: {error}", highlight=False)
     last: Turn | None = None
     while True:
         try:
@@ -64,8 +121,10 @@ def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console
             out.print(HELP, highlight=False)
         elif text == "/recall":
             show_recall(last, out)
-        elif text == "/new":
-            thread, last = new_thread_name(), None
+        elif text in {"/new", "/end"}:
+            if text == "/end":
+                end_thread(bot, user, thread, out, err)
+            thread, last = fresh_thread_name(bot, user), None
             out.print(f"[dim]new thread {thread}[/]")
         elif text.startswith("/"):
             out.print(f"[dim]unknown command {text}; /help lists them[/]")
