@@ -73,10 +73,9 @@ def test_fold_without_a_summary_says_none_yet() -> None:
     assert "Summary so far:\n(none yet)" in llm.history[0][0]["content"]
 
 
-def test_an_empty_reply_keeps_the_old_summary() -> None:
-    assert fold(ScriptedLLM(["   "]), BotSettings(), "Alice is a teacher.", LINES) == (
-        "Alice is a teacher."
-    )
+def test_an_empty_reply_folds_nothing() -> None:
+    """None: the caller keeps the old summary and the lines wait for the next fold."""
+    assert fold(ScriptedLLM(["   "]), BotSettings(), "Alice is a teacher.", LINES) is None
 
 
 def test_a_failing_model_raises_its_error() -> None:

@@ -414,3 +414,20 @@ def test_expertise_max_matches_is_respected(memory: Memory, limit: int) -> None:
     turn = Bot(memory, ScriptedLLM()).turn(QUERY, user="alice", thread="t2", dry_run=True,
                                           settings={"expertise_max_matches": limit})  # fmt: skip
     assert len(turn.expertise_matches) == limit
+
+
+def test_a_model_that_cannot_write_json_answers_in_text(memory) -> None:
+    """The bundled 135M model is held to text: no JSON asked, no JSON instructions."""
+
+    class TextOnly(ScriptedLLM):
+        writes_json = False
+
+    llm = TextOnly(["Hello there."])
+    turn = Bot(memory, llm).turn("hi", user="alice", thread="t1")
+    assert llm.json_modes == [False]
+    assert "citation_ids" not in turn.prompt
+    assert turn.response == "Hello there." and turn.citations == ()
+    assert any("cannot write JSON" in note for note in turn.notes)
+    from membot.llm import BundledSmolLM2
+
+    assert BundledSmolLM2.writes_json is False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -91,6 +92,11 @@ class Bot:
         clock = _Clock()
         started = time.perf_counter()
         profile = self.memory.bot_settings(self.name, settings)
+        notes: list[str] = []
+        if profile.citations and not getattr(self.llm, "writes_json", True):
+            # A model that cannot keep to JSON answers in text: better a reply than citations.
+            profile = replace(profile, citations=False)
+            notes.append(f"citations off: {self.llm.name} cannot write JSON reliably")
         now = now or utc_now()
         item = self.memory.validate_line(LineInput(text, user, thread, Role.HUMAN, self.name))
         with clock.step("embed"):
@@ -106,7 +112,6 @@ class Bot:
                 profile.expertise_match_fmt, profile, text, feed, story=True, now=now
             )
             expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
-        notes: list[str] = []
         if profile.relevance_check and not dry_run and (history or expertise):
             with clock.step("relevance_check"):
                 history, dropped = check_hints(self.llm, text, history)
@@ -189,6 +194,8 @@ class Bot:
             summary = fold(self.llm, profile, state.summary, lines)
         except MembotError as failure:
             return [f"running summary not updated: {failure}"]
+        if summary is None:
+            return ["running summary not updated: the model wrote nothing"]
         self.memory.store.save_thread_summary(state.id, summary, seqs.stop - 1)
         return [f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"]
 

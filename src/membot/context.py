@@ -42,7 +42,8 @@ MESSAGE_OVERHEAD = 12
 MIN_FEED = 4
 
 JSON_INSTRUCTIONS = (
-    'Answer with one JSON object and nothing else: {{"response": "what {BOT} says", '
+    "Insert the list of citations whose hints informed the response into the 'citation_ids' "
+    'array. Answer with one JSON object and nothing else: {{"response": "what {BOT} says", '
     '"citation_ids": ["the citation IDs of the hints you used"]}}.'
 )
 

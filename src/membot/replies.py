@@ -54,7 +54,11 @@ def read_reply(text: str, known_ids: set[str] | None = None) -> Reply:
     raw_ids = data.get("citation_ids", data.get("citations", []))
     if not isinstance(raw_ids, list):
         raw_ids = [raw_ids] if isinstance(raw_ids, str | int) else []
-    ids = [str(each).strip() for each in raw_ids if isinstance(each, str | int)]
+    ids = [
+        str(each).strip()
+        for each in raw_ids
+        if isinstance(each, str | int) and not isinstance(each, bool)
+    ]
     cited = tuple(dict.fromkeys(i for i in ids if known_ids is None or i in known_ids))
     note = None
     if len(cited) < len(set(ids)):

@@ -34,8 +34,9 @@ def lines_to_fold(settings: BotSettings, summarized_through: int, newest_seq: in
     return waiting if len(waiting) >= step else range(0)
 
 
-def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -> str:
-    """The summary with ``lines`` folded in (raises the LLM's ``ProviderError``)."""
+def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -> str | None:
+    """The summary with ``lines`` folded in; None when the model wrote nothing (the lines
+    then wait for the next fold). Raises the LLM's ``ProviderError``."""
     speakers = Speakers(settings.human_name, settings.bot_name)
     instruction = INSTRUCTION.replace("{HUMAN}", settings.human_name).replace(
         "{BOT}", settings.bot_name
@@ -46,4 +47,4 @@ def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -
         f"Lines to add:\n{transcript}\n\nUpdated summary:"
     )
     reply = llm.complete([{"role": "user", "content": content}], SUMMARY_TOKENS)
-    return reply.strip() or summary
+    return reply.strip() or None

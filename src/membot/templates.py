@@ -5,7 +5,10 @@ placeholders known when it is filled (:data:`ALLOWED`), so one is refused when s
 names another; ``{{`` and ``}}`` stand for literal braces. The defaults follow chatState's
 profile table, with two changes: the match strings are the new line alone (see the note at
 ``history_match_fmt``), and ``{NOW}`` (the current date and time) is allowed everywhere and
-opens the default prompt, so a bot can answer "how many days until my birthday?".
+opens the default prompt, so a bot can answer "how many days until my birthday?". The
+request for JSON with ``citation_ids`` is not part of ``prompt_fmt``: membot appends it when
+the bot asks for citations (and its model can write JSON), so a bot without citations is
+never told to answer in JSON.
 
 Filling order, as chatState does it: the feed and ``{STORY}``; the history match string and
 its matches, then ``{HISTORY_HINTS}``; the expertise match string and its matches, then
@@ -63,8 +66,7 @@ DEFAULTS: dict[str, str] = {
         "It is now {NOW}. {HUMAN} is conducting an interview with {BOT}.\n{EXPERTISE_HINTS}\n"
         "{HISTORY_HINTS}\n{STORY}\nNow {HUMAN} says '{QUERY}'. State an appropriate response "
         "for {BOT} in the first person. Use any available information from the transcript in "
-        "the response. Include only {BOT}'s utterance in the response. Be brief. Insert the "
-        "list of citations whose hints informed the response into the 'citation_ids' array."
+        "the response. Include only {BOT}'s utterance in the response. Be brief."
     ),
     "no_response": "I have no answer for that based on my expertise or experience.",
 }

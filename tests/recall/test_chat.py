@@ -123,8 +123,9 @@ def test_max_matches_is_respected(memory, strategy) -> None:
 
 @pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
 def test_the_feed_is_never_recalled(memory, strategy) -> None:
-    """The new line's window_size lines before it are in the prompt already."""
-    settings = settings_of(strategy=strategy, threshold=0.2, window_size=3, window_overlap=1,
+    """The new line's window_size lines before it are in the prompt already (a window unit
+    holding feed lines is skipped whole, so window 2 / overlap 0 leaves line 1 recallable)."""
+    settings = settings_of(strategy=strategy, threshold=0.2, window_size=2, window_overlap=0,
                            expand_before=0, expand_after=0)  # fmt: skip
     older = add_thread(memory, [("cat Miso older", Role.HUMAN), ("fine", Role.BOT)], thread="now")
     filler = add_thread(memory, [("x1", Role.HUMAN), ("x2", Role.BOT)], thread="now")

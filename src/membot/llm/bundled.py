@@ -31,6 +31,9 @@ class BundledSmolLM2:
     """SmolLM2-135M-Instruct, loaded on first use; no network, no key."""
 
     name = "smollm2"
+    # Held to JSON by a grammar, the 135M model writes well-formed nonsense; in plain text it
+    # at least answers. Bots using it reply in text, without citations.
+    writes_json = False
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path

@@ -191,7 +191,11 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
         score = float(scores[index])
         if score < settings.threshold or len(hits) == settings.max_matches:
             break
-        lines = [line for line in units[index] if line.id in in_scope]
+        unit = units[index]
+        # A unit holding feed lines matches partly by the current conversation: skip it.
+        if any(_in_feed(line.thread_id, line.seq, scope) for line in unit):
+            continue
+        lines = [line for line in unit if line.id in in_scope]
         if not lines:
             continue
         best = max(lines, key=lambda line: in_scope[line.id])
@@ -199,6 +203,15 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
         seqs = tuple(line.seq for line in lines)
         blocks.append(BufferEntry(best.thread_id, min(seqs), max(seqs), score, seqs))
     return ChatRecall(tuple(hits), tuple(merge_blocks(blocks)))
+
+
+def _in_feed(thread_id: int, seq: int, scope: Scope) -> bool:
+    return (
+        scope.window_thread_id is not None
+        and scope.window_from_seq is not None
+        and thread_id == scope.window_thread_id
+        and seq >= scope.window_from_seq
+    )
 
 
 _RANKINGS: dict[tuple[str, int, int], object] = {}
