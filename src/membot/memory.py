@@ -369,11 +369,18 @@ class Memory:
             if not lines:
                 raise ConfigError(f"thread {thread!r} has no lines to summarise")
             covers = (lines[0].created_at, lines[-1].created_at)
-        vector = self.embed([text])[0]
+        vectors = self._summary_vectors(text)
         labels = [label.strip().lower() for label in categories if label.strip()]
         return self.store.add_summary(state.id, text.strip(), labels, covers,
-                                      self.tokens.count(text), vector,
-                                      self._vectors_by(vector))  # fmt: skip
+                                      self.tokens.count(text), vectors,
+                                      self._vectors_by(vectors))  # fmt: skip
+
+    def _summary_vectors(self, text: str) -> np.ndarray:
+        """The whole summary's vector, then one per key point ("- " lines): a question about
+        one point meets that point, not an average of all of them."""
+        points = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
+        points = [point for point in points if point]
+        return self.embed([text.strip(), *points] if len(points) > 1 else [text.strip()])
 
     def search_summaries(
         self, vector: np.ndarray, *, bot: str, user: str | None, k: int, min_score: float
@@ -457,6 +464,13 @@ class Memory:
         extras: dict[str, list[tuple[int, np.ndarray]]] = {}
         for table, texts in self.store.all_extra_texts().items():  # summaries, expertise
             extras[table] = []
+            if table == "memories":  # a summary's vectors: the whole, then each key point
+                for i, text in texts:
+                    points = [ln[2:].strip() for ln in text.splitlines() if ln.startswith("- ")]
+                    points = [p for p in points if p]
+                    parts = [text, *points] if len(points) > 1 else [text]
+                    extras[table].append((i, embedder.embed(parts)))
+                continue
             for start in range(0, len(texts), batch_size):
                 chunk = texts[start : start + batch_size]
                 embedded = embedder.embed([text for _, text in chunk])

@@ -145,9 +145,13 @@ def best_scored(
     ids: np.ndarray, vectors: np.ndarray, query: np.ndarray, k: int, min_score: float
 ) -> list[tuple[int, float]]:
     """The ``k`` best (id, cosine) of a small matrix (summaries, expertise chunks) that
-    reach ``min_score``, best first."""
+    reach ``min_score``, best first; an id with several rows scores its best row."""
     if k <= 0 or len(ids) == 0:
         return []
     scores = vectors @ np.asarray(query, dtype=np.float32)
-    order = np.argsort(-scores, kind="stable")[:k]
-    return [(int(ids[i]), float(scores[i])) for i in order if scores[i] >= min_score]
+    best: dict[int, float] = {}  # an id with several vectors scores its best
+    for index in np.argsort(-scores, kind="stable"):
+        if scores[index] < min_score or len(best) == k:
+            break
+        best.setdefault(int(ids[index]), float(scores[index]))
+    return list(best.items())

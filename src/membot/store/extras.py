@@ -105,6 +105,7 @@ class StoreExtras:
     _query: Callable[..., list[tuple]]
     _check_and_record_embedder: Callable[[sqlite3.Connection, tuple[str, int] | None], None]
     _ensure_named: Callable[[sqlite3.Connection, str, str], int]
+    get_meta: Callable[[str], str | None]
 
     # -- threads --------------------------------------------------------------------------
 
@@ -191,13 +192,24 @@ class StoreExtras:
         return [by_id[i] for i in ids if i in by_id]
 
     def summary_vectors(self, bot_id: int, person_id: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """Ids and vectors of a person's summaries (every person's with ``person_id`` None)."""
+        """Ids and vectors of a person's summaries (every person's with ``person_id`` None).
+
+        A summary may hold several vectors (the whole text, then each key point): its id
+        repeats once per vector."""
         sql = "SELECT id, vector FROM memories WHERE bot_id = ?"
         params: list = [bot_id]
         if person_id is not None:
             sql += " AND person_id = ?"
             params.append(person_id)
-        return _matrix(self._query(sql + " ORDER BY id", params))
+        rows = self._query(sql + " ORDER BY id", params)
+        dimension = int(self.get_meta("dimension") or 0)
+        if not rows or dimension == 0:
+            return _matrix([])
+        parts = [np.frombuffer(blob, dtype=np.float32).reshape(-1, dimension) for _, blob in rows]
+        ids = np.concatenate(
+            [np.full(len(p), i, dtype=np.int64) for (i, _), p in zip(rows, parts, strict=True)]
+        )
+        return ids, np.vstack(parts)
 
     def forget_summary(self, summary_id: int) -> bool:
         with self._write() as db:
