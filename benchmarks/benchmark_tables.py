@@ -1,6 +1,6 @@
 """Markdown tables for docs/benchmarks.md from `membot eval ... --out` reports.
 
-    for s in lines bm25 hybrid; do
+    for s in lines bm25 hybrid prune pairs windows blend; do
       .venv/bin/membot eval locomo ../shared/data/locomo/locomo_dev.json --strategy $s \
           --out reports/locomo_$s.json
       .venv/bin/membot eval longmemeval ../shared/data/longmemeval/longmemeval_s_dev.json \

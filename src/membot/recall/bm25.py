@@ -2,6 +2,8 @@
 
 The query's words are quoted and OR-ed, so any line sharing a word can match and no
 punctuation in the query (quotes, ``-``, ``:``, ``*``, ``NEAR``) is read as FTS5 syntax.
+A caller may leave out ``STOPWORDS`` (``blend`` does): BM25's IDF damps them, but every line
+holding "what" or "did" still gets a score and takes a place ahead of the lines BM25 misses.
 """
 
 from __future__ import annotations
@@ -18,16 +20,33 @@ if TYPE_CHECKING:
 
 _WORD = re.compile(r"\w+")
 
+# English function words, lower case, as ``\w+`` cuts them ("don't" -> "don", "t")
+_STOPWORD_LIST = """
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing don down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such t than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    s
+"""
+STOPWORDS = frozenset(_STOPWORD_LIST.split())
 
-def fts_query(text: str) -> str:
-    """``What's "Bob's" job?`` -> ``"what" OR "s" OR "bob" OR "job"``; empty without words."""
-    words = dict.fromkeys(word.lower() for word in _WORD.findall(text))
-    return " OR ".join(f'"{word}"' for word in words)
+
+def fts_query(text: str, stopwords: frozenset[str] = frozenset()) -> str:
+    """``What's "Bob's" job?`` -> ``"what" OR "s" OR "bob" OR "job"``; empty without words.
+    Words in ``stopwords`` are left out unless the text has no other word."""
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+    kept = [word for word in words if word not in stopwords] or words
+    return " OR ".join(f'"{word}"' for word in kept)
 
 
-def bm25_hits(memory: Memory, query: str, scope: Scope) -> list[Hit]:
-    """Lines in scope sharing a word with ``query``, best BM25 score first."""
-    match = fts_query(query)
+def bm25_hits(
+    memory: Memory, query: str, scope: Scope, stopwords: frozenset[str] = frozenset()
+) -> list[Hit]:
+    """Lines in scope sharing a word with ``query`` (``stopwords`` aside), best BM25 first."""
+    match = fts_query(query, stopwords)
     if not match:
         return []
     scored = memory.store.lexical_search(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from membot.errors import ConfigError
+from membot.recall.blend import BlendRanking
 from membot.recall.bm25 import BM25Ranking
 from membot.recall.hybrid import HybridRanking
 from membot.recall.pairs import PairsRanking
@@ -19,6 +20,7 @@ RANKINGS: dict[str, Callable[[], Ranking]] = {
     "prune": PruneRanking,
     "pairs": PairsRanking,
     "windows": WindowsRanking,
+    "blend": BlendRanking,
 }
 
 

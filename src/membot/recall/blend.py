@@ -1,0 +1,205 @@
+"""Blended ranking: dense and BM25 scores, each normalised to [0, 1], added with weights.
+
+A line's dense score is its cosine with the query, raised by two things the line's own vector
+misses, then mixed with its neighbours':
+
+1. **sentences** — a line of several sentences also gets one vector per sentence (``Speaker:
+   sentence``); its score is ``(1 - sentence_weight) * line + sentence_weight * max(line, best
+   sentence)``, so a fact said in passing ("By the way, I just got a Suica card") is not
+   averaged away by the rest of a long line;
+2. **neighbours** — ``score + neighbour_weight * (previous line's score + next line's score)``
+   in the same thread (a line without a neighbour counts its own score there), so a line in a
+   passage about the question outranks a lone line that happens to share its words.
+
+The lexical side is BM25 over the lines, the query's stopwords left out ("what", "did", "I",
+...; a query of stopwords only keeps them). Both sides are min-max normalised over the lines
+in scope and added ``dense_weight * dense + lexical_weight * lexical`` (a line BM25 does not
+find adds nothing). Neighbours up to ``before``/``after`` lines away then compete at
+``neighbour_decay ** distance`` times their hit's blended score, as in ``hybrid``.
+
+Measured with `membot eval` on the dev files (LoCoMo evidence recall at 5 / 10 / 25 / 50
+turns; LongMemEval session recall_all@5, turn recall_all@10, turn ndcg_any@10), each step on
+top of the one before, starting from ``hybrid`` (.560 / .675 / .807 / .870; .824 / .784 / .718):
+
+- neighbour scores mixed in at 0.5, still with rank fusion (.579 / .710 / .817 / .868;
+  .824 / .784 / .735); 0.25 and 0.75 did less on LoCoMo;
+- sentence vectors mixed in at 0.5 (.596 / .715 / .824 / .875; .824 / .804 / .754);
+- stopwords left out of the BM25 query (.600 / .712 / .828 / .883; .843 / .804 / .742);
+- normalised score fusion instead of reciprocal ranks, BM25 weighing 0.5, neighbours placed at
+  0.85 per line instead of 0.95: rank fusion throws away how far ahead the best match is
+  (.643 / .749 / .842 / .889; .863 / .882 / .744). BM25 at 0.3 or 0.75 moved the two
+  benchmarks in opposite directions; at 0.95, neighbours of a clear best match take the places
+  right after it and LongMemEval's turn ndcg_any@10 drops to .69;
+- with score fusion, neighbour scores at 0.25 instead of 0.5 (.659 / .762 / .851 / .902;
+  .863 / .882 / .750); at 0 .635 / .761 / .847 / .900; .902 / .863 / .743. Without the
+  sentence vectors (neighbours at 0.5): .623 / .732 / .837 / .883; .843 / .843 / .710.
+
+One LongMemEval question moves its metrics by about 0.02: differences below that are noise.
+
+The sentence vectors are built by the ranking from the stored lines, once per state of the
+store, through ``Memory.embed`` (the harness's embedder cache included), like ``pairs`` and
+``windows``; the per-line vectors are the harness's, of ``Speaker: text``.
+"""
+
+from __future__ import annotations
+
+import re
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from membot.recall.bm25 import STOPWORDS, bm25_hits
+from membot.recall.hybrid import expand_by_score
+from membot.recall.lines import Hit
+from membot.recall.prune import Layout, layout_of, store_key
+from membot.recall.ranking import dense_hits
+from membot.search import Scope
+
+if TYPE_CHECKING:
+    from membot.memory import LineInput, Memory
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences_of(text: str) -> list[str]:
+    """``"Hi. I moved!\\nNew job?"`` -> ``["Hi.", "I moved!", "New job?"]``; blank parts
+    dropped; a text without a break is one sentence."""
+    parts = [part.strip() for part in _SENTENCE_END.split(text)]
+    return [part for part in parts if part] or [text]
+
+
+def sentence_units(layout: Layout) -> tuple[list[int], list[str]]:
+    """(owning line id, ``Speaker: sentence``) for every sentence of a line of two or more."""
+    owners: list[int] = []
+    texts: list[str] = []
+    for line in layout.by_id.values():
+        parts = sentences_of(line.text)
+        if len(parts) < 2:
+            continue
+        for part in parts:
+            owners.append(line.id)
+            texts.append(f"{line.speaker}: {part}" if line.speaker else part)
+    return owners, texts
+
+
+def with_sentences(hits: Sequence[Hit], best: Mapping[int, float], weight: float) -> list[Hit]:
+    """Each hit's score moved ``weight`` of the way to its best sentence's, if that is higher."""
+    return [
+        Hit(
+            hit.line_id,
+            hit.thread_id,
+            hit.seq,
+            hit.score + weight * max(0.0, best.get(hit.line_id, hit.score) - hit.score),
+        )
+        for hit in hits
+    ]
+
+
+def with_neighbours(hits: Sequence[Hit], weight: float) -> list[Hit]:
+    """Each hit's score plus ``weight`` times its previous and next lines' scores (its own
+    where a neighbour is not among the hits); best first."""
+    at = {(hit.thread_id, hit.seq): hit.score for hit in hits}
+    smoothed = [
+        Hit(
+            hit.line_id,
+            hit.thread_id,
+            hit.seq,
+            hit.score
+            + weight
+            * (
+                at.get((hit.thread_id, hit.seq - 1), hit.score)
+                + at.get((hit.thread_id, hit.seq + 1), hit.score)
+            ),
+        )
+        for hit in hits
+    ]
+    return sorted(smoothed, key=lambda hit: -hit.score)
+
+
+def normalised(hits: Sequence[Hit]) -> dict[int, float]:
+    """Scores min-max scaled to [0, 1] (all 1 when they are equal), by line id."""
+    if not hits:
+        return {}
+    scores = np.asarray([hit.score for hit in hits], dtype=float)
+    low, spread = scores.min(), scores.max() - scores.min()
+    scaled = (scores - low) / spread if spread > 0 else np.ones_like(scores)
+    return {hit.line_id: float(value) for hit, value in zip(hits, scaled, strict=True)}
+
+
+def blend(dense: Sequence[Hit], lexical: Sequence[Hit], weights: Sequence[float]) -> list[Hit]:
+    """The dense hits scored ``weights[0] * dense + weights[1] * lexical``, both normalised;
+    lexical hits outside ``dense`` are dropped; best first, ties in dense order."""
+    dense_weight, lexical_weight = weights
+    dense_scores, lexical_scores = normalised(dense), normalised(lexical)
+    blended = [
+        Hit(
+            hit.line_id,
+            hit.thread_id,
+            hit.seq,
+            dense_weight * dense_scores[hit.line_id]
+            + lexical_weight * lexical_scores.get(hit.line_id, 0.0),
+        )
+        for hit in dense
+    ]
+    return sorted(blended, key=lambda hit: -hit.score)
+
+
+class BlendRanking:
+    """Dense (with sentences and neighbours) and stopword-free BM25 scores, normalised and
+    added; neighbours placed by their decayed score."""
+
+    name = "blend"
+
+    def __init__(
+        self,
+        before: int = 2,
+        after: int = 2,
+        dense_weight: float = 1.0,
+        lexical_weight: float = 0.5,
+        sentence_weight: float = 0.5,
+        neighbour_weight: float = 0.25,
+        neighbour_decay: float = 0.85,
+    ) -> None:
+        self.before = before
+        self.after = after
+        self.weights = (dense_weight, lexical_weight)
+        self.sentence_weight = sentence_weight
+        self.neighbour_weight = neighbour_weight
+        self.neighbour_decay = neighbour_decay
+        self._sentences: weakref.WeakKeyDictionary[
+            Memory, tuple[tuple[int, int], list[int], np.ndarray]
+        ] = weakref.WeakKeyDictionary()
+
+    def index_text(self, item: LineInput) -> str:
+        return f"{item.speaker}: {item.text}" if item.speaker else item.text
+
+    def sentence_vectors(self, memory: Memory) -> tuple[list[int], np.ndarray]:
+        """Owning line ids and vectors of the store's sentences, built once per store state."""
+        key = store_key(memory)
+        cached = self._sentences.get(memory)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        owners, texts = sentence_units(layout_of(memory))
+        vectors = np.asarray(memory.embed(texts), np.float32) if texts else np.zeros((0, 0))
+        self._sentences[memory] = (key, owners, vectors)
+        return owners, vectors
+
+    def dense(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
+        """Dense hits scored with their sentences and neighbours, best first."""
+        hits = dense_hits(memory, query, scope)
+        if self.sentence_weight:
+            owners, vectors = self.sentence_vectors(memory)
+            best: dict[int, float] = {}
+            if owners:
+                scores = vectors @ np.asarray(memory.embed([query])[0], dtype=np.float32)
+                for owner, score in zip(owners, scores.tolist(), strict=True):
+                    best[owner] = max(best.get(owner, score), score)
+            hits = with_sentences(hits, best, self.sentence_weight)
+        return with_neighbours(hits, self.neighbour_weight)
+
+    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+        lexical = bm25_hits(memory, query, scope, stopwords=STOPWORDS)
+        blended = blend(self.dense(memory, query, scope), lexical, self.weights)
+        return expand_by_score(blended, self.before, self.after, self.neighbour_decay)

@@ -1,0 +1,153 @@
+"""The blend strategy: sentences, neighbour scores, stopword-free BM25, normalised fusion."""
+
+from __future__ import annotations
+
+import pytest
+
+from membot import Memory
+from membot.memory import LineInput
+from membot.model import Role
+from membot.recall.blend import (
+    BlendRanking,
+    blend,
+    normalised,
+    sentence_units,
+    sentences_of,
+    with_neighbours,
+    with_sentences,
+)
+from membot.recall.bm25 import STOPWORDS, bm25_hits, fts_query
+from membot.recall.hybrid import reciprocal_rank_fusion
+from membot.recall.lines import Hit
+from membot.recall.prune import Layout, StoredLine
+from membot.recall.strategies import ranking_named
+from membot.search import Scope
+
+
+def stored(memory: Memory, *texts: str, thread: str = "t1", user: str = "ann") -> list[int]:
+    return [memory.add(text, user=user, thread=thread).id for text in texts]
+
+
+def scope(memory: Memory) -> Scope:
+    return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Hi. I moved to Lisbon! Did you?", ["Hi.", "I moved to Lisbon!", "Did you?"]),
+        ("one line\n\nanother line", ["one line", "another line"]),
+        ("no break at all", ["no break at all"]),
+        ("version 1.5 is out", ["version 1.5 is out"]),
+        ("  ", ["  "]),
+    ],
+)
+def test_a_text_is_cut_into_sentences_at_end_marks_and_line_breaks(
+    text: str, expected: list[str]
+) -> None:
+    assert sentences_of(text) == expected
+
+
+def test_only_lines_of_several_sentences_get_sentence_units_with_their_speaker() -> None:
+    layout = Layout(
+        [
+            StoredLine(1, 1, 1, Role.HUMAN, "Just one.", "Ann"),
+            StoredLine(2, 1, 2, Role.HUMAN, "First. Second!", "Ann"),
+            StoredLine(3, 1, 3, Role.BOT, "Alpha? Beta", None),
+        ]
+    )
+    owners, texts = sentence_units(layout)
+    assert owners == [2, 2, 3, 3]
+    assert texts == ["Ann: First.", "Ann: Second!", "Alpha?", "Beta"]
+
+
+def test_a_better_sentence_moves_its_line_part_of_the_way_up() -> None:
+    hits = [Hit(1, 1, 1, 0.2), Hit(2, 1, 2, 0.5), Hit(3, 1, 3, 0.4)]
+    moved = with_sentences(hits, {1: 0.6, 2: 0.3}, 0.5)
+    assert [hit.score for hit in moved] == pytest.approx([0.4, 0.5, 0.4])  # a worse one: no
+
+
+def test_neighbour_scores_are_added_and_a_missing_neighbour_counts_the_line_itself() -> None:
+    hits = [Hit(1, 1, 1, 0.2), Hit(2, 1, 2, 0.8), Hit(3, 1, 3, 0.4), Hit(9, 2, 1, 0.7)]
+    smoothed = {hit.line_id: hit.score for hit in with_neighbours(hits, 0.5)}
+    assert smoothed == pytest.approx({1: 0.2 + 0.5 * (0.2 + 0.8), 2: 0.8 + 0.5 * (0.2 + 0.4),
+                                      3: 0.4 + 0.5 * (0.8 + 0.4), 9: 0.7 + 0.5 * 1.4})  # fmt: skip
+    assert [hit.line_id for hit in with_neighbours(hits, 0.5)] == [9, 2, 3, 1]
+    assert [hit.line_id for hit in with_neighbours(hits, 0.0)] == [2, 9, 3, 1]
+
+
+def test_scores_are_scaled_to_the_unit_interval() -> None:
+    assert normalised([Hit(1, 1, 1, -2.0), Hit(2, 1, 2, 0.0), Hit(3, 1, 3, 2.0)]) == {
+        1: 0.0,
+        2: 0.5,
+        3: 1.0,
+    }
+    assert normalised([Hit(1, 1, 1, 0.3), Hit(2, 1, 2, 0.3)]) == {1: 1.0, 2: 1.0}
+    assert normalised([]) == {}
+
+
+def test_blending_weighs_how_far_ahead_a_match_is_not_just_its_rank() -> None:
+    dense = [Hit(1, 1, 1, 0.9), Hit(2, 1, 2, 0.5), Hit(3, 1, 3, 0.1)]
+    lexical = [Hit(3, 1, 3, 12.0), Hit(2, 1, 2, 11.0), Hit(7, 9, 9, 1.0)]
+    blended = blend(dense, lexical, (1.0, 0.5))
+    assert [hit.line_id for hit in blended] == [1, 2, 3]  # 7 is not a dense hit: out of scope
+    assert [hit.score for hit in blended] == pytest.approx([1.0, 0.5 + 0.5 * 10 / 11, 0.5])
+    # reciprocal ranks put 2 first: second on both sides beats a clear first on one
+    fused = reciprocal_rank_fusion([dense, lexical], (1.0, 0.5))
+    assert [hit.line_id for hit in fused] == [2, 3, 1, 7]
+
+
+def test_stopwords_are_left_out_of_the_lexical_query_unless_nothing_else_is_left() -> None:
+    assert fts_query("What did Bob do in May?", STOPWORDS) == '"bob" OR "may"'
+    assert fts_query("What did you do?", STOPWORDS) == '"what" OR "did" OR "you" OR "do"'
+    assert fts_query("What did Bob do?") == '"what" OR "did" OR "bob" OR "do"'  # the default
+    assert {"what", "did", "i", "don", "t"} <= STOPWORDS
+
+
+def test_bm25_without_stopwords_skips_lines_that_share_only_a_stopword(memory: Memory) -> None:
+    ids = stored(memory, "what a day", "my kite flew away", "did you see it")
+    assert {hit.line_id for hit in bm25_hits(memory, "what did my kite do", scope(memory))} == {
+        *ids
+    }
+    found = bm25_hits(memory, "what did my kite do", scope(memory), stopwords=STOPWORDS)
+    assert [hit.line_id for hit in found] == [ids[1]]
+
+
+def test_blend_ranks_every_line_once_with_the_match_first(memory: Memory) -> None:
+    ids = stored(memory, "good morning", "I adopted a puppy called Rex", "the weather is fine")
+    other = stored(memory, "nothing much today", thread="t2")
+    ranked = BlendRanking().rank(memory, "what did I call the puppy", scope(memory))
+    assert ranked[0] == ids[1]
+    assert sorted(ranked) == sorted(ids + other)
+    assert ranked.index(other[0]) > ranked.index(ids[0])  # neighbours of the match come sooner
+
+
+def test_a_fact_in_one_sentence_of_a_long_line_is_found_by_its_sentence(
+    memory: Memory, embedder
+) -> None:
+    filler = "We talked about the garden. The roses need water. The lawn needs mowing."
+    ids = stored(memory, f"{filler} By the way, my passport expired.", "my passport photos")
+    plain = BlendRanking(sentence_weight=0.0, neighbour_weight=0.0, lexical_weight=0.0)
+    with_parts = BlendRanking(sentence_weight=1.0, neighbour_weight=0.0, lexical_weight=0.0)
+    query = "my passport expired"
+    assert plain.rank(memory, query, scope(memory))[0] == ids[1]  # the long line is diluted
+    assert with_parts.rank(memory, query, scope(memory))[0] == ids[0]
+    assert "By the way, my passport expired." in embedder.embedded
+
+
+def test_sentence_vectors_are_built_once_per_state_of_the_store(memory: Memory, embedder) -> None:
+    stored(memory, "Red kite. Blue sea.")
+    ranking = BlendRanking()
+    ranking.rank(memory, "kite", scope(memory))
+    ranking.rank(memory, "sea", scope(memory))
+    assert embedder.calls.count(["Red kite.", "Blue sea."]) == 1
+    stored(memory, "Green tree. Tall tree.")
+    ranking.rank(memory, "tree", scope(memory))
+    assert ["Red kite.", "Blue sea.", "Green tree.", "Tall tree."] in embedder.calls
+
+
+def test_blend_is_found_by_name_and_embeds_the_speaker_with_the_line() -> None:
+    ranking = ranking_named("blend")
+    assert ranking.name == "blend"
+    assert ranking.index_text(LineInput("hi", "ann", "t", speaker="Ann")) == "Ann: hi"
+    assert ranking.index_text(LineInput("hi", "ann", "t")) == "hi"
