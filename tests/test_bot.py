@@ -57,7 +57,7 @@ def test_a_turn_stores_both_lines_and_answers(memory: Memory) -> None:
     assert user == {"role": "user", "content": "Hi, I am Alice."}
     assert system["role"] == "system" and "current conversation" in system["content"]
     assert turn.messages == (system, user)
-    assert turn.tokens["prompt"] <= turn.tokens["budget"] == 4096 - 256
+    assert turn.tokens["prompt"] <= turn.tokens["budget"] == 2048 - 256
     assert turn.tokens["response"] == turn.bot_line.tokens
     assert set(turn.timings_ms) == TIMING_KEYS
     assert all(value >= 0 for value in turn.timings_ms.values())

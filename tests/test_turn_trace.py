@@ -204,7 +204,7 @@ def test_passed_settings_beat_the_profile_which_beats_the_defaults(memory: Memor
     turn = bot.turn("hi", user="alice", thread="t1", settings={"bot_name": "Passed"})
     assert "Ann is conducting an interview with Passed." in turn.prompt
     assert "Stored" not in turn.prompt
-    assert turn.tokens["context_size"] == 4096  # a default neither changed
+    assert turn.tokens["context_size"] == 2048  # a default neither changed
     later = bot.turn("hi again", user="alice", thread="t1")
     assert "Ann is conducting an interview with Stored." in later.prompt
     assert "Passed: " not in later.feed and "Stored: " in later.feed  # the bot's line, renamed

@@ -76,11 +76,11 @@ class BotSettings:
     recall_summaries: bool = True
     # Expertise (the bot's documents).
     expertise_max_matches: int = 4
-    # Calibrated by benchmarks/calibrate_expertise.py (docs/recall.md): at 0.40 small talk
+    # Calibrated by benchmarks/calibrate_expertise.py (docs/turns.md): at 0.40 small talk
     # reaches no chunk, and 52% of questions find a passage with their answer in the top 4.
     expertise_min_score: float = 0.40
     # The prompt: the model's context size, of which reply_tokens are kept for the reply.
-    context_size: int = 4096  # the bundled SmolLM2 is loaded with 4096
+    context_size: int = 2048  # SmolLM2-135M, the bundled model, was trained on 2048
     reply_tokens: int = 256
     citations: bool = True  # ask the model for JSON with the ids of the hints it used
     relevance_check: bool = False  # ask the model whether each recalled block is relevant
