@@ -5,28 +5,24 @@ Global options come before the command: ``membot --db PATH --llm SPEC COMMAND ..
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 
 from membot.bot import Bot
 from membot.cli_bots import bot_app
 from membot.cli_chat import run_chat
+from membot.cli_common import BotOption, Options, UserOption, err, options_of, out, print_json
 from membot.cli_conversations import register as register_conversations
 from membot.cli_eval import eval_app
 from membot.cli_expertise import expertise_app
-from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, data_dir, default_db_path
+from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, default_db_path
 from membot.errors import ConfigError, MembotError
 from membot.importers import FORMATS, read_file
-from membot.llm import LLM, TRY_OUT_NOTICE, BundledSmolLM2, resolve_llm
-from membot.memory import Memory
 
 app = typer.Typer(
     help="membot: a chatbot memory that does not end.",
@@ -37,44 +33,6 @@ app = typer.Typer(
 app.add_typer(bot_app, name="bot")
 app.add_typer(eval_app, name="eval")
 app.add_typer(expertise_app, name="expertise")
-out = Console()
-err = Console(stderr=True)
-
-
-@dataclass
-class Options:
-    db: Path
-    embedder: str
-    llm: str
-    llm_key_env: str | None
-    _memory: Memory | None = field(default=None, repr=False)
-
-    def memory(self, warm: bool = False) -> Memory:
-        """The store; ``warm`` loads the models first, so a turn's timings are its own."""
-        if self._memory is None:
-            self._memory = Memory(self.db, embedder=self.embedder)
-        if warm:
-            self._memory.warm_up()
-        return self._memory
-
-    def make_llm(self) -> LLM:
-        llm = resolve_llm(self.llm, key_env=self.llm_key_env)
-        if isinstance(llm, BundledSmolLM2):
-            notice_once()
-        return llm
-
-
-def notice_once() -> None:
-    """Say once per installation that the bundled model is only for trying membot out."""
-    marker = data_dir() / "smollm2-notice-shown"
-    if marker.exists():
-        return
-    err.print(f"[yellow]note:[/] {TRY_OUT_NOTICE}")
-    try:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
-    except OSError:
-        pass  # the note shows again next time; nothing else depends on the marker
 
 
 @app.callback()
@@ -100,18 +58,6 @@ def global_options(
     context.obj = Options(db or default_db_path(), embedder, llm, llm_key_env)
 
 
-def _options(context: typer.Context) -> Options:
-    return context.find_root().obj
-
-
-def print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
-
-
-UserOption = Annotated[str, typer.Option("--user", "-u", help="The person talking.")]
-BotOption = Annotated[str, typer.Option("--bot", "-b", help="The bot's name.")]
-
-
 @app.command()
 def chat(
     context: typer.Context,
@@ -120,7 +66,7 @@ def chat(
     thread: Annotated[str | None, typer.Option("--thread", "-t")] = None,
 ) -> None:
     """Talk with a bot that remembers. /recall shows what memory the last reply used."""
-    options = _options(context)
+    options = options_of(context)
     memory = options.memory(warm=True)
     run_chat(Bot(memory, options.make_llm(), bot), user, thread, out, err)
 
@@ -142,7 +88,7 @@ def say(
     ] = None,
 ) -> None:
     """One turn: store TEXT, recall, build the prompt and (unless --dry-run) answer."""
-    options = _options(context)
+    options = options_of(context)
     values = _key_values(overrides or [])
     llm = None if dry_run else options.make_llm()
     memory = options.memory(warm=True)
@@ -180,7 +126,7 @@ def tool(
 ) -> None:
     """Store a tool's result in a thread (role tool): in the prompt while recent, never
     recalled later unless the bot's recall_roles include tool."""
-    memory = _options(context).memory()
+    memory = options_of(context).memory()
     line = Bot(memory, name=bot).add_tool_result(text, user=user, thread=thread, tool=name)
     err.print(f"stored tool line {line.seq} in {thread}")
 
@@ -196,7 +142,7 @@ def search(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The stored lines most similar to QUERY (the query is not stored)."""
-    matches = _options(context).memory().search(query, user=user, bot=bot, thread=thread, k=k)
+    matches = options_of(context).memory().search(query, user=user, bot=bot, thread=thread, k=k)
     if as_json:
         print_json([{"user": m.line.person, **m.to_json()} for m in matches])
         return
@@ -218,7 +164,7 @@ def history(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A person's lines, thread by thread."""
-    lines = _options(context).memory().history(user=user, bot=bot, thread=thread)
+    lines = options_of(context).memory().history(user=user, bot=bot, thread=thread)
     if as_json:
         print_json([{"bot": x.bot, "thread": x.thread, **x.to_json()} for x in lines])
         return
@@ -242,7 +188,7 @@ def import_(
 ) -> None:
     """Bulk import a conversation file, embedding in batches."""
     plan = read_file(file, fmt, bot, user)
-    memory = _options(context).memory()
+    memory = options_of(context).memory()
     with Progress(console=err, transient=False) as progress:
         task = progress.add_task(f"importing {file.name}", total=len(plan.lines))
         added = memory.add_many(plan.lines, progress=lambda n: progress.advance(task, n))
@@ -261,14 +207,14 @@ def forget(
     what = f"thread {thread!r} of {user!r}" if thread else f"everything {user!r} said"
     if not yes and not typer.confirm(f"Forget {what}? This cannot be undone.", err=True):
         raise typer.Exit(1)
-    removed = _options(context).memory().forget(user=user, bot=bot, thread=thread)
+    removed = options_of(context).memory().forget(user=user, bot=bot, thread=thread)
     err.print(f"forgot {removed['lines']} lines in {removed['threads']} threads")
 
 
 @app.command()
 def reindex(context: typer.Context) -> None:
     """Re-embed every stored line with the embedder given by --embedder."""
-    memory = _options(context).memory()
+    memory = options_of(context).memory()
     total = memory.store.count_lines()
     with Progress(console=err) as progress:
         task = progress.add_task(f"re-embedding with {memory.embedder.name}", total=total)

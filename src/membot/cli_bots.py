@@ -8,17 +8,12 @@ from typing import Annotated
 
 import typer
 
+from membot.cli_common import err, options_of, out, print_json
 from membot.config import DEFAULT_BOT
 from membot.errors import ConfigError
 from membot.profiles import profile_from_toml, profile_to_toml
 
 bot_app = typer.Typer(help="Create bots and show or change their profiles.", no_args_is_help=True)
-
-
-def _cli():
-    from membot import cli  # the root app's options and printers (imported late: circular)
-
-    return cli
 
 
 @bot_app.command("create")
@@ -31,11 +26,11 @@ def bot_create(
     ] = None,
 ) -> None:
     """Create a bot with a profile (defaults for everything not given)."""
-    memory = _cli()._options(context).memory()
+    memory = options_of(context).memory()
     values = {key: value for key, value in (("bot_name", bot_name), ("human_name", human_name))
               if value is not None}  # fmt: skip
     memory.create_bot(name, **values)
-    _cli().err.print(f"created bot {name}")
+    err.print(f"created bot {name}")
 
 
 @bot_app.command("list")
@@ -43,12 +38,12 @@ def bot_list(
     context: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False
 ) -> None:
     """The bots in the store."""
-    names = _cli()._options(context).memory().store.bots()
+    names = options_of(context).memory().store.bots()
     if as_json:
-        _cli().print_json(names)
+        print_json(names)
     else:
         for name in names:
-            _cli().out.print(name, highlight=False)
+            out.print(name, highlight=False)
 
 
 @bot_app.command("show")
@@ -58,22 +53,22 @@ def bot_show(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A bot's profile (defaults where none were set)."""
-    settings = _cli()._options(context).memory().bot_settings(name).to_json()
+    settings = options_of(context).memory().bot_settings(name).to_json()
     if as_json:
-        _cli().print_json({"name": name, "settings": settings})
+        print_json({"name": name, "settings": settings})
     else:
         for key, value in settings.items():
-            _cli().out.print(f"{key} = {value!r}", highlight=False)
+            out.print(f"{key} = {value!r}", highlight=False)
 
 
 @bot_app.command("set")
 def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
     """Change one setting, e.g. `membot bot set membot threshold 0.4` or
     `membot bot set membot strategy.lexical_weight 3`."""
-    settings = _cli()._options(context).memory().configure_bot(name, **{key: value})
+    settings = options_of(context).memory().configure_bot(name, **{key: value})
     shown = settings.to_json()
     current = shown["strategy_options"].get(key[9:]) if key.startswith("strategy.") else shown[key]
-    _cli().err.print(f"{name}: {key} = {current!r}")
+    err.print(f"{name}: {key} = {current!r}")
 
 
 @bot_app.command("export")
@@ -83,7 +78,7 @@ def bot_export(
     file: Annotated[Path | None, typer.Argument(help="Write here (default: stdout).")] = None,
 ) -> None:
     """Write a bot's whole profile as TOML."""
-    memory = _cli()._options(context).memory()
+    memory = options_of(context).memory()
     if name not in memory.store.bots():
         raise ConfigError(f"no bot named {name!r}; `membot bot list` shows them")
     text = profile_to_toml(name, memory.bot_settings(name))
@@ -91,7 +86,7 @@ def bot_export(
         sys.stdout.write(text)
     else:
         file.write_text(text, encoding="utf-8")
-        _cli().err.print(f"wrote {file}")
+        err.print(f"wrote {file}")
 
 
 @bot_app.command("import")
@@ -109,5 +104,5 @@ def bot_import(
     target = name or stored_name
     if not target:
         raise ConfigError(f'{file} names no bot: add name = "…" or pass --name')
-    _cli()._options(context).memory().replace_profile(target, values)
-    _cli().err.print(f"imported the profile of {target} from {file}")
+    options_of(context).memory().replace_profile(target, values)
+    err.print(f"imported the profile of {target} from {file}")

@@ -1,8 +1,8 @@
 """CLI commands for ending conversations and listing what is remembered: ``membot end``,
 ``membot end-idle`` and ``membot memories``, thin over :mod:`membot.conversations`.
 
-``membot.cli`` imports this module to register the commands, so the CLI's helpers are
-imported inside each command (a top-level import would be circular).
+``membot.cli`` imports this module to register the commands; the shared helpers come from
+:mod:`membot.cli_common`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from membot.cli_common import err, options_of, out, print_json
 from membot.config import DEFAULT_BOT
 from membot.conversations import Ending, end_conversation, end_idle_threads
 from membot.errors import ConfigError
@@ -66,7 +67,6 @@ def end(
     as_json: Annotated[bool, typer.Option("--json", help="Print the ending as JSON.")] = False,
 ) -> None:
     """End a thread; with --remember yes, keep its key points about the person."""
-    from membot.cli import _options, err, out, print_json
 
     if remember is None:
         if not sys.stdin.isatty():
@@ -77,7 +77,7 @@ def end(
         agreed = typer.confirm("Shall I remember this conversation?", default=False, err=True)
     else:
         agreed = parse_yes_no(remember)
-    options = _options(context)
+    options = options_of(context)
     memory = options.memory()
     llm = options.make_llm() if agreed else None  # no model is loaded to remember nothing
     ending = end_conversation(memory, llm, bot=bot, user=user, thread=thread, remember=agreed)
@@ -96,10 +96,9 @@ def end_idle(
 ) -> None:
     """End every thread idle longer than the bot's idle_timeout_minutes (nothing is
     remembered unless --remember yes says the people agreed)."""
-    from membot.cli import _options, err, out, print_json
 
     agreed = parse_yes_no(remember) if remember is not None else False
-    options = _options(context)
+    options = options_of(context)
     memory = options.memory()
     llm = options.make_llm() if agreed else None
     endings = end_idle_threads(memory, llm, bot=bot, remember=agreed)
@@ -122,9 +121,8 @@ def memories(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """What is remembered about a person: the kept summaries of their conversations."""
-    from membot.cli import _options, err, out, print_json
 
-    summaries = _options(context).memory().summaries(user=user, bot=bot)
+    summaries = options_of(context).memory().summaries(user=user, bot=bot)
     if as_json:
         print_json([summary.to_json() for summary in summaries])
         return

@@ -7,16 +7,10 @@ from typing import Annotated
 
 import typer
 
+from membot.cli_common import BotOption, err, options_of, out, print_json
 from membot.config import DEFAULT_BOT
 
 expertise_app = typer.Typer(help="A bot's documents: add, list, remove.", no_args_is_help=True)
-BotOption = Annotated[str, typer.Option("--bot", "-b", help="The bot's name.")]
-
-
-def _cli():
-    from membot import cli  # the root app's options and printers (imported late: circular)
-
-    return cli
 
 
 @expertise_app.command("add")
@@ -33,10 +27,10 @@ def expertise_add(
 
     for file in files:
         read_document(file)  # a clear error before anything is stored
-    memory = _cli()._options(context).memory()
+    memory = options_of(context).memory()
     for file in files:
         info = memory.add_document(file, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
-        _cli().err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)")
+        err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)")
 
 
 @expertise_app.command("list")
@@ -46,19 +40,19 @@ def expertise_list(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The bot's documents."""
-    documents = _cli()._options(context).memory().documents(bot)
+    documents = options_of(context).memory().documents(bot)
     if as_json:
-        _cli().print_json([info.to_json() for info in documents])
+        print_json([info.to_json() for info in documents])
         return
     for info in documents:
-        _cli().out.print(f"{info.name}  {info.chunks} chunks  {info.title}", highlight=False)
+        out.print(f"{info.name}  {info.chunks} chunks  {info.title}", highlight=False)
 
 
 @expertise_app.command("remove")
 def expertise_remove(context: typer.Context, name: str, bot: BotOption = DEFAULT_BOT) -> None:
     """Remove a document (by file name) and its chunks."""
-    if not _cli()._options(context).memory().remove_document(name, bot=bot):
+    if not options_of(context).memory().remove_document(name, bot=bot):
         from membot.errors import ConfigError
 
         raise ConfigError(f"{bot} has no document named {name!r}; `membot expertise list`")
-    _cli().err.print(f"removed {name}")
+    err.print(f"removed {name}")

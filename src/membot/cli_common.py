@@ -1,0 +1,71 @@
+"""What every ``membot`` command module shares: the global options, the consoles, printing.
+
+Kept apart from :mod:`membot.cli`, which registers the command modules, so they can import
+it at the top without a cycle.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from membot.config import data_dir
+from membot.llm import LLM, TRY_OUT_NOTICE, BundledSmolLM2, resolve_llm
+from membot.memory import Memory
+
+out = Console()
+err = Console(stderr=True)
+
+
+@dataclass
+class Options:
+    db: Path
+    embedder: str
+    llm: str
+    llm_key_env: str | None
+    _memory: Memory | None = field(default=None, repr=False)
+
+    def memory(self, warm: bool = False) -> Memory:
+        """The store; ``warm`` loads the models first, so a turn's timings are its own."""
+        if self._memory is None:
+            self._memory = Memory(self.db, embedder=self.embedder)
+        if warm:
+            self._memory.warm_up()
+        return self._memory
+
+    def make_llm(self) -> LLM:
+        llm = resolve_llm(self.llm, key_env=self.llm_key_env)
+        if isinstance(llm, BundledSmolLM2):
+            notice_once()
+        return llm
+
+
+def notice_once() -> None:
+    """Say once per installation that the bundled model is only for trying membot out."""
+    marker = data_dir() / "smollm2-notice-shown"
+    if marker.exists():
+        return
+    err.print(f"[yellow]note:[/] {TRY_OUT_NOTICE}")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    except OSError:
+        pass  # the note shows again next time; nothing else depends on the marker
+
+
+def options_of(context: typer.Context) -> Options:
+    return context.find_root().obj
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+UserOption = Annotated[str, typer.Option("--user", "-u", help="The person talking.")]
+BotOption = Annotated[str, typer.Option("--bot", "-b", help="The bot's name.")]
