@@ -164,7 +164,7 @@ class Bot:
         return hints
 
     def _expertise_hints(self, query, history_query, line_vector, profile) -> list[Hint]:
-        if profile.expertise_max_matches == 0 or not self.memory.store.documents(self.name):
+        if profile.expertise_max_matches == 0:
             return []
         vector = line_vector if query == history_query else self.memory.embed([query])[0]
         found = self.memory.search_expertise(vector, bot=self.name,

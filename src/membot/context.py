@@ -175,6 +175,12 @@ def feed_text(feed: Sequence[Line], summary: str, speakers: Speakers) -> str:
     return "\n".join(parts)
 
 
+def _first_values(settings: BotSettings, query: str, feed: str, now: datetime) -> dict[str, str]:
+    """The placeholders known before anything is recalled."""
+    return {"NOW": now_text(now), "BOT": settings.bot_name, "HUMAN": settings.human_name,
+            "QUERY": query, "FEED": feed}  # fmt: skip
+
+
 def fill_prompt(
     settings: BotSettings,
     query: str,
@@ -187,13 +193,7 @@ def fill_prompt(
 ) -> dict[str, str]:
     """Every placeholder's value and the filled prompt (key ``PROMPT``), in chatState's order."""
     speakers = Speakers(settings.human_name, settings.bot_name)
-    values = {
-        "NOW": now_text(now),
-        "BOT": settings.bot_name,
-        "HUMAN": settings.human_name,
-        "QUERY": query,
-        "FEED": feed_text(feed, summary, speakers),
-    }
+    values = _first_values(settings, query, feed_text(feed, summary, speakers), now)
     story = settings.story_fmt if values["FEED"] else settings.no_story
     values["STORY"] = fill(story, values)
     values["HISTORY_MATCHES"] = "\n".join(hint.as_match for hint in history)
@@ -216,13 +216,7 @@ def match_string(template: str, settings: BotSettings, query: str, feed: Sequenc
                  story: bool = False, now: datetime | None = None) -> str:  # fmt: skip
     """A match string (history or expertise) filled from the new line and the feed."""
     speakers = Speakers(settings.human_name, settings.bot_name)
-    values = {
-        "NOW": now_text(now or utc_now()),
-        "BOT": settings.bot_name,
-        "HUMAN": settings.human_name,
-        "QUERY": query,
-        "FEED": feed_text(feed, "", speakers),
-    }
+    values = _first_values(settings, query, feed_text(feed, "", speakers), now or utc_now())
     if story:
         values["STORY"] = fill(settings.story_fmt if feed else settings.no_story, values)
     return fill(template, values).strip() or query

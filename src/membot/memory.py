@@ -26,6 +26,14 @@ from membot.store.extras import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
 
 
+def summary_parts(text: str) -> list[str]:
+    """What a summary is embedded as: its whole text, then each key point ("- " lines) when
+    it has several, so a question about one point meets that point, not an average of all."""
+    points = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
+    points = [point for point in points if point]
+    return [text.strip(), *points] if len(points) > 1 else [text.strip()]
+
+
 @dataclass(frozen=True)
 class LineInput:
     """A line to add in bulk (imports)."""
@@ -376,11 +384,7 @@ class Memory:
                                       self._vectors_by(vectors))  # fmt: skip
 
     def _summary_vectors(self, text: str) -> np.ndarray:
-        """The whole summary's vector, then one per key point ("- " lines): a question about
-        one point meets that point, not an average of all of them."""
-        points = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
-        points = [point for point in points if point]
-        return self.embed([text.strip(), *points] if len(points) > 1 else [text.strip()])
+        return self.embed(summary_parts(text))
 
     def search_summaries(
         self, vector: np.ndarray, *, bot: str, user: str | None, k: int, min_score: float
@@ -465,11 +469,7 @@ class Memory:
         for table, texts in self.store.all_extra_texts().items():  # summaries, expertise
             extras[table] = []
             if table == "memories":  # a summary's vectors: the whole, then each key point
-                for i, text in texts:
-                    points = [ln[2:].strip() for ln in text.splitlines() if ln.startswith("- ")]
-                    points = [p for p in points if p]
-                    parts = [text, *points] if len(points) > 1 else [text]
-                    extras[table].append((i, embedder.embed(parts)))
+                extras[table] = [(i, embedder.embed(summary_parts(text))) for i, text in texts]
                 continue
             for start in range(0, len(texts), batch_size):
                 chunk = texts[start : start + batch_size]
