@@ -20,47 +20,45 @@ from __future__ import annotations
 
 import json
 import os
-import re
+from collections import defaultdict
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+from calibrate_threshold import CHITCHAT  # the same small talk as the history threshold's
 
+from membot.config import DEFAULT_BOT
 from membot.documents import Document, chunk_document
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
+from membot.importers import read_file
 from membot.tokens import default_token_counter
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 THRESHOLDS = tuple(round(0.20 + 0.05 * step, 2) for step in range(9))
 MAX_MATCHES = 4
-CHITCHAT = ("ok", "thanks!", "haha yes", "How are you?", "What do you think?", "lol",
-            "Good morning!", "Sounds good.", "Yeah, me too.", "Really?")  # fmt: skip
-
-
-def sessions(conversation: dict) -> list[tuple[str, list[dict]]]:
-    numbers = sorted(int(key.split("_")[1]) for key, value in conversation.items()
-                     if re.fullmatch(r"session_\d+", key) and isinstance(value, list))  # fmt: skip
-    return [(conversation.get(f"session_{n}_date_time", f"session {n}"),
-             conversation[f"session_{n}"]) for n in numbers]  # fmt: skip
 
 
 def main() -> None:
     counter = default_token_counter()
     embedder = cached_embedder()
     samples = json.loads(Path(LOCOMO).read_text(encoding="utf-8"))
+    sessions: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for line in read_file(LOCOMO, "locomo", DEFAULT_BOT, None).lines:  # the importer's reading
+        sample, session = line.thread.split("/")
+        sessions[sample][session].append(line)
     rows: list[tuple[float, list[float], list[float]]] = []  # best positive, top scores, labels
     chit_best: list[float] = []
     for sample in samples:
         chunk_texts: list[str] = []
         chunk_refs: list[set[str]] = []
-        for date, turns in sessions(sample["conversation"]):
-            text = "\n\n".join(f"{turn['speaker']}: {turn['text']}" for turn in turns)
-            document = Document("session.txt", date, text, "text", "")
-            for chunk in chunk_document(document, counter):
+        for lines in sessions[sample["sample_id"]].values():
+            text = "\n\n".join(f"{line.speaker}: {line.text}" for line in lines)
+            title = lines[0].created_at.date().isoformat()
+            for chunk in chunk_document(Document("session.txt", title, text, "text", ""), counter):
                 chunk_texts.append(chunk.text)
-                chunk_refs.append({t["dia_id"] for t in turns if t["text"][:80] in chunk.text})
+                chunk_refs.append({line.ref for line in lines if line.text[:80] in chunk.text})
         vectors = np.asarray(embedder.embed(chunk_texts), dtype=np.float32)
         questions = [qa for qa in sample["qa"] if qa.get("evidence")]
         asked = np.asarray(embedder.embed([qa["question"] for qa in questions]), np.float32)

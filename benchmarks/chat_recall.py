@@ -30,6 +30,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from calibrate_threshold import CHITCHAT  # the same small talk as the threshold's
+
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder, fresh_memory
@@ -38,8 +40,6 @@ from membot.recall.chat import recall_for_turn
 from membot.search import Scope
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
-CHITCHAT = ("ok", "thanks!", "haha yes", "How are you?", "What do you think?", "lol",
-            "Good morning!", "Sounds good.", "Yeah, me too.", "Really?")  # fmt: skip
 VARIANTS = {
     "lines": {"strategy": "lines"},
     "bm25": {"strategy": "bm25"},
