@@ -20,7 +20,7 @@ def test_a_bot_is_created_shown_changed_and_listed(cli) -> None:
     assert shown["name"] == "chomsky"
     assert shown["settings"]["bot_name"] == "Noam Chomsky"
     assert shown["settings"]["human_name"] == "Lex"
-    assert shown["settings"]["strategy"] == "hybrid"
+    assert shown["settings"]["strategy"] == "blend"
     cli.ok("bot", "set", "chomsky", "strategy.lexical_weight", "3")
     cli.ok("bot", "set", "chomsky", "expertise_max_matches", "2")
     settings = cli.json("bot", "show", "chomsky")["settings"]
@@ -36,7 +36,7 @@ def test_a_bot_is_created_shown_changed_and_listed(cli) -> None:
     [
         ("story_fmt", "{FEED} {HISTORY_MATCHES}", r"story_fmt may not use \{HISTORY_MATCHES\}"),
         ("strategy", "magic", "unknown strategy 'magic'"),
-        ("strategy.depth", "3", "strategy hybrid has no option 'depth'"),
+        ("strategy.depth", "3", "strategy blend has no option 'depth'"),
         ("colour", "blue", "unknown bot setting 'colour'"),
     ],
 )

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from membot import Role
-from membot.search import Scope, VectorIndex
+from membot.search import InScope, Scope, VectorIndex
 from membot.store import NewLine, SqliteStore, ThreadKey
 
 
@@ -181,3 +181,35 @@ def test_lines_written_by_another_process_are_picked_up(store: SqliteStore) -> N
     (best, _) = index.search(QUERY, scope(store, "alice"), 10)
     assert store.lines([best[0]])[0].text == "late"
     assert best[1] == pytest.approx(1.0)
+
+
+def test_neighbour_scores_read_the_previous_and_next_line_of_the_same_thread() -> None:
+    lines = InScope(
+        ids=np.array([1, 2, 3, 4, 5]),
+        thread_ids=np.array([7, 7, 7, 8, 7]),
+        seqs=np.array([1, 2, 3, 1, 5]),  # seq 4 of thread 7 is out of scope
+        scores=np.array([0.1, 0.2, 0.3, 0.9, 0.5], dtype=np.float32),
+    )
+    expected = [
+        0.1 + 0.2,  # no seq 0: its own score stands in
+        0.1 + 0.3,
+        0.2 + 0.3,  # seq 4 missing: its own score
+        0.9 + 0.9,  # alone in thread 8
+        0.5 + 0.5,
+    ]
+    assert lines.neighbour_scores() == pytest.approx(expected)
+    assert InScope.empty().neighbour_scores().shape == (0,)
+
+
+def test_scored_in_scope_lists_every_line_of_the_scope_with_its_cosine(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    first = add(store, "alice", "a", unit(1, 0, 0))
+    add(store, "bob", "b", unit(0, 1, 0))
+    second = add(store, "alice", "a", unit(1, 1, 0))
+    index = VectorIndex(store)
+    alice = Scope(bot_id=store.bot_id("membot") or 0, person_id=store.person_id("alice"))
+    lines = index.scored_in_scope(QUERY, alice)
+    assert lines.ids.tolist() == [first, second]
+    assert lines.seqs.tolist() == [1, 2]
+    assert lines.scores.tolist() == pytest.approx([1.0, 2**-0.5])
+    store.close()

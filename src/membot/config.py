@@ -64,7 +64,7 @@ class BotSettings:
     window_size: int = 8
     window_overlap: int = 2
     # History recall.
-    strategy: str = "hybrid"
+    strategy: str = "blend"
     strategy_options: tuple[tuple[str, float], ...] = ()
     threshold: float = 0.35  # history min score
     max_matches: int = 3  # history max matches

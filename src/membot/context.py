@@ -82,6 +82,9 @@ class Hint:
         return data
 
 
+_EMPTY_HINT = Hint("h0", "history", "lines", "", 0.0)  # sizes the hint templates' frame
+
+
 @dataclass(frozen=True)
 class Speakers:
     human: str = "HUMAN"
@@ -244,9 +247,12 @@ def assemble(
                              expertise_now, now)  # fmt: skip
         return counter.count(values["PROMPT"]) + counter.count(query_now)
 
+    # The frame: the templates with nothing recalled, counted as if hints were there (their
+    # templates are longer than the no-hints strings), so packing by parts rarely overshoots
+    # and the whole prompt is usually tokenised once.
+    frame = max(size([], "", [], [], ""), size([], "", [_EMPTY_HINT], [_EMPTY_HINT], ""))
     # The new line: whole, unless it alone (twice: in the prompt and as the user's message)
     # overflows the budget.
-    frame = size([], "", [], [], "")
     room = max((limit - frame) // 2 - 2, 0)
     text = query if counter.count(query) <= room else counter.truncate(query, room)
     speakers = Speakers(settings.human_name, settings.bot_name)
@@ -256,16 +262,29 @@ def assemble(
     hints_of = lambda source: [h for h in keep_hints if h.source == source]  # noqa: E731
     total = size(keep_feed, keep_summary, hints_of("history"), hints_of("expertise"), text)
     while total > limit:
-        # Joins can tokenise a little longer than the parts: drop the least needed piece.
-        if keep_summary:
-            keep_summary = ""
-        elif len(keep_feed) > MIN_FEED or (keep_feed and not keep_hints):
-            keep_feed = keep_feed[1:]
-        elif keep_hints:
-            keep_hints.remove(min(keep_hints, key=lambda hint: hint.score))
-        elif text:
-            text = counter.truncate(text, max(counter.count(text) - 4, 0))
-        else:
+        # Joins can tokenise a little longer than the parts: drop the least needed pieces
+        # until their own counts cover the excess, then count the whole prompt again.
+        excess = total - limit
+        while excess > 0:
+            if keep_summary:
+                excess -= counter.count(keep_summary) + 12
+                keep_summary = ""
+            elif len(keep_feed) > MIN_FEED or (keep_feed and not keep_hints):
+                excess -= _line_cost(keep_feed[0], speakers, counter)
+                keep_feed = keep_feed[1:]
+            elif keep_hints:
+                weakest = min(keep_hints, key=lambda hint: hint.score)
+                excess -= counter.count(weakest.as_match) + 1
+                keep_hints.remove(weakest)
+            elif text:
+                shorter = counter.truncate(text, max(counter.count(text) - excess // 2 - 2, 0))
+                excess -= 2 * (counter.count(text) - counter.count(shorter))
+                text = shorter
+                if not text:
+                    break
+            else:
+                break
+        if not (keep_summary or keep_feed or keep_hints or text):
             break
         total = size(keep_feed, keep_summary, hints_of("history"), hints_of("expertise"), text)
     history_kept, expertise_kept = hints_of("history"), hints_of("expertise")

@@ -79,25 +79,26 @@ def test_every_strategy_finds_the_cat_and_respects_the_threshold(memory, strateg
     chosen = recall(memory, QUERY, settings_of(strategy=strategy, threshold=threshold))
     assert chosen.hits, strategy
     assert all(hit.score >= threshold for hit in chosen.hits)
-    if strategy in ("lines", "prune", "pairs", "windows"):  # hybrid and bm25: fused order
+    if strategy in ("lines", "prune", "pairs", "windows"):  # the others: fused order
         assert [hit.score for hit in chosen.hits] == sorted(
             (hit.score for hit in chosen.hits), reverse=True
         )
     texts = dict(zip(ids, (text for text, _ in OLD), strict=True))
     assert {hit.line_id for hit in chosen.hits} <= set(ids)
     assert any("Miso" in texts[hit.line_id] for hit in chosen.hits)
-    if strategy in ("lines", "prune", "hybrid", "bm25"):
+    if strategy in ("lines", "prune", "hybrid", "blend", "bm25"):
         # A line's score is its own cosine with the new line.
         for hit in chosen.hits:
             assert hit.score == pytest.approx(cosine(memory, QUERY, texts[hit.line_id]), abs=1e-5)
 
 
-@pytest.mark.parametrize("strategy", ["lines", "hybrid", "bm25", "prune"])
+@pytest.mark.parametrize("strategy", ["lines", "hybrid", "blend", "bm25", "prune"])
 def test_lines_below_the_threshold_are_not_kept(memory, strategy) -> None:
     ids = add_thread(memory, OLD)
     scores = {i: cosine(memory, QUERY, text) for i, (text, _) in zip(ids, OLD, strict=True)}
     threshold = sorted(scores.values())[-2] + 1e-4  # only the best line reaches it
-    options = {"strategy.lexical_margin": 0} if strategy in ("hybrid", "bm25") else {}
+    lexical = ("hybrid", "blend", "bm25")
+    options = {"strategy.lexical_margin": 0} if strategy in lexical else {}
     chosen = recall(memory, QUERY, settings_of(strategy=strategy, threshold=threshold, **options))
     (best,) = [i for i, score in scores.items() if score >= threshold]
     assert [hit.line_id for hit in chosen.hits] == [best]
@@ -174,7 +175,7 @@ def lexical_case(memory: Memory) -> tuple[int, int, float]:
     return rare, common, score
 
 
-@pytest.mark.parametrize("strategy", ["hybrid", "bm25"])
+@pytest.mark.parametrize("strategy", ["hybrid", "blend", "bm25"])
 def test_a_shared_rare_word_lowers_the_bar_by_the_margin(memory, strategy) -> None:
     rare, common, score = lexical_case(memory)
     threshold = score + 0.05  # both lines fall short of it, within the margin of 0.1
@@ -189,7 +190,7 @@ def test_a_shared_rare_word_lowers_the_bar_by_the_margin(memory, strategy) -> No
     assert recall(memory, "where is the zebra", dense, thread="n2").hits == ()
 
 
-@pytest.mark.parametrize("strategy", ["hybrid", "bm25"])
+@pytest.mark.parametrize("strategy", ["hybrid", "blend", "bm25"])
 def test_the_margin_and_the_lexical_top_are_read_from_strategy_options(memory, strategy) -> None:
     _, _, score = lexical_case(memory)
     threshold = score + 0.05
@@ -201,6 +202,33 @@ def test_the_margin_and_the_lexical_top_are_read_from_strategy_options(memory, s
     none_lexical = settings_of(strategy=strategy, threshold=threshold,
                                **{"strategy.lexical_top": 0})  # fmt: skip
     assert recall(memory, "where is the zebra", none_lexical, thread="n3").hits == ()
+
+
+def test_blend_orders_equal_lines_by_their_neighbours(memory) -> None:
+    """Two lines at one cosine: the one whose neighbours are about the question comes first."""
+    quiet = add_thread(memory, [("ok", Role.BOT), ("my cat Miso", Role.HUMAN),
+                                ("sure", Role.BOT)], thread="a")  # fmt: skip
+    lively = add_thread(memory, [("Miso the cat purrs", Role.BOT), ("my cat Miso", Role.HUMAN),
+                                 ("cats like Miso sleep a lot", Role.BOT)], thread="b")  # fmt: skip
+    settings = settings_of(strategy="blend", threshold=0.3, max_matches=10)
+    chosen = recall(memory, "my cat Miso", settings)
+    order = [hit.line_id for hit in chosen.hits]
+    assert order.index(lively[1]) < order.index(quiet[1])
+    without = settings_of(strategy="blend", threshold=0.3, max_matches=10,
+                          **{"strategy.neighbour_weight": 0.0})  # fmt: skip
+    plain = [hit.line_id for hit in recall(memory, "my cat Miso", without, thread="n2").hits]
+    assert plain.index(quiet[1]) < plain.index(lively[1])  # a tie keeps index order
+
+
+def test_blend_leaves_stopwords_out_of_bm25(memory) -> None:
+    """The first line shares only stopwords with "what did I eat": BM25 gives it nothing."""
+    stop = memory.add("what did I say about the weather", user="alice", thread="old").id
+    memory.add("lorem ipsum", user="alice", thread="old")
+    settings = settings_of(strategy="blend", threshold=0.99,
+                           **{"strategy.lexical_margin": 1.0})  # fmt: skip
+    assert recall(memory, "what did I eat", settings).hits == ()
+    lexical = recall(memory, "what did I say", settings, thread="n2")
+    assert [hit.line_id for hit in lexical.hits] == [stop]  # "say" is no stopword
 
 
 def test_strategy_options_come_from_the_stored_profile(memory) -> None:

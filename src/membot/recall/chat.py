@@ -13,6 +13,12 @@ the blocks then enter the thread's relevance buffer like the core's.
   words with the question is evidence too, so the bar is lower for it. Expanded like
   ``lines``. Options: ``dense_weight``, ``lexical_weight``, ``rrf_k``, ``lexical_top``,
   ``lexical_margin``.
+- ``blend``: the benchmark ranking of that name, scored over the lines in scope: a line's
+  cosine plus ``neighbour_weight`` times its previous and next lines' cosines, and BM25 over
+  the query's words that are not stopwords, each min-max normalised and added
+  (``dense_weight``, ``lexical_weight``). Kept like hybrid's lines (its own cosine against
+  ``threshold``, or among BM25's first ``lexical_top`` within ``lexical_margin``), in blended
+  order. The ranking's per-sentence vectors are left out: a chat line costs one embedding.
 - ``bm25``: BM25's order; kept like hybrid's lexical lines.
 - ``prune`` (context pruning): the ``lines`` matches, each with its turn partner only (the bot's
   reply to a human line, or the human line a bot line answered).
@@ -33,17 +39,17 @@ import numpy as np
 
 from membot.config import BotSettings
 from membot.errors import ConfigError
-from membot.recall.bm25 import fts_query
+from membot.recall.bm25 import STOPWORDS, fts_query
 from membot.recall.hybrid import reciprocal_rank_fusion
 from membot.recall.lines import Hit, blocks_for_hits, merge_blocks
 from membot.recall.ranking import EVERY_LINE
-from membot.search import Scope
+from membot.search import Scope, similarities
 from membot.store.base import BufferEntry
 
 if TYPE_CHECKING:
     from membot.memory import Memory
 
-CHAT_STRATEGIES = ("lines", "hybrid", "bm25", "prune", "pairs", "windows")
+CHAT_STRATEGIES = ("lines", "hybrid", "blend", "bm25", "prune", "pairs", "windows")
 
 # Options each strategy reads from the bot's ``strategy.NAME`` settings, with defaults.
 OPTIONS: dict[str, dict[str, float]] = {
@@ -52,6 +58,13 @@ OPTIONS: dict[str, dict[str, float]] = {
         "dense_weight": 1.0,
         "lexical_weight": 2.0,
         "rrf_k": 60.0,
+        "lexical_top": 3,
+        "lexical_margin": 0.1,
+    },
+    "blend": {
+        "dense_weight": 1.0,
+        "lexical_weight": 0.5,
+        "neighbour_weight": 0.25,
         "lexical_top": 3,
         "lexical_margin": 0.1,
     },
@@ -96,7 +109,9 @@ def recall_for_turn(
     name = settings.strategy
     if name in ("pairs", "windows"):
         return _units(memory, settings, vector, scope)
-    if name in ("hybrid", "bm25"):
+    if name == "blend":
+        hits = _blended(memory, settings, query, vector, scope)
+    elif name in ("hybrid", "bm25"):
         hits = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
     else:
         found = memory.index.search(vector, scope, settings.max_matches, settings.threshold)
@@ -139,12 +154,72 @@ def _lexical(
     return kept
 
 
-def _bm25_in_scope(memory: Memory, query: str, scope: Scope) -> list[Hit]:
-    match = fts_query(query)
+def _blended(
+    memory: Memory, settings: BotSettings, query: str, vector: np.ndarray, scope: Scope
+) -> list[Hit]:
+    option = {name: settings.option(name, value) for name, value in OPTIONS["blend"].items()}
+    lines = memory.index.scored_in_scope(vector, scope)
+    if not len(lines.ids):
+        return []
+    cosine = lines.scores
+    dense = cosine + option["neighbour_weight"] * lines.neighbour_scores()
+    words, lexical_order = _bm25_scores(memory, query, scope, lines.ids)
+    lexical_top = set(lexical_order[: int(option["lexical_top"])])
+    fused = option["dense_weight"] * _min_max(dense) + option["lexical_weight"] * words
+    low_bar = settings.threshold - option["lexical_margin"]
+    # Only lines at or above the lower bar can be kept: the others need no ordering.
+    candidates = np.flatnonzero(cosine >= low_bar)
+    kept = []
+    for index in candidates[np.argsort(-fused[candidates], kind="stable")]:
+        line_id, score = int(lines.ids[index]), float(cosine[index])
+        if score >= settings.threshold or line_id in lexical_top:
+            kept.append(Hit(line_id, int(lines.thread_ids[index]), int(lines.seqs[index]), score))
+            if len(kept) == settings.max_matches:
+                break
+    return kept
+
+
+def _bm25_scores(
+    memory: Memory, query: str, scope: Scope, ids: np.ndarray
+) -> tuple[np.ndarray, list[int]]:
+    """BM25 of the query's words that are not stopwords, min-max normalised, for the lines
+    ``ids`` (a scope's, sorted; 0 where a line has none of the words), and the ids BM25
+    ranks, best first. Lines outside ``ids`` (the feed among them) drop out."""
+    scores = np.zeros(len(ids), dtype=np.float32)
+    match = fts_query(query, STOPWORDS)
+    if not match or not len(ids):
+        return scores, []
+    found = memory.store.lexical_search(
+        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
+    )
+    ranked = np.asarray([line_id for line_id, _ in found], dtype=np.int64)
+    at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
+    in_scope = ids[at] == ranked
+    if in_scope.any():
+        raw = np.asarray([score for _, score in found], dtype=np.float32)[in_scope]
+        scores[at[in_scope]] = _min_max(raw)
+    return scores, ranked[in_scope].tolist()
+
+
+def _min_max(values) -> np.ndarray:
+    """``values`` scaled to [0, 1] (all 1 when they are equal)."""
+    scores = np.asarray(values, dtype=np.float32)
+    spread = float(scores.max() - scores.min()) if scores.size else 0.0
+    return (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+
+
+def _bm25_in_scope(
+    memory: Memory,
+    query: str,
+    scope: Scope,
+    stopwords: frozenset[str] = frozenset(),
+    depth: int = LEXICAL_DEPTH,
+) -> list[Hit]:
+    match = fts_query(query, stopwords)
     if not match:
         return []
     scored = memory.store.lexical_search(
-        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
+        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=depth
     )
     memory.index.refresh()
     hits = memory.index.locate(scored)
@@ -184,7 +259,7 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
     if not units:
         return ChatRecall((), ())
     in_scope = dict(memory.index.search(vector, scope, EVERY_LINE))
-    scores = vectors @ np.asarray(vector, dtype=np.float32)
+    scores = similarities(vectors, vector)
     hits: list[Hit] = []
     blocks: list[BufferEntry] = []
     for index in np.argsort(-scores, kind="stable"):
