@@ -2,10 +2,11 @@
 
 The benchmark rankings (``membot eval``) order every line; a turn keeps only matches that pass
 the strategy's rule (threshold, at most ``max_matches``, expanded ±3). This measures that
-rule on the LoCoMo dev file: every conversation in a fresh store (lines embedded by their own
+rule on a dev file: every LoCoMo conversation, or every LongMemEval question's haystack (user
+turns, as the official corpus holds them), in a fresh store (lines embedded by their own
 text, as a chat stores them), every question with evidence asked through
-``recall_for_turn`` with the bot's default settings, and for each strategy (and hybrid's
-``lexical_margin``):
+``recall_for_turn`` with the bot's default settings, and for each strategy (and some of its
+options):
 
 - ``evidence_recall``: share of a question's evidence turns inside the recalled blocks;
 - ``any_evidence``: share of questions with at least one evidence turn recalled;
@@ -15,7 +16,7 @@ text, as a chat stores them), every question with evidence asked through
 
 Run from the project root (about 2 minutes on 2 cores with a warm embedding cache)::
 
-    .venv/bin/python benchmarks/chat_recall.py
+    .venv/bin/python benchmarks/chat_recall.py [--benchmark locomo|longmemeval]
     .venv/bin/python benchmarks/chat_recall.py --json reports/chat_recall.json
 """
 
@@ -26,6 +27,7 @@ import json
 import os
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,19 +38,22 @@ from membot.config import DEFAULT_BOT, BotSettings
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder, fresh_memory
 from membot.importers import read_file
+from membot.memory import LineInput
+from membot.model import Role
 from membot.recall.chat import recall_for_turn
 from membot.search import Scope
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
+LONGMEMEVAL = shared_data_dir() / "longmemeval" / "longmemeval_s_dev.json"
 VARIANTS = {
     "lines": {"strategy": "lines"},
     "bm25": {"strategy": "bm25"},
     "hybrid margin 0": {"strategy": "hybrid", "strategy.lexical_margin": 0.0},
     "hybrid margin 0.05": {"strategy": "hybrid", "strategy.lexical_margin": 0.05},
-    "hybrid margin 0.10 (default)": {"strategy": "hybrid"},
+    "hybrid margin 0.10": {"strategy": "hybrid"},
     "hybrid margin 0.15": {"strategy": "hybrid", "strategy.lexical_margin": 0.15},
     "hybrid lw3": {"strategy": "hybrid", "strategy.lexical_weight": 3},
-    "blend": {"strategy": "blend"},
+    "blend margin 0.10 (default)": {"strategy": "blend"},
     "blend margin 0.05": {"strategy": "blend", "strategy.lexical_margin": 0.05},
     "blend margin 0.15": {"strategy": "blend", "strategy.lexical_margin": 0.15},
     "blend lw 1": {"strategy": "blend", "strategy.lexical_weight": 1.0},
@@ -58,33 +63,70 @@ VARIANTS = {
 }
 
 
-def measure(path: Path) -> dict[str, dict[str, float]]:
-    embedder = cached_embedder()
-    samples = json.loads(path.read_text(encoding="utf-8"))
+@dataclass
+class Case:
+    """One store's lines and the questions asked of it, each with its evidence refs."""
+
+    lines: list[LineInput]
+    questions: list[tuple[str, set[str]]]
+
+
+def locomo_cases(path: Path) -> list[Case]:
+    """Each LoCoMo conversation, its questions with evidence (``dia_id`` refs)."""
     by_sample = defaultdict(list)
     for line in read_file(path, "locomo", DEFAULT_BOT, None).lines:
         by_sample[line.thread.split("/")[0]].append(line)
+    return [
+        Case(by_sample[sample["sample_id"]],
+             [(qa["question"], set(qa["evidence"])) for qa in sample["qa"] if qa.get("evidence")])
+        for sample in json.loads(path.read_text(encoding="utf-8"))
+    ]  # fmt: skip
+
+
+def longmemeval_cases(path: Path) -> list[Case]:
+    """Each LongMemEval question's haystack, user turns only (the official corpus), with the
+    user turns marked ``has_answer`` as evidence; questions without one are left out."""
+    by_question = defaultdict(list)
+    for line in read_file(path, "longmemeval", DEFAULT_BOT, None).lines:
+        if line.role == Role.HUMAN:
+            by_question[line.user].append(line)
+    cases = []
+    for question in json.loads(path.read_text(encoding="utf-8")):
+        evidence = {
+            f"{session_id}:{index}"
+            for session_id, turns in zip(
+                question["haystack_session_ids"], question["haystack_sessions"], strict=True
+            )
+            for index, turn in enumerate(turns)
+            if turn["role"] == "user" and turn.get("has_answer")
+        }
+        if evidence and "_abs" not in question["question_id"]:
+            cases.append(Case(by_question[question["question_id"]],
+                              [(question["question"], evidence)]))  # fmt: skip
+    return cases
+
+
+def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
+    embedder = cached_embedder()
     totals = {name: defaultdict(float) for name in VARIANTS}
     asked = fired_on = 0
-    for number, sample in enumerate(samples, start=1):
-        print(f"conversation {number}/{len(samples)}", file=sys.stderr)
-        with fresh_memory(embedder, by_sample[sample["sample_id"]], lambda item: item.text) as mem:
+    for number, case in enumerate(cases, start=1):
+        print(f"{label} {number}/{len(cases)}", file=sys.stderr)
+        with fresh_memory(embedder, case.lines, lambda item: item.text) as mem:
             scope = Scope(bot_id=mem.store.bot_id(DEFAULT_BOT) or 0, person_id=None)
-            questions = [qa for qa in sample["qa"] if qa.get("evidence")]
-            vectors = mem.embed([qa["question"] for qa in questions])
+            vectors = mem.embed([text for text, _ in case.questions])
             chatter = mem.embed(list(CHITCHAT))
             for name, values in VARIANTS.items():
                 settings = BotSettings().with_values(values)
                 total = totals[name]
-                for qa, vector in zip(questions, vectors, strict=True):
-                    chosen = recall_for_turn(mem, settings, qa["question"], vector, scope)
+                for (text, evidence), vector in zip(case.questions, vectors, strict=True):
+                    chosen = recall_for_turn(mem, settings, text, vector, scope)
                     refs = set()
                     for block in chosen.blocks:
                         lines = mem.store.lines_between(
                             block.source_thread_id, block.first_seq, block.last_seq
                         )
                         refs.update(line.ref for line in lines)
-                    evidence = set(qa["evidence"])
                     found = len(evidence & refs)
                     total["evidence_recall"] += found / len(evidence)
                     total["any_evidence"] += found > 0
@@ -93,7 +135,7 @@ def measure(path: Path) -> dict[str, dict[str, float]]:
                     total["chitchat_fires"] += bool(
                         recall_for_turn(mem, settings, text, vector, scope).hits
                     )
-            asked += len(questions)
+            asked += len(case.questions)
             fired_on += len(CHITCHAT)
     return {
         name: {
@@ -108,10 +150,15 @@ def measure(path: Path) -> dict[str, dict[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--file", type=Path, default=LOCOMO)
+    parser.add_argument("--benchmark", choices=("locomo", "longmemeval"), default="locomo")
+    parser.add_argument("--file", type=Path, help="default: the benchmark's dev file")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args()
-    results = measure(args.file)
+    if args.benchmark == "locomo":
+        cases = locomo_cases(args.file or LOCOMO)
+    else:
+        cases = longmemeval_cases(args.file or LONGMEMEVAL)
+    results = measure(cases, args.benchmark)
     print(f"{'strategy':30} {'evidence':>9} {'any':>6} {'lines':>6} {'chit-chat':>10}")
     for name, row in results.items():
         if name.startswith("_"):
