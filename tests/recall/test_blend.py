@@ -12,6 +12,7 @@ from membot.model import Role
 from membot.recall.blend import (
     BlendRanking,
     blend,
+    chunk_units,
     in_window,
     normalised,
     sentence_units,
@@ -62,6 +63,18 @@ def test_only_lines_of_several_sentences_get_sentence_units_with_their_speaker()
     owners, texts = sentence_units(layout)
     assert owners == [2, 2, 3, 3]
     assert texts == ["Ann: First.", "Ann: Second!", "Alpha?", "Beta"]
+
+
+def test_only_long_lines_get_chunks_of_whole_sentences_up_to_the_word_limit() -> None:
+    layout = Layout(
+        [
+            StoredLine(1, 1, 1, Role.HUMAN, "Short one. Two.", "Ann"),
+            StoredLine(2, 1, 2, Role.HUMAN, "a b c. d e. f g h i j. k.", None),
+        ]
+    )
+    owners, texts = chunk_units(layout, 6)
+    assert owners == [2, 2]
+    assert texts == ["a b c. d e.", "f g h i j. k."]
 
 
 def test_hits_dated_in_the_window_are_raised_and_resorted() -> None:
