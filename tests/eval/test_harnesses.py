@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 from membot.cli_eval import eval_app
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import Corpus, evaluate_longmemeval
+from membot.recall.ranking import LinesRanking
 
 pytestmark = pytest.mark.slow
 
@@ -141,3 +143,18 @@ def test_the_cli_prints_and_writes_the_report(files: dict[str, Path], tmp_path: 
     printed = json.loads(result.stdout)
     assert printed["strategy"] == "bm25"
     assert json.loads(out.read_text()) == printed
+
+
+def test_longmemeval_asks_each_question_at_its_question_date(
+    files: dict[str, Path], minilm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[datetime | None] = []
+
+    class Recording(LinesRanking):
+        def rank(self, memory, query, scope, depth=None, now=None):  # type: ignore[override]
+            seen.append(now)
+            return super().rank(memory, query, scope, depth, now)
+
+    monkeypatch.setattr("membot.eval.longmemeval.ranking_named", lambda name: Recording())
+    evaluate_longmemeval(files["longmemeval"], "lines", minilm, show_progress=False)
+    assert seen == [datetime(2023, 5, 30, 16, 40, tzinfo=UTC)] * 2

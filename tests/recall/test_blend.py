@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from membot import Memory
@@ -10,6 +12,8 @@ from membot.model import Role
 from membot.recall.blend import (
     BlendRanking,
     blend,
+    chunk_units,
+    in_window,
     normalised,
     sentence_units,
     sentences_of,
@@ -59,6 +63,37 @@ def test_only_lines_of_several_sentences_get_sentence_units_with_their_speaker()
     owners, texts = sentence_units(layout)
     assert owners == [2, 2, 3, 3]
     assert texts == ["Ann: First.", "Ann: Second!", "Alpha?", "Beta"]
+
+
+def test_only_long_lines_get_chunks_of_whole_sentences_up_to_the_word_limit() -> None:
+    layout = Layout(
+        [
+            StoredLine(1, 1, 1, Role.HUMAN, "Short one. Two.", "Ann"),
+            StoredLine(2, 1, 2, Role.HUMAN, "a b c. d e. f g h i j. k.", None),
+        ]
+    )
+    owners, texts = chunk_units(layout, 6)
+    assert owners == [2, 2]
+    assert texts == ["a b c. d e.", "f g h i j. k."]
+
+
+def test_hits_dated_in_the_window_are_raised_and_resorted() -> None:
+    hits = [Hit(1, 1, 1, 0.9), Hit(2, 2, 1, 0.8), Hit(3, 3, 1, 0.1)]
+    dates = {1: datetime(2023, 1, 5, tzinfo=UTC), 2: datetime(2023, 2, 5, tzinfo=UTC)}
+    window = (datetime(2023, 2, 1, tzinfo=UTC), datetime(2023, 3, 1, tzinfo=UTC))
+    raised = in_window(hits, dates, window, 0.25)
+    assert [hit.line_id for hit in raised] == [2, 1, 3]
+    assert [hit.score for hit in raised] == pytest.approx([1.05, 0.9, 0.1])
+
+
+def test_a_question_about_last_week_prefers_the_line_said_last_week(memory: Memory) -> None:
+    old = memory.add("I finished a novel", user="ann", thread="t1",
+                     created_at=datetime(2023, 1, 2, tzinfo=UTC)).id  # fmt: skip
+    new = memory.add("I finished a novel", user="ann", thread="t2",
+                     created_at=datetime(2023, 3, 10, tzinfo=UTC)).id  # fmt: skip
+    query, now = "Which novel did I finish last week?", datetime(2023, 3, 14, tzinfo=UTC)
+    assert BlendRanking().rank(memory, query, scope(memory), now=now)[0] == new
+    assert BlendRanking().rank(memory, query, scope(memory))[0] == old  # no date: ties in order
 
 
 def test_a_better_sentence_moves_its_line_part_of_the_way_up() -> None:

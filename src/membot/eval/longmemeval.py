@@ -3,8 +3,9 @@
 Each question's haystack goes into a fresh store through the LongMemEval importer (one thread
 per session, dated as given), user turns only: the official turn corpus holds no assistant
 turns, and embedding them would double the run's time for lines no metric reads. The question
-is the query line (not stored); the strategy ranks the lines, expansion included, and the
-ranking is read over the official corpus of ``src/retrieval/run_retrieval.py`` at turn
+is the query line (not stored), asked at its ``question_date`` (``now`` for the strategy, which
+may read the time the question points to); the strategy ranks the lines, expansion included,
+and the ranking is read over the official corpus of ``src/retrieval/run_retrieval.py`` at turn
 granularity: the user turns, with id ``<session id>_<turn number from 1>``, where a turn of an
 ``answer`` session without ``has_answer`` is renamed ``noans``; gold = ids holding ``answer``.
 Lines a strategy does not rank follow in corpus order, so every ranking covers the corpus.
@@ -23,6 +24,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from membot.eval.metrics import (
     keyed,
     mean_by_key,
 )
-from membot.importers import read_file
+from membot.importers import parse_time, read_file
 from membot.memory import Memory
 from membot.model import Role
 from membot.recall.bm25 import BM25Ranking
@@ -112,9 +114,10 @@ def evaluate_longmemeval(
             corpus = Corpus.of(question)
             corpora.append(corpus)
             lines = lines_by_question[question["question_id"]]
+            asked = parse_time(question["question_date"]) if "question_date" in question else None
             with fresh_memory(model, lines, rankings["strategy"].index_text) as memory:
                 for name, ranking in rankings.items():
-                    order = corpus_ranking(memory, ranking, question["question"], corpus)
+                    order = corpus_ranking(memory, ranking, question["question"], corpus, asked)
                     scores[name].append(question_scores(order, corpus))
             progress.advance(task)
     report = _averages(scores["strategy"], corpora)
@@ -135,12 +138,15 @@ def evaluate_longmemeval(
     }
 
 
-def corpus_ranking(memory: Memory, ranking: Ranking, query: str, corpus: Corpus) -> list[int]:
-    """The strategy's ranking as corpus indices, unranked corpus turns last in corpus order."""
+def corpus_ranking(
+    memory: Memory, ranking: Ranking, query: str, corpus: Corpus, now: datetime | None = None
+) -> list[int]:
+    """The strategy's ranking as corpus indices, unranked corpus turns last in corpus order;
+    ``now`` is the question's date."""
     scope = Scope(bot_id=memory.store.bot_id(DEFAULT_BOT) or 0, person_id=None, roles=("human",))
     index_of = {ref: index for index, ref in enumerate(corpus.refs)}
     order: dict[int, None] = {}
-    for line in memory.store.lines(ranking.rank(memory, query, scope)):
+    for line in memory.store.lines(ranking.rank(memory, query, scope, now=now)):
         if line.ref in index_of:  # a line outside the official corpus is not scored
             order.setdefault(index_of[line.ref])
     for index in range(len(corpus.refs)):

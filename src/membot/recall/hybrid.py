@@ -19,6 +19,7 @@ Measured with `membot eval` on the dev files (LoCoMo evidence recall at 10 / 25 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from membot.recall.bm25 import bm25_hits
@@ -83,7 +84,14 @@ class HybridRanking:
     def index_text(self, item: LineInput) -> str:
         return f"{item.speaker}: {item.text}" if item.speaker else item.text
 
-    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+    def rank(
+        self,
+        memory: Memory,
+        query: str,
+        scope: Scope,
+        depth: int | None = None,
+        now: datetime | None = None,
+    ) -> list[int]:
         rankings = [dense_hits(memory, query, scope), bm25_hits(memory, query, scope)]
         fused = reciprocal_rank_fusion(rankings, self.weights, self.rrf_k)
         return expand_by_score(fused, self.before, self.after, self.neighbour_decay)

@@ -19,6 +19,7 @@ Parameters: none.
 from __future__ import annotations
 
 import weakref
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -72,7 +73,14 @@ class UnitRanking:
         self._cache[memory] = (key, units, vectors)
         return units, vectors
 
-    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+    def rank(
+        self,
+        memory: Memory,
+        query: str,
+        scope: Scope,
+        depth: int | None = None,
+        now: datetime | None = None,
+    ) -> list[int]:
         vector = np.asarray(memory.embed([query])[0], dtype=np.float32)
         in_scope = {line_id for line_id, _ in memory.index.search(vector, scope, EVERY_LINE)}
         units, vectors = self.embedded_units(memory)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from membot.model import Role
@@ -113,7 +114,14 @@ class PruneRanking:
     def index_text(self, item: LineInput) -> str:
         return item.text
 
-    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+    def rank(
+        self,
+        memory: Memory,
+        query: str,
+        scope: Scope,
+        depth: int | None = None,
+        now: datetime | None = None,
+    ) -> list[int]:
         hits = dense_hits(memory, query, scope)
         in_scope = {hit.line_id for hit in hits}
         layout = layout_of(memory)

@@ -9,6 +9,7 @@ match followed by its neighbours in its own thread (nearest first).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from membot.recall.lines import Hit, expand_neighbors
@@ -30,9 +31,17 @@ class Ranking(Protocol):
         embeds more of it, e.g. who said it)."""
         ...
 
-    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+    def rank(
+        self,
+        memory: Memory,
+        query: str,
+        scope: Scope,
+        depth: int | None = None,
+        now: datetime | None = None,
+    ) -> list[int]:
         """Line ids in context order. Expansion runs until ``depth`` lines are placed (None:
-        for every match); the other lines in scope follow in match order."""
+        for every match); the other lines in scope follow in match order. ``now`` is when the
+        query is asked (None: unknown), for strategies that read the time a query points to."""
         ...
 
 
@@ -84,6 +93,13 @@ class LinesRanking:
     def hits(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
         return dense_hits(memory, query, scope)
 
-    def rank(self, memory: Memory, query: str, scope: Scope, depth: int | None = None) -> list[int]:
+    def rank(
+        self,
+        memory: Memory,
+        query: str,
+        scope: Scope,
+        depth: int | None = None,
+        now: datetime | None = None,
+    ) -> list[int]:
         hits = self.hits(memory, query, scope)
         return expand_in_order(memory, hits, self.before, self.after, depth)

@@ -1,0 +1,71 @@
+"""Relative and absolute time expressions read as date windows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from membot.recall.timeframe import window_of
+
+NOW = datetime(2023, 4, 18, 16, 50, tzinfo=UTC)  # a Tuesday
+
+
+def days(query: str, now: datetime | None = NOW) -> tuple[str, str] | None:
+    window = window_of(query, now)
+    return None if window is None else (window[0].date().isoformat(), window[1].date().isoformat())
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Which book did I finish a week ago?", ("2023-04-04", "2023-04-18")),
+        ("What did I cook a couple of days ago?", ("2023-04-15", "2023-04-18")),
+        ("What did I buy 3 days ago?", ("2023-04-14", "2023-04-17")),
+        ("Who did I meet last Tuesday?", ("2023-04-10", "2023-04-13")),
+        ("Who did I meet last Monday?", ("2023-04-16", "2023-04-18")),
+        ("Where did I go last week?", ("2023-04-04", "2023-04-18")),
+        ("What did I finish last month?", ("2023-02-17", "2023-04-18")),
+        ("How many videos in the past few weeks?", ("2023-03-28", "2023-04-18")),
+        ("What did I do yesterday?", ("2023-04-16", "2023-04-18")),
+        ("What did I watch in January?", ("2023-01-01", "2023-02-01")),
+        ("What did I watch in June?", ("2022-06-01", "2022-07-01")),
+        ("What did I do in April?", ("2023-04-01", "2023-04-18")),
+    ],
+)
+def test_relative_expressions_are_read_against_now(query: str, expected: tuple[str, str]) -> None:
+    assert days(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What did Gina find on 1 February, 2023?", ("2023-01-31", "2023-02-03")),
+        ("What did Tim read on 8th December, 2023?", ("2023-12-07", "2023-12-10")),
+        ("Who did Maria meet on May 3, 2023?", ("2023-05-02", "2023-05-05")),
+        ("What happened on 2023-07-07?", ("2023-07-06", "2023-07-09")),
+        ("What did John host in May 2023?", ("2023-05-01", "2023-06-01")),
+        ("What did John achieve in 2023?", ("2023-01-01", "2024-01-01")),
+    ],
+)
+def test_dates_that_name_their_year_need_no_now(query: str, expected: tuple[str, str]) -> None:
+    assert days(query, None) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "How many months ago did I attend the workshop?",
+        "What may I bring to the party?",
+        "Which device did I get first?",
+    ],
+)
+def test_queries_without_a_time_give_no_window(query: str) -> None:
+    assert window_of(query, NOW) is None
+
+
+def test_relative_expressions_need_now_and_windows_end_by_now() -> None:
+    assert window_of("What did I do last week?") is None
+    assert window_of("What did I buy in June?") is None
+    window = window_of("What did I do a week ago?", NOW)
+    assert window is not None and window[1] == NOW
