@@ -14,6 +14,10 @@ options):
 - ``chitchat_fires``: share of small-talk lines ("ok", "thanks!") x conversations that
   recall anything (lower is better: those turns need no memory).
 
+LongMemEval questions are asked at their ``question_date`` (time words such as "a week ago"
+count from it); LoCoMo gives no date for its questions, so only dates that name their year
+count there.
+
 Run from the project root (about 2 minutes on 2 cores with a warm embedding cache)::
 
     .venv/bin/python benchmarks/chat_recall.py [--benchmark locomo|longmemeval]
@@ -28,6 +32,7 @@ import os
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -37,7 +42,7 @@ from calibrate_threshold import CHITCHAT  # the same small talk as the threshold
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder, fresh_memory
-from membot.importers import read_file
+from membot.importers import parse_time, read_file
 from membot.memory import LineInput
 from membot.model import Role
 from membot.recall.chat import recall_for_turn
@@ -57,6 +62,7 @@ VARIANTS = {
     "blend margin 0.05": {"strategy": "blend", "strategy.lexical_margin": 0.05},
     "blend margin 0.15": {"strategy": "blend", "strategy.lexical_margin": 0.15},
     "blend lw 1": {"strategy": "blend", "strategy.lexical_weight": 1.0},
+    "blend no time": {"strategy": "blend", "strategy.time_weight": 0.0},
     "prune": {"strategy": "prune"},
     "pairs": {"strategy": "pairs"},
     "windows": {"strategy": "windows"},
@@ -69,6 +75,7 @@ class Case:
 
     lines: list[LineInput]
     questions: list[tuple[str, set[str]]]
+    now: datetime | None = None  # when the questions are asked
 
 
 def locomo_cases(path: Path) -> list[Case]:
@@ -102,7 +109,8 @@ def longmemeval_cases(path: Path) -> list[Case]:
         }
         if evidence and "_abs" not in question["question_id"]:
             cases.append(Case(by_question[question["question_id"]],
-                              [(question["question"], evidence)]))  # fmt: skip
+                              [(question["question"], evidence)],
+                              parse_time(question["question_date"])))  # fmt: skip
     return cases
 
 
@@ -120,7 +128,7 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
                 settings = BotSettings().with_values(values)
                 total = totals[name]
                 for (text, evidence), vector in zip(case.questions, vectors, strict=True):
-                    chosen = recall_for_turn(mem, settings, text, vector, scope)
+                    chosen = recall_for_turn(mem, settings, text, vector, scope, case.now)
                     refs = set()
                     for block in chosen.blocks:
                         lines = mem.store.lines_between(
@@ -133,7 +141,7 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
                     total["lines"] += len(refs)
                 for text, vector in zip(CHITCHAT, chatter, strict=True):
                     total["chitchat_fires"] += bool(
-                        recall_for_turn(mem, settings, text, vector, scope).hits
+                        recall_for_turn(mem, settings, text, vector, scope, case.now).hits
                     )
             asked += len(case.questions)
             fired_on += len(CHITCHAT)

@@ -189,6 +189,7 @@ def test_neighbour_scores_read_the_previous_and_next_line_of_the_same_thread() -
         thread_ids=np.array([7, 7, 7, 8, 7]),
         seqs=np.array([1, 2, 3, 1, 5]),  # seq 4 of thread 7 is out of scope
         scores=np.array([0.1, 0.2, 0.3, 0.9, 0.5], dtype=np.float32),
+        created=np.zeros(5),
     )
     expected = [
         0.1 + 0.2,  # no seq 0: its own score stands in

@@ -106,7 +106,7 @@ class Bot:
         with clock.step("search"):
             feed = self.memory.recent(line, profile.window_size)
             history_query = match_string(profile.history_match_fmt, profile, text, feed, now=now)
-            recall = self.memory.recall(line, profile, vector, match_text=history_query)
+            recall = self.memory.recall(line, profile, vector, history_query, now)
             history = self._history_hints(recall.blocks, feed, history_query, line, vector, profile)
             expertise_query = match_string(
                 profile.expertise_match_fmt, profile, text, feed, story=True, now=now

@@ -283,10 +283,12 @@ class Memory:
         settings: BotSettings | None = None,
         vector: np.ndarray | None = None,
         match_text: str | None = None,
+        now: datetime | None = None,
     ) -> Recall:
         """Match ``line`` (or ``match_text``, the bot's history match string) against earlier
         lines with the bot's strategy, update the thread's buffer, and return the buffer's
-        blocks (lines of the feed left out: they are in the prompt already)."""
+        blocks (lines of the feed left out: they are in the prompt already). Time words in
+        the line ("last week") are read from ``now``, by default when the line was said."""
         started = time.perf_counter()
         settings = settings or self.bot_settings(line.bot)
         query = line.text if match_text is None else match_text
@@ -302,7 +304,7 @@ class Memory:
             window_from_seq=window_from,
             roles=settings.recall_roles,
         )
-        chosen = recall_for_turn(self, settings, query, vector, scope)
+        chosen = recall_for_turn(self, settings, query, vector, scope, now or line.created_at)
         fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))

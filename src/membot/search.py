@@ -17,6 +17,8 @@ from threadpoolctl import ThreadpoolController
 from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows
 
+_COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
+
 
 @functools.cache
 def _blas() -> ThreadpoolController:
@@ -56,11 +58,13 @@ class InScope:
     thread_ids: np.ndarray
     seqs: np.ndarray
     scores: np.ndarray
+    created: np.ndarray  # seconds since 1970, UTC
 
     @classmethod
     def empty(cls) -> InScope:
         nothing = np.zeros(0, dtype=np.int64)
-        return cls(nothing, nothing, nothing, np.zeros(0, dtype=np.float32))
+        return cls(nothing, nothing, nothing, np.zeros(0, dtype=np.float32),
+                   np.zeros(0, dtype=np.float64))  # fmt: skip
 
     def neighbour_scores(self) -> np.ndarray:
         """Each line's previous plus next line's score in its thread; a neighbour outside
@@ -111,7 +115,7 @@ class VectorIndex:
         ):
             self._grow(max(needed, 2 * self._size, 1024), rows.vectors.shape[1])
         end = self._size + count
-        for name in ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles"):
+        for name in _COLUMNS:
             self._columns[name][self._size : end] = getattr(rows, name)
         self._vectors[self._size : end] = rows.vectors
         self._size = end
@@ -120,8 +124,7 @@ class VectorIndex:
         old_columns, old_vectors, size = self._columns, self._vectors, self._size
         template = VectorRows.empty(dimension)
         self._columns = {
-            name: np.zeros(capacity, dtype=getattr(template, name).dtype)
-            for name in ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles")
+            name: np.zeros(capacity, dtype=getattr(template, name).dtype) for name in _COLUMNS
         }
         self._vectors = np.zeros((capacity, dimension), dtype=np.float32)
         if size and old_vectors.shape[1] == dimension:
@@ -173,7 +176,9 @@ class VectorIndex:
         mask = self._mask(scope)
         scores = similarities(self._vectors[: self._size], query)[mask]
         column = {name: values[: self._size][mask] for name, values in self._columns.items()}
-        return InScope(column["ids"], column["thread_ids"], column["seqs"], scores)
+        return InScope(
+            column["ids"], column["thread_ids"], column["seqs"], scores, column["created"]
+        )
 
     def locate(self, scored: Iterable[tuple[int, float]]) -> list[Hit]:
         """Hits for (line id, score) pairs, with their thread and seq; unknown ids dropped."""

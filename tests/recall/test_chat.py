@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -295,3 +296,32 @@ def test_an_unknown_option_names_the_ones_the_strategy_reads(memory) -> None:
         memory.configure_bot(**{"strategy.speed": 2})
     with pytest.raises(ConfigError, match="no option 'speed'"):
         memory.bot_settings(overrides={"strategy.speed": 2})
+
+
+def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -> None:
+    """Two lines about the same at one cosine, said a month and a week ago: "a week ago"
+    puts the week-old one first, and keeps it at the lower bar."""
+    now = datetime(2024, 5, 20, 12, tzinfo=UTC)
+    memory.add("I baked a lemon cake", user="alice", thread="april",
+               created_at=now - timedelta(days=30))  # fmt: skip
+    recent = memory.add("I baked a lemon cake!", user="alice", thread="may",
+                        created_at=now - timedelta(days=7)).id  # fmt: skip
+    query = "What did I bake a week ago?"
+    line = memory.add(query, user="alice", thread="now", created_at=now)
+    vector = memory.embed([query])[0]
+    scope = Scope(bot_id=memory.store.bot_id("membot") or 0,
+                  person_id=memory.store.person_id("alice"),
+                  window_thread_id=memory.store.thread_id(ThreadKey("membot", "alice", "now")),
+                  window_from_seq=line.seq - 8)  # fmt: skip
+    score = max(cosine(memory, query, "I baked a lemon cake"),
+                cosine(memory, query, "I baked a lemon cake!"))  # fmt: skip
+    # Both lines fall short of the threshold, within the margin; BM25 is left out.
+    settings = settings_of(strategy="blend", threshold=score + 0.05, max_matches=5,
+                           expand_before=0, expand_after=0,
+                           **{"strategy.lexical_top": 0})  # fmt: skip
+    dated = recall_for_turn(memory, settings, query, vector, scope, now)
+    assert [hit.line_id for hit in dated.hits] == [recent]  # the old one: not in the window
+    undated = recall_for_turn(memory, settings, query, vector, scope, None)
+    assert recent not in {hit.line_id for hit in undated.hits}
+    off = settings.with_values({"strategy.time_weight": 0})
+    assert recall_for_turn(memory, off, query, vector, scope, now).hits == ()

@@ -18,7 +18,10 @@ the blocks then enter the thread's relevance buffer like the core's.
   the query's words that are not stopwords, each min-max normalised and added
   (``dense_weight``, ``lexical_weight``). Kept like hybrid's lines (its own cosine against
   ``threshold``, or among BM25's first ``lexical_top`` within ``lexical_margin``), in blended
-  order. The ranking's per-sentence vectors are left out: a chat line costs one embedding.
+  order. When the line names a time (``membot.recall.timeframe``: "a week ago", "last
+  Friday", "in March 2023"), lines said within it are raised by ``time_weight`` and kept
+  at the lower bar too. The ranking's per-sentence vectors are left out: a chat line costs
+  one embedding.
 - ``bm25``: BM25's order; kept like hybrid's lexical lines.
 - ``prune`` (context pruning): the ``lines`` matches, each with its turn partner only (the bot's
   reply to a human line, or the human line a bot line answered).
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,6 +47,7 @@ from membot.recall.bm25 import STOPWORDS, fts_query
 from membot.recall.hybrid import reciprocal_rank_fusion
 from membot.recall.lines import Hit, blocks_for_hits, merge_blocks
 from membot.recall.ranking import EVERY_LINE
+from membot.recall.timeframe import window_of
 from membot.search import Scope, similarities
 from membot.store.base import BufferEntry
 
@@ -65,6 +70,7 @@ OPTIONS: dict[str, dict[str, float]] = {
         "dense_weight": 1.0,
         "lexical_weight": 0.5,
         "neighbour_weight": 0.25,
+        "time_weight": 0.25,
         "lexical_top": 3,
         "lexical_margin": 0.1,
     },
@@ -100,9 +106,15 @@ def check_strategy(settings: BotSettings) -> None:
 
 
 def recall_for_turn(
-    memory: Memory, settings: BotSettings, query: str, vector: np.ndarray, scope: Scope
+    memory: Memory,
+    settings: BotSettings,
+    query: str,
+    vector: np.ndarray,
+    scope: Scope,
+    now: datetime | None = None,
 ) -> ChatRecall:
-    """The matches and blocks ``settings.strategy`` recalls for one turn."""
+    """The matches and blocks ``settings.strategy`` recalls for one turn asked at ``now``
+    (``blend`` reads time words such as "last week" from that moment)."""
     check_strategy(settings)
     if settings.max_matches == 0:
         return ChatRecall((), ())
@@ -110,7 +122,7 @@ def recall_for_turn(
     if name in ("pairs", "windows"):
         return _units(memory, settings, vector, scope)
     if name == "blend":
-        hits = _blended(memory, settings, query, vector, scope)
+        hits = _blended(memory, settings, query, vector, scope, now)
     elif name in ("hybrid", "bm25"):
         hits = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
     else:
@@ -155,7 +167,12 @@ def _lexical(
 
 
 def _blended(
-    memory: Memory, settings: BotSettings, query: str, vector: np.ndarray, scope: Scope
+    memory: Memory,
+    settings: BotSettings,
+    query: str,
+    vector: np.ndarray,
+    scope: Scope,
+    now: datetime | None,
 ) -> list[Hit]:
     option = {name: settings.option(name, value) for name, value in OPTIONS["blend"].items()}
     lines = memory.index.scored_in_scope(vector, scope)
@@ -166,13 +183,21 @@ def _blended(
     words, lexical_order = _bm25_scores(memory, query, scope, lines.ids)
     lexical_top = set(lexical_order[: int(option["lexical_top"])])
     fused = option["dense_weight"] * _min_max(dense) + option["lexical_weight"] * words
+    # A line said when the question points to ("last week", "in March") counts as evidence
+    # too: it is raised, and kept at the lower bar like BM25's best lines.
+    dated = np.zeros(len(lines.ids), dtype=bool)
+    window = window_of(query, now) if option["time_weight"] else None
+    if window is not None:
+        start, end = (moment.timestamp() for moment in window)
+        dated = (lines.created >= start) & (lines.created < end)
+        fused = fused + option["time_weight"] * dated
     low_bar = settings.threshold - option["lexical_margin"]
     # Only lines at or above the lower bar can be kept: the others need no ordering.
     candidates = np.flatnonzero(cosine >= low_bar)
     kept = []
     for index in candidates[np.argsort(-fused[candidates], kind="stable")]:
         line_id, score = int(lines.ids[index]), float(cosine[index])
-        if score >= settings.threshold or line_id in lexical_top:
+        if score >= settings.threshold or line_id in lexical_top or dated[index]:
             kept.append(Hit(line_id, int(lines.thread_ids[index]), int(lines.seqs[index]), score))
             if len(kept) == settings.max_matches:
                 break

@@ -60,21 +60,27 @@ class VectorRows:
     seqs: np.ndarray
     roles: np.ndarray
     vectors: np.ndarray
+    created: np.ndarray  # when each line was said, in seconds since 1970 (UTC)
 
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence], dimension: int | None = None) -> VectorRows:
+        """From (id, bot id, person id, thread id, seq, role, vector blob, created_at)."""
         if not rows:
             return cls.empty(dimension or 0)
         columns = list(zip(*rows, strict=True))
         as_int = [np.asarray(column, dtype=np.int64) for column in columns[:5]]
         roles = np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8)
         vectors = np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in columns[6]])
-        return cls(*as_int, roles, vectors)
+        created = np.asarray(
+            [datetime.fromisoformat(when).timestamp() for when in columns[7]], dtype=np.float64
+        )
+        return cls(*as_int, roles, vectors, created)
 
     @classmethod
     def empty(cls, dimension: int) -> VectorRows:
         ints = [np.zeros(0, dtype=np.int64) for _ in range(5)]
-        return cls(*ints, np.zeros(0, dtype=np.int8), np.zeros((0, dimension), dtype=np.float32))
+        return cls(*ints, np.zeros(0, dtype=np.int8), np.zeros((0, dimension), dtype=np.float32),
+                   np.zeros(0, dtype=np.float64))  # fmt: skip
 
 
 class Store(Protocol):

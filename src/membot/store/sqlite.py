@@ -28,7 +28,7 @@ _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
 """
 _VECTOR_SQL = (
-    "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector "
+    "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, l.created_at "
     "FROM lines l JOIN line_vectors v ON v.line_id = l.id WHERE l.id > ? ORDER BY l.id"
 )
 _LINE_FROM = """
