@@ -233,6 +233,25 @@ def test_the_date_line_uses_now_in_utc(memory: Memory) -> None:
     assert turn.prompt.startswith("It is now Wednesday 2030-01-02 03:04 UTC.")
 
 
+def test_a_turn_at_a_given_moment_stores_both_lines_with_it(memory: Memory) -> None:
+    bot = Bot(memory, ScriptedLLM(["noted"]))
+    turn = bot.turn("I moved to Lyon", user="alice", thread="t1", now=NOW)
+    line, answer = memory.history(user="alice", thread="t1")
+    assert line.created_at == answer.created_at == NOW
+    assert turn.response == "noted"
+
+
+def test_recall_reads_time_words_from_the_moment_of_the_turn(memory: Memory) -> None:
+    """Two equal lines a month apart: "a week ago", asked at NOW, recalls the recent one."""
+    for days, thread in ((30, "old"), (7, "recent")):
+        memory.add("I baked a lemon cake", user="alice", thread=thread,
+                   created_at=NOW - timedelta(days=days))  # fmt: skip
+    memory.configure_bot(max_matches=1, threshold=0.3)
+    bot = Bot(memory, ScriptedLLM(["a lemon cake"]))
+    turn = bot.turn("What did I bake a week ago?", user="alice", thread="t1", now=NOW)
+    assert [block.thread for block in turn.recalled] == ["recent"]
+
+
 def test_tool_lines_show_in_the_feed_but_are_not_recalled(memory: Memory) -> None:
     memory.configure_bot(threshold=0.3)
     bot = Bot(memory, ScriptedLLM())

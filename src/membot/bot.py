@@ -87,7 +87,9 @@ class Bot:
         ``settings`` overrides the bot's profile for this turn only (a value passed with
         the call beats the profile, which beats the defaults). The line is stored before
         the LLM is called, so it is kept even when the LLM fails; the failure is reported in
-        ``Turn.error`` with an empty response.
+        ``Turn.error`` with an empty response. ``now`` (default: the clock) is the moment of
+        the turn: the prompt states it, time words in the line ("last week") are read from
+        it, and both lines are stored with it (a naive time is taken as local).
         """
         clock = _Clock()
         started = time.perf_counter()
@@ -97,8 +99,11 @@ class Bot:
             # A model that cannot keep to JSON answers in text: better a reply than citations.
             profile = replace(profile, citations=False)
             notes.append(f"citations off: {self.llm.name} cannot write JSON reliably")
-        now = now or utc_now()
-        item = self.memory.validate_line(LineInput(text, user, thread, Role.HUMAN, self.name))
+        given = now is not None
+        now = (now if now.tzinfo else now.astimezone()) if now is not None else utc_now()
+        item = self.memory.validate_line(
+            LineInput(text, user, thread, Role.HUMAN, self.name, created_at=now)
+        )
         with clock.step("embed"):
             vector = self.memory.embed([text])[0]
         with clock.step("store"):
@@ -138,7 +143,8 @@ class Bot:
                 notes.append(reply.note)
             if error is None:
                 with clock.step("store"):
-                    answer = LineInput(reply.response, user, thread, Role.BOT, self.name)
+                    answer = LineInput(reply.response, user, thread, Role.BOT, self.name,
+                                       created_at=now if given else None)  # fmt: skip
                     reply_line, _ = self.memory.add_with_vector(answer)
                 if profile.thread_summary:
                     with clock.step("summarize"):
