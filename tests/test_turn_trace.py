@@ -300,6 +300,29 @@ def test_the_relevance_check_drops_what_the_model_rejects(memory: Memory) -> Non
     assert f"h{first_id}" not in turn.prompt
 
 
+def test_the_relevance_check_asks_only_about_hints_that_fit(memory: Memory) -> None:
+    furnish(memory)
+    llm = ScriptedLLM()
+    bot = Bot(memory, llm)
+    open_thread(bot)
+    settings = {"relevance_check": True, "citations": False}
+    wide = bot.turn(
+        QUERY, user="alice", thread="t3", settings=settings | {"relevance_check": False}
+    )
+    hints = len(wide.history_matches) + len(wide.expertise_matches)
+    assert hints == 3
+    # A budget that holds the frame, the line and one hint at most.
+    frame = wide.tokens["prompt"] - sum(memory.tokens.count(h["text"]) for h in
+                                        wide.history_matches + wide.expertise_matches)  # fmt: skip
+    tight = settings | {"context_size": frame + 40 + 256, "reply_tokens": 256}
+    llm.enqueue("yes", "yes", "yes", "Fine.")
+    asked = len(llm.history)
+    turn = bot.turn(QUERY, user="alice", thread="t4", settings=tight)
+    kept = len(turn.history_matches) + len(turn.expertise_matches)
+    assert 0 < kept < hints
+    assert len(llm.history) - asked == kept + 1  # one question per hint in the prompt, the reply
+
+
 def test_the_relevance_check_is_off_by_default(memory: Memory) -> None:
     furnish(memory)
     llm = ScriptedLLM([reply("ok")])

@@ -117,17 +117,26 @@ class Bot:
                 profile.expertise_match_fmt, profile, text, feed, story=True, now=now
             )
             expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
-        if profile.relevance_check and not dry_run and (history or expertise):
-            with clock.step("relevance_check"):
-                history, dropped = check_hints(self.llm, text, history)
-                expertise, more = check_hints(self.llm, text, expertise)
-                notes += dropped + more
         with clock.step("assemble"):
             state = self.memory.store.thread_state(ThreadKey(self.name, user, thread))
             summary = state.summary if state and feed and feed[0].seq > 1 else ""
-            prompt = assemble(profile, text, feed, history, expertise, self.memory.tokens,
-                              summary=summary, now=now,
-                              match_strings=(history_query, expertise_query))  # fmt: skip
+
+            def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
+                return assemble(profile, text, feed, history, expertise, self.memory.tokens,
+                                summary=summary, now=now,
+                                match_strings=(history_query, expertise_query))  # fmt: skip
+
+            prompt = packed(history, expertise)
+        if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
+            # Only the hints that fit the budget are put to the model; the prompt is then
+            # packed again from those it judged relevant.
+            with clock.step("relevance_check"):
+                history, dropped = check_hints(self.llm, text, list(prompt.history))
+                expertise, more = check_hints(self.llm, text, list(prompt.expertise))
+                notes += dropped + more
+            if dropped or more:
+                with clock.step("assemble"):
+                    prompt = packed(history, expertise)
         reply, error, reply_line = Reply("", ()), None, None
         if not dry_run:
             with clock.step("llm"):
