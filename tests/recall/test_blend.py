@@ -186,3 +186,13 @@ def test_blend_is_found_by_name_and_embeds_the_speaker_with_the_line() -> None:
     assert ranking.name == "blend"
     assert ranking.index_text(LineInput("hi", "ann", "t", speaker="Ann")) == "Ann: hi"
     assert ranking.index_text(LineInput("hi", "ann", "t")) == "hi"
+
+
+def test_a_question_naming_a_dated_day_needs_no_now(memory: Memory) -> None:
+    ids = []
+    for day in (1, 7, 20):
+        when = datetime(2023, 7, day, tzinfo=UTC)
+        ids.append(memory.add("We baked a cake", user="ann", thread=f"t{day}", created_at=when).id)
+    query = "What did we bake on 7 July, 2023?"
+    assert BlendRanking().rank(memory, query, scope(memory))[0] == ids[1]
+    assert BlendRanking(time_weight=0.0).rank(memory, query, scope(memory))[0] == ids[0]
