@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
@@ -12,6 +13,7 @@ from membot.model import Role
 from membot.recall.blend import (
     BlendRanking,
     blend,
+    bm25_scores,
     chunk_units,
     in_window,
     normalised,
@@ -196,3 +198,24 @@ def test_a_question_naming_a_dated_day_needs_no_now(memory: Memory) -> None:
     query = "What did we bake on 7 July, 2023?"
     assert BlendRanking().rank(memory, query, scope(memory))[0] == ids[1]
     assert BlendRanking(time_weight=0.0).rank(memory, query, scope(memory))[0] == ids[0]
+
+
+def test_bm25_scores_favour_rare_words_and_short_documents() -> None:
+    texts = ["red kite", "red sea", "red kite over the long grey sea", ""]
+    documents = [Counter(text.split()) for text in texts]
+    scores = bm25_scores(documents, ["kite", "red"])
+    assert scores[0] > scores[2] > scores[1] > scores[3] == 0.0
+    assert bm25_scores(documents, []).tolist() == [0.0] * 4
+    assert bm25_scores([], ["kite"]).size == 0
+
+
+def test_a_word_said_in_passing_in_a_long_line_counts_by_its_sentence(memory: Memory) -> None:
+    filler = " ".join(f"Sentence {n} is about gardening and roses." for n in range(12))
+    ids = stored(memory, f"{filler} I keep my stamps in an album.", "Stamps and more stamps. Nice.")
+    lexical_only = {"dense_weight": 0.0, "neighbour_weight": 0.0}
+    plain = BlendRanking(sentence_weight=0.0, **lexical_only)
+    with_parts = BlendRanking(sentence_weight=1.0, **lexical_only)
+    query = "where do I keep my stamps"
+    assert [hit.line_id for hit in plain.lexical(memory, query, scope(memory))] == [ids[1], ids[0]]
+    moved = {hit.line_id: hit.score for hit in with_parts.lexical(memory, query, scope(memory))}
+    assert moved[ids[0]] == pytest.approx(1.0)  # its sentence is the best BM25 match
