@@ -58,6 +58,8 @@ def test_dates_that_name_their_year_need_no_now(query: str, expected: tuple[str,
         "How many months ago did I attend the workshop?",
         "What may I bring to the party?",
         "Which device did I get first?",
+        "What did I do on 31 February, 2023?",  # no such day
+        "What happened 5000 years ago?",
     ],
 )
 def test_queries_without_a_time_give_no_window(query: str) -> None:

@@ -81,9 +81,12 @@ def window_of(
     None if none. Without ``now`` only dates that name their year count."""
     zone = now.tzinfo if now is not None else zone
     naive = now.replace(tzinfo=None) if now is not None else None
-    span = _absolute(query)
-    if span is None and naive is not None:
-        span = _relative(query, naive)
+    try:
+        span = _absolute(query)
+        if span is None and naive is not None:
+            span = _relative(query, naive)
+    except (ValueError, OverflowError):  # "31 February, 2023", "3000 years ago"
+        return None
     if span is None:
         return None
     start, end = span
