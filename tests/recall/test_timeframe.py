@@ -71,3 +71,8 @@ def test_relative_expressions_need_now_and_windows_end_by_now() -> None:
     assert window_of("What did I buy in June?") is None
     window = window_of("What did I do a week ago?", NOW)
     assert window is not None and window[1] == NOW
+
+
+def test_a_naive_now_is_read_as_utc() -> None:
+    window = window_of("What did I do yesterday?", NOW.replace(tzinfo=None))
+    assert window is not None and window[1] == NOW

@@ -77,9 +77,10 @@ def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
 def window_of(
     query: str, now: datetime | None = None, zone: tzinfo | None = UTC
 ) -> tuple[datetime, datetime] | None:
-    """The [start, end) span ``query`` points to, in ``now``'s time zone (else ``zone``);
-    None if none. Without ``now`` only dates that name their year count."""
-    zone = now.tzinfo if now is not None else zone
+    """The [start, end) span ``query`` points to, in ``now``'s time zone (UTC for a naive
+    ``now``; ``zone`` without one); None if none. Without ``now`` only dates that name their
+    year count."""
+    zone = (now.tzinfo or UTC) if now is not None else zone
     naive = now.replace(tzinfo=None) if now is not None else None
     try:
         span = _absolute(query)
