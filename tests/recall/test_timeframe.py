@@ -74,5 +74,5 @@ def test_relative_expressions_need_now_and_windows_end_by_now() -> None:
 
 
 def test_a_naive_now_is_read_as_utc() -> None:
-    window = window_of("What did I do yesterday?", NOW.replace(tzinfo=None))
+    window = window_of("What did I do last week?", NOW.replace(tzinfo=None))
     assert window is not None and window[1] == NOW
