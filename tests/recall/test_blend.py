@@ -12,8 +12,8 @@ from membot.memory import LineInput
 from membot.model import Role
 from membot.recall.blend import (
     BlendRanking,
+    TermIndex,
     blend,
-    bm25_scores,
     chunk_units,
     in_window,
     normalised,
@@ -203,10 +203,10 @@ def test_a_question_naming_a_dated_day_needs_no_now(memory: Memory) -> None:
 def test_bm25_scores_favour_rare_words_and_short_documents() -> None:
     texts = ["red kite", "red sea", "red kite over the long grey sea", ""]
     documents = [Counter(text.split()) for text in texts]
-    scores = bm25_scores(documents, ["kite", "red"])
+    scores = TermIndex(documents).bm25(["kite", "red", "kite", "absent"])
     assert scores[0] > scores[2] > scores[1] > scores[3] == 0.0
-    assert bm25_scores(documents, []).tolist() == [0.0] * 4
-    assert bm25_scores([], ["kite"]).size == 0
+    assert TermIndex(documents).bm25([]).tolist() == [0.0] * 4
+    assert TermIndex([]).bm25(["kite"]).size == 0
 
 
 def test_a_word_said_in_passing_in_a_long_line_counts_by_its_sentence(memory: Memory) -> None:

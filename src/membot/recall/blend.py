@@ -207,23 +207,37 @@ def blend(dense: Sequence[Hit], lexical: Sequence[Hit], weights: Sequence[float]
     return sorted(blended, key=lambda hit: -hit.score)
 
 
-def bm25_scores(
-    documents: Sequence[Counter[str]], words: Sequence[str], k1: float = 1.2, b: float = 0.75
-) -> np.ndarray:
-    """Okapi BM25 of each document (its word counts) for the query ``words``, with the IDF
-    ``log(1 + (N - n + 0.5) / (n + 0.5))``."""
-    scores = np.zeros(len(documents))
-    if not documents:
+class TermIndex:
+    """Documents (their word counts) by word, for Okapi BM25 that reads only the documents
+    holding a query word; IDF ``log(1 + (N - n + 0.5) / (n + 0.5))``."""
+
+    def __init__(self, documents: Sequence[Counter[str]], k1: float = 1.2, b: float = 0.75):
+        self.size = len(documents)
+        self.k1 = k1
+        lengths = np.asarray([sum(document.values()) for document in documents], dtype=float)
+        mean = max(float(lengths.mean()), 1.0) if self.size else 1.0
+        self.scale = k1 * (1 - b + b * lengths / mean)
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for row, document in enumerate(documents):
+            for word, count in document.items():
+                rows, counts = postings.setdefault(word, ([], []))
+                rows.append(row)
+                counts.append(count)
+        self.postings = {
+            word: (np.asarray(rows), np.asarray(counts, dtype=float))
+            for word, (rows, counts) in postings.items()
+        }
+
+    def bm25(self, words: Sequence[str]) -> np.ndarray:
+        """Each document's BM25 for the query ``words`` (0 where it holds none)."""
+        scores = np.zeros(self.size)
+        for word in dict.fromkeys(words):
+            if word not in self.postings:
+                continue
+            rows, counts = self.postings[word]
+            idf = np.log(1 + (self.size - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += idf * counts * (self.k1 + 1) / (counts + self.scale[rows])
         return scores
-    lengths = np.asarray([sum(document.values()) for document in documents], dtype=float)
-    scale = k1 * (1 - b + b * lengths / max(lengths.mean(), 1.0))
-    for word in dict.fromkeys(words):
-        counts = np.asarray([document.get(word, 0) for document in documents], dtype=float)
-        found = np.count_nonzero(counts)
-        if found:
-            idf = np.log(1 + (len(documents) - found + 0.5) / (found + 0.5))
-            scores += idf * counts * (k1 + 1) / (counts + scale)
-    return scores
 
 
 def in_window(
@@ -272,7 +286,7 @@ class BlendRanking:
         self.time_weight = time_weight
         self.chunk_words = chunk_words
         self._terms: weakref.WeakKeyDictionary[
-            Memory, tuple[tuple[int, int], list[int], list[Counter[str]]]
+            Memory, tuple[tuple[int, int], list[int], TermIndex]
         ] = weakref.WeakKeyDictionary()
         self._dates: weakref.WeakKeyDictionary[
             Memory, tuple[tuple[int, int], dict[int, datetime]]
@@ -302,14 +316,15 @@ class BlendRanking:
         self._sentences[memory] = (key, owners, vectors)
         return owners, vectors
 
-    def sentence_terms(self, memory: Memory) -> tuple[list[int], list[Counter[str]]]:
-        """Owning line ids and word counts of the store's sentences, once per store state."""
+    def sentence_terms(self, memory: Memory) -> tuple[list[int], TermIndex]:
+        """Owning line ids and the term index of the store's sentences, once per store
+        state."""
         key = store_key(memory)
         cached = self._terms.get(memory)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
         owners, texts = self.units(memory)
-        terms = [Counter(word.lower() for word in _WORD.findall(text)) for text in texts]
+        terms = TermIndex([Counter(word.lower() for word in _WORD.findall(text)) for text in texts])
         self._terms[memory] = (key, owners, terms)
         return owners, terms
 
@@ -321,10 +336,10 @@ class BlendRanking:
             return hits
         owners, terms = self.sentence_terms(memory)
         words = [word.lower() for word in _WORD.findall(query)]
-        scores = bm25_scores(terms, [word for word in words if word not in STOPWORDS] or words)
+        scores = terms.bm25([word for word in words if word not in STOPWORDS] or words)
         best: dict[int, float] = {}
-        for owner, score in zip(owners, scores.tolist(), strict=True):
-            best[owner] = max(best.get(owner, score), score)
+        for row in np.flatnonzero(scores).tolist():
+            best[owners[row]] = max(best.get(owners[row], 0.0), float(scores[row]))
         top = max(best.values(), default=0.0)
         if top <= 0:
             return hits
