@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
 import pytest
@@ -11,6 +12,7 @@ from membot.memory import LineInput
 from membot.model import Role
 from membot.recall.blend import (
     BlendRanking,
+    TermIndex,
     blend,
     chunk_units,
     in_window,
@@ -186,3 +188,34 @@ def test_blend_is_found_by_name_and_embeds_the_speaker_with_the_line() -> None:
     assert ranking.name == "blend"
     assert ranking.index_text(LineInput("hi", "ann", "t", speaker="Ann")) == "Ann: hi"
     assert ranking.index_text(LineInput("hi", "ann", "t")) == "hi"
+
+
+def test_a_question_naming_a_dated_day_needs_no_now(memory: Memory) -> None:
+    ids = []
+    for day in (1, 7, 20):
+        when = datetime(2023, 7, day, tzinfo=UTC)
+        ids.append(memory.add("We baked a cake", user="ann", thread=f"t{day}", created_at=when).id)
+    query = "What did we bake on 7 July, 2023?"
+    assert BlendRanking().rank(memory, query, scope(memory))[0] == ids[1]
+    assert BlendRanking(time_weight=0.0).rank(memory, query, scope(memory))[0] == ids[0]
+
+
+def test_bm25_scores_favour_rare_words_and_short_documents() -> None:
+    texts = ["red kite", "red sea", "red kite over the long grey sea", ""]
+    documents = [Counter(text.split()) for text in texts]
+    scores = TermIndex(documents).bm25(["kite", "red", "kite", "absent"])
+    assert scores[0] > scores[2] > scores[1] > scores[3] == 0.0
+    assert TermIndex(documents).bm25([]).tolist() == [0.0] * 4
+    assert TermIndex([]).bm25(["kite"]).size == 0
+
+
+def test_a_word_said_in_passing_in_a_long_line_counts_by_its_sentence(memory: Memory) -> None:
+    filler = " ".join(f"Sentence {n} is about gardening and roses." for n in range(12))
+    ids = stored(memory, f"{filler} I keep my stamps in an album.", "Stamps and more stamps. Nice.")
+    lexical_only = {"dense_weight": 0.0, "neighbour_weight": 0.0}
+    plain = BlendRanking(sentence_weight=0.0, **lexical_only)
+    with_parts = BlendRanking(sentence_weight=1.0, **lexical_only)
+    query = "where do I keep my stamps"
+    assert [hit.line_id for hit in plain.lexical(memory, query, scope(memory))] == [ids[1], ids[0]]
+    moved = {hit.line_id: hit.score for hit in with_parts.lexical(memory, query, scope(memory))}
+    assert moved[ids[0]] == pytest.approx(1.0)  # its sentence is the best BM25 match

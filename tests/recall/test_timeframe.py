@@ -58,6 +58,8 @@ def test_dates_that_name_their_year_need_no_now(query: str, expected: tuple[str,
         "How many months ago did I attend the workshop?",
         "What may I bring to the party?",
         "Which device did I get first?",
+        "What did I do on 31 February, 2023?",  # no such day
+        "What happened 5000 years ago?",
     ],
 )
 def test_queries_without_a_time_give_no_window(query: str) -> None:
@@ -68,4 +70,9 @@ def test_relative_expressions_need_now_and_windows_end_by_now() -> None:
     assert window_of("What did I do last week?") is None
     assert window_of("What did I buy in June?") is None
     window = window_of("What did I do a week ago?", NOW)
+    assert window is not None and window[1] == NOW
+
+
+def test_a_naive_now_is_read_as_utc() -> None:
+    window = window_of("What did I do last week?", NOW.replace(tzinfo=None))
     assert window is not None and window[1] == NOW

@@ -12,13 +12,16 @@ misses, then mixed with its neighbours':
    passage about the question outranks a lone line that happens to share its words.
 
 The lexical side is BM25 over the lines, the query's stopwords left out ("what", "did", "I",
-...; a query of stopwords only keeps them). Both sides are min-max normalised over the lines
-in scope and added ``dense_weight * dense + lexical_weight * lexical`` (a line BM25 does not
-find adds nothing). When the query points to a time (``membot.recall.timeframe``: "a week
-ago", "last Tuesday", "in January" against ``now``, the moment it is asked; "on 7 July, 2023",
-"in May 2023" without it), lines dated within that window add ``time_weight``. Neighbours up
-to ``before``/``after`` lines away then compete at ``neighbour_decay ** distance`` times their
-hit's blended score, as in ``hybrid``.
+...; a query of stopwords only keeps them), each line's score moved ``sentence_weight`` of the
+way toward its best sentence's BM25 (the same sentence units, scored in Python, since the
+store's full-text index holds whole lines; both sides scaled to [0, 1] first): a long line
+naming the thing once in passing is not outscored by every short line that names it. Both sides
+are min-max normalised over the lines in scope and added ``dense_weight * dense +
+lexical_weight * lexical`` (a line BM25 does not find adds nothing). When the query points to a
+time (``membot.recall.timeframe``: "a week ago", "last Tuesday", "in January" against ``now``,
+the moment it is asked; "on 7 July, 2023", "in May 2023" without it), lines dated within that
+window add ``time_weight``. Neighbours up to ``before``/``after`` lines away then compete at
+``neighbour_decay ** distance`` times their hit's blended score, as in ``hybrid``.
 
 Measured with `membot eval` on the dev files (LoCoMo evidence recall at 5 / 10 / 25 / 50
 turns; LongMemEval session recall_all@5, turn recall_all@10, turn ndcg_any@10), each step on
@@ -35,8 +38,7 @@ top of the one before, starting from ``hybrid`` (.560 / .675 / .807 / .870; .824
   right after it and LongMemEval's turn ndcg_any@10 drops to .69;
 - with score fusion, neighbour scores at 0.25 instead of 0.5 (.659 / .762 / .851 / .902;
   .863 / .882 / .750); at 0 .635 / .761 / .847 / .900; .902 / .863 / .743. Without the
-  sentence vectors (neighbours at 0.5): .623 / .732 / .837 / .883; .843 / .843 / .710.
-
+  sentence vectors (neighbours at 0.5): .623 / .732 / .837 / .883; .843 / .843 / .710;
 - the time window, 0.25 for a line dated in it (LongMemEval asked at ``question_date``;
   LoCoMo with no ``now``, so only dates that name their year count): .675 / .781 / .862 /
   .909; .863 / .863 / .751. LoCoMo gains on both halves of its questions (split by a hash of
@@ -45,7 +47,12 @@ top of the one before, starting from ``hybrid`` (.560 / .675 / .807 / .870; .824
   week's other lines over a gold turn a month older, which recall_all also wants). At 0.1:
   .669 / .767 / .857 / .906; .863 / .882 / .751; at 0.5: .684 / .785 / .867 / .912; .843 /
   .863 / .747. LoCoMo asked at its last session's date (relative words then count too, but
-  they are relative to when they were said, not asked): R@10 .785, within noise of .781.
+  they are relative to when they were said, not asked): R@10 .785, within noise of .781;
+- sentence BM25 at ``sentence_weight`` (0.5): .679 / .783 / .864 / .911; .882 / .882 / .758;
+  LongMemEval gains on both halves of its questions (split by a hash of the question id:
+  .862 / .862 / .753 -> .897 / .897 / .753 and .864 / .864 / .747 -> .864 / .864 / .765).
+  At 1.0 (a line scored by its best sentence when that is higher): .681 / .784 / .865 / .904;
+  .882 / .902 / .758, within a question of 0.5 on every number but LoCoMo R@50.
 
 Measured and left out (each on top of the time window): later lines of a thread lowered by
 0.1 / 0.2 / 0.4 so the best lines of more threads come first (LongMemEval .863 / .863 / .740,
@@ -72,6 +79,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -90,6 +98,7 @@ if TYPE_CHECKING:
     from membot.memory import LineInput, Memory
 
 _CHUNK = 500  # line ids per store query
+_WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
@@ -198,6 +207,39 @@ def blend(dense: Sequence[Hit], lexical: Sequence[Hit], weights: Sequence[float]
     return sorted(blended, key=lambda hit: -hit.score)
 
 
+class TermIndex:
+    """Documents (their word counts) by word, for Okapi BM25 that reads only the documents
+    holding a query word; IDF ``log(1 + (N - n + 0.5) / (n + 0.5))``."""
+
+    def __init__(self, documents: Sequence[Counter[str]], k1: float = 1.2, b: float = 0.75):
+        self.size = len(documents)
+        self.k1 = k1
+        lengths = np.asarray([sum(document.values()) for document in documents], dtype=float)
+        mean = max(float(lengths.mean()), 1.0) if self.size else 1.0
+        self.scale = k1 * (1 - b + b * lengths / mean)
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for row, document in enumerate(documents):
+            for word, count in document.items():
+                rows, counts = postings.setdefault(word, ([], []))
+                rows.append(row)
+                counts.append(count)
+        self.postings = {
+            word: (np.asarray(rows), np.asarray(counts, dtype=float))
+            for word, (rows, counts) in postings.items()
+        }
+
+    def bm25(self, words: Sequence[str]) -> np.ndarray:
+        """Each document's BM25 for the query ``words`` (0 where it holds none)."""
+        scores = np.zeros(self.size)
+        for word in dict.fromkeys(words):
+            if word not in self.postings:
+                continue
+            rows, counts = self.postings[word]
+            idf = np.log(1 + (self.size - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += idf * counts * (self.k1 + 1) / (counts + self.scale[rows])
+        return scores
+
+
 def in_window(
     hits: Sequence[Hit],
     dates: Mapping[int, datetime],
@@ -217,8 +259,9 @@ def in_window(
 
 
 class BlendRanking:
-    """Dense (with sentences and neighbours) and stopword-free BM25 scores, normalised and
-    added; neighbours placed by their decayed score."""
+    """Dense (with sentences and neighbours) and stopword-free BM25 (with sentences) scores,
+    normalised and added; lines dated where the query points raised; neighbours placed by
+    their decayed score."""
 
     name = "blend"
 
@@ -242,6 +285,9 @@ class BlendRanking:
         self.neighbour_decay = neighbour_decay
         self.time_weight = time_weight
         self.chunk_words = chunk_words
+        self._terms: weakref.WeakKeyDictionary[
+            Memory, tuple[tuple[int, int], list[int], TermIndex]
+        ] = weakref.WeakKeyDictionary()
         self._dates: weakref.WeakKeyDictionary[
             Memory, tuple[tuple[int, int], dict[int, datetime]]
         ] = weakref.WeakKeyDictionary()
@@ -252,20 +298,56 @@ class BlendRanking:
     def index_text(self, item: LineInput) -> str:
         return f"{item.speaker}: {item.text}" if item.speaker else item.text
 
+    def units(self, memory: Memory) -> tuple[list[int], list[str]]:
+        """The store's sentence units, or its chunks with ``chunk_words``."""
+        layout = layout_of(memory)
+        if self.chunk_words is None:
+            return sentence_units(layout)
+        return chunk_units(layout, self.chunk_words)
+
     def sentence_vectors(self, memory: Memory) -> tuple[list[int], np.ndarray]:
         """Owning line ids and vectors of the store's sentences, built once per store state."""
         key = store_key(memory)
         cached = self._sentences.get(memory)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
-        layout = layout_of(memory)
-        if self.chunk_words is None:
-            owners, texts = sentence_units(layout)
-        else:
-            owners, texts = chunk_units(layout, self.chunk_words)
+        owners, texts = self.units(memory)
         vectors = np.asarray(memory.embed(texts), np.float32) if texts else np.zeros((0, 0))
         self._sentences[memory] = (key, owners, vectors)
         return owners, vectors
+
+    def sentence_terms(self, memory: Memory) -> tuple[list[int], TermIndex]:
+        """Owning line ids and the term index of the store's sentences, once per store
+        state."""
+        key = store_key(memory)
+        cached = self._terms.get(memory)
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        owners, texts = self.units(memory)
+        terms = TermIndex([Counter(word.lower() for word in _WORD.findall(text)) for text in texts])
+        self._terms[memory] = (key, owners, terms)
+        return owners, terms
+
+    def lexical(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
+        """BM25 hits moved toward their best sentence's BM25 (both scaled to [0, 1]), best
+        first."""
+        hits = bm25_hits(memory, query, scope, stopwords=STOPWORDS)
+        if not (self.sentence_weight and hits):
+            return hits
+        owners, terms = self.sentence_terms(memory)
+        words = [word.lower() for word in _WORD.findall(query)]
+        scores = terms.bm25([word for word in words if word not in STOPWORDS] or words)
+        best: dict[int, float] = {}
+        for row in np.flatnonzero(scores).tolist():
+            best[owners[row]] = max(best.get(owners[row], 0.0), float(scores[row]))
+        top = max(best.values(), default=0.0)
+        if top <= 0:
+            return hits
+        scaled = normalised(hits)
+        hits = [Hit(hit.line_id, hit.thread_id, hit.seq, scaled[hit.line_id]) for hit in hits]
+        best = {line_id: score / top for line_id, score in best.items()}
+        moved = with_sentences(hits, best, self.sentence_weight)
+        return sorted(moved, key=lambda hit: -hit.score)
 
     def line_dates(self, memory: Memory) -> dict[int, datetime]:
         """Each stored line's date by line id, read once per store state."""
@@ -303,7 +385,7 @@ class BlendRanking:
         depth: int | None = None,
         now: datetime | None = None,
     ) -> list[int]:
-        lexical = bm25_hits(memory, query, scope, stopwords=STOPWORDS)
+        lexical = self.lexical(memory, query, scope)
         blended = blend(self.dense(memory, query, scope), lexical, self.weights)
         window = window_of(query, now) if self.time_weight else None
         if window is not None:

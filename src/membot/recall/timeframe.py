@@ -77,13 +77,17 @@ def _month_span(year: int, month: int) -> tuple[datetime, datetime]:
 def window_of(
     query: str, now: datetime | None = None, zone: tzinfo | None = UTC
 ) -> tuple[datetime, datetime] | None:
-    """The [start, end) span ``query`` points to, in ``now``'s time zone (else ``zone``);
-    None if none. Without ``now`` only dates that name their year count."""
-    zone = now.tzinfo if now is not None else zone
+    """The [start, end) span ``query`` points to, in ``now``'s time zone (UTC for a naive
+    ``now``; ``zone`` without one); None if none. Without ``now`` only dates that name their
+    year count."""
+    zone = (now.tzinfo or UTC) if now is not None else zone
     naive = now.replace(tzinfo=None) if now is not None else None
-    span = _absolute(query)
-    if span is None and naive is not None:
-        span = _relative(query, naive)
+    try:
+        span = _absolute(query)
+        if span is None and naive is not None:
+            span = _relative(query, naive)
+    except (ValueError, OverflowError):  # "31 February, 2023", "3000 years ago"
+        return None
     if span is None:
         return None
     start, end = span
