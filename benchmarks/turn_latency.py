@@ -8,7 +8,7 @@ LoCoMo questions in a new thread; the LLM is the scripted fake answering with th
 so replies have a realistic length. The turn embedder has no cache: every line is really
 embedded, as on a live chat.
 
-    .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--json]
+    .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--strategy blend] [--json]
 """
 
 from __future__ import annotations
@@ -32,14 +32,16 @@ from membot.importers import read_file
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
-def build_store(db: Path) -> int:
+def build_store(db: Path, strategy: str | None = None) -> int:
     """Import the LoCoMo dev conversations (embeddings from the user's cache when present)."""
     memory = Memory(db)
     plan = read_file(LOCOMO, "locomo", "bench", None)
     started = time.perf_counter()
     added = memory.add_many(plan.lines)
     print(f"imported {added} lines in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    memory.configure_bot("bench", share_across_people=True)
+    memory.configure_bot(
+        "bench", share_across_people=True, **({"strategy": strategy} if strategy else {})
+    )
     memory.close()
     return added
 
@@ -50,10 +52,10 @@ def questions(count: int) -> list[tuple[str, str]]:
     return pairs[:count]
 
 
-def run(turns: int) -> dict:
+def run(turns: int, strategy: str | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.db"
-        lines = build_store(db)
+        lines = build_store(db, strategy)
         memory = Memory(db, embedder=default_embedder())  # no cache: real embedding cost
         memory.warm_up()
         asked = questions(turns)
@@ -71,9 +73,10 @@ def run(turns: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--strategy", help="the bot's recall strategy (default: the default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    report = run(args.turns)
+    report = run(args.turns, args.strategy)
     if args.json:
         print(json.dumps(report, indent=2))
         return

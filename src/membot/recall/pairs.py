@@ -47,7 +47,7 @@ class UnitRanking:
 
     def __init__(self) -> None:
         self._cache: weakref.WeakKeyDictionary[
-            Memory, tuple[tuple[int, int], list[Unit], np.ndarray]
+            Memory, tuple[tuple[int, int], list[Unit], np.ndarray, dict[str, np.ndarray]]
         ] = weakref.WeakKeyDictionary()
 
     def index_text(self, item: LineInput) -> str:
@@ -60,17 +60,23 @@ class UnitRanking:
         return self.separator.join(line.labelled for line in unit)
 
     def embedded_units(self, memory: Memory) -> tuple[list[Unit], np.ndarray]:
-        """The store's units and their vectors, built once per state of the store."""
+        """The store's units and their vectors, built once per state of the store. A unit
+        whose text was embedded for the state before keeps its vector: a new line embeds
+        only the units it changed, not every unit again."""
         key = store_key(memory)
         cached = self._cache.get(memory)
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
         units = self.units(layout_of(memory))
-        if units:
-            vectors = np.asarray(memory.embed([self.text(unit) for unit in units]), np.float32)
-        else:
-            vectors = np.zeros((0, 0), dtype=np.float32)
-        self._cache[memory] = (key, units, vectors)
+        texts = [self.text(unit) for unit in units]
+        # Vectors of an earlier state hold only while no line was re-embedded or removed.
+        known = cached[3] if cached is not None and cached[0][0] == key[0] else {}
+        missing = list(dict.fromkeys(text for text in texts if text not in known))
+        if missing:
+            known = known | dict(zip(missing, np.asarray(memory.embed(missing), np.float32),
+                                     strict=True))  # fmt: skip
+        vectors = np.vstack([known[text] for text in texts]) if texts else np.zeros((0, 0))
+        self._cache[memory] = (key, units, vectors, {text: known[text] for text in texts})
         return units, vectors
 
     def rank(

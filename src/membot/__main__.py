@@ -1,0 +1,3 @@
+from membot.cli import main
+
+main()
