@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from membot.config import DEFAULT_EMBEDDER
+from membot.errors import ConfigError
 from membot.eval.harness import write_report
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import evaluate_longmemeval
@@ -23,6 +24,12 @@ err = Console(stderr=True)
 
 StrategyOption = Annotated[
     str, typer.Option("--strategy", "-s", help=f"Recall strategy: {' | '.join(RANKINGS)}.")
+]
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", help="A number of the strategy, NAME=VALUE (e.g. lexical_weight=0.7); repeatable."
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Also write the JSON report here.")]
@@ -39,10 +46,12 @@ def _run(
     context: typer.Context,
     file: Path,
     strategy: str,
+    settings: list[str] | None,
     as_json: bool,
     out: Path | None,
 ) -> dict[str, Any]:
-    report = evaluate(file, strategy=strategy, embedder=_embedder(context))
+    options = _options(settings or [])
+    report = evaluate(file, strategy=strategy, embedder=_embedder(context), options=options)
     if out:
         write_report(report, out)
         err.print(f"report written to {out}")
@@ -51,16 +60,29 @@ def _run(
     return report
 
 
+def _options(settings: list[str]) -> dict[str, float]:
+    """``["lexical_weight=0.7"]`` -> ``{"lexical_weight": 0.7}``; ConfigError otherwise."""
+    options = {}
+    for setting in settings:
+        name, _, raw = setting.partition("=")
+        try:
+            options[name.strip()] = float(raw)
+        except ValueError:
+            raise ConfigError(f"--set wants NAME=NUMBER, got {setting!r}") from None
+    return options
+
+
 @eval_app.command()
 def locomo(
     context: typer.Context,
     file: FileArgument,
-    strategy: StrategyOption = "hybrid",
+    strategy: StrategyOption = "blend",
+    settings: SetOption = None,
     as_json: JsonOption = False,
     out: OutOption = None,
 ) -> None:
     """LoCoMo evidence recall at 5, 10, 25, 50 dialog turns in context."""
-    report = _run(evaluate_locomo, context, file, strategy, as_json, out)
+    report = _run(evaluate_locomo, context, file, strategy, settings, as_json, out)
     if not as_json:
         recall = ", ".join(f"R@{k} {value:.3f}" for k, value in report["recall_at"].items())
         err.print(f"{report['questions']} questions, {strategy}: {recall}", highlight=False)
@@ -70,12 +92,13 @@ def locomo(
 def longmemeval(
     context: typer.Context,
     file: FileArgument,
-    strategy: StrategyOption = "hybrid",
+    strategy: StrategyOption = "blend",
+    settings: SetOption = None,
     as_json: JsonOption = False,
     out: OutOption = None,
 ) -> None:
     """LongMemEval's official retrieval metrics, turn and session level, with a BM25 baseline."""
-    report = _run(evaluate_longmemeval, context, file, strategy, as_json, out)
+    report = _run(evaluate_longmemeval, context, file, strategy, settings, as_json, out)
     if not as_json:
         for name in ("session", "turn"):
             ours, bm25 = report[name], report["bm25_baseline"][name]

@@ -12,9 +12,11 @@ import typer
 from typer.testing import CliRunner
 
 from membot.cli_eval import eval_app
+from membot.errors import ConfigError
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import Corpus, evaluate_longmemeval
 from membot.recall.ranking import LinesRanking
+from membot.recall.strategies import ranking_named
 
 pytestmark = pytest.mark.slow
 
@@ -155,6 +157,25 @@ def test_longmemeval_asks_each_question_at_its_question_date(
             seen.append(now)
             return super().rank(memory, query, scope, depth, now)
 
-    monkeypatch.setattr("membot.eval.longmemeval.ranking_named", lambda name: Recording())
+    monkeypatch.setattr(
+        "membot.eval.longmemeval.ranking_named", lambda name, options=None: Recording()
+    )
     evaluate_longmemeval(files["longmemeval"], "lines", minilm, show_progress=False)
     assert seen == [datetime(2023, 5, 30, 16, 40, tzinfo=UTC)] * 2
+
+
+def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.add_typer(eval_app, name="eval")
+    args = ["eval", "locomo", str(files["locomo"]), "--strategy", "bm25", "--json"]
+    result = CliRunner().invoke(app, [*args, "--set", "before=0", "--set", "after=2"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["options"] == {"before": 0.0, "after": 2.0}
+    assert ranking_named("bm25", {"before": 0.0, "after": 2.0}).after == 2  # whole lines
+    ranking = ranking_named("blend", {"lexical_weight": 0.7, "time_weight": 0})
+    assert ranking.weights == (1.0, 0.7) and ranking.time_weight == 0
+    with pytest.raises(ConfigError, match=r"strategy blend has no option 'speed'.*lexical_weight"):
+        ranking_named("blend", {"speed": 2})
+    bad = CliRunner().invoke(app, [*args, "--set", "before"])
+    assert bad.exit_code != 0
+    assert isinstance(bad.exception, ConfigError) and "NAME=NUMBER" in str(bad.exception)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +32,14 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 
 def evaluate_locomo(
     path: Path,
-    strategy: str = "hybrid",
+    strategy: str = "blend",
     embedder: Embedder | str = DEFAULT_EMBEDDER,
     show_progress: bool = True,
+    options: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Evidence recall at k = 5, 10, 25, 50 dialog turns, overall and by category."""
     started = time.perf_counter()
-    ranking = ranking_named(strategy)
+    ranking = ranking_named(strategy, options)
     samples = json.loads(Path(path).read_text(encoding="utf-8"))
     samples = samples if isinstance(samples, list) else [samples]
     lines_by_sample = defaultdict(list)
@@ -57,7 +59,8 @@ def evaluate_locomo(
                     rows.append((qa["category"], question_scores(memory, ranking, qa)))
                     missing += sum(entry not in known for entry in qa["evidence"])
                     progress.advance(task)
-    return _report(path, strategy, model.name, len(samples), rows, missing, started)
+    report = _report(path, strategy, model.name, len(samples), rows, missing, started)
+    return {**report, "options": dict(options or {})}
 
 
 def question_scores(memory: Memory, ranking: Ranking, qa: dict[str, Any]) -> dict[str, float]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -92,13 +92,14 @@ class Corpus:
 
 def evaluate_longmemeval(
     path: Path,
-    strategy: str = "hybrid",
+    strategy: str = "blend",
     embedder: Embedder | str = DEFAULT_EMBEDDER,
     show_progress: bool = True,
+    options: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """The official turn and session metrics at k = 1, 3, 5, 10, 30, 50, with a BM25 baseline."""
     started = time.perf_counter()
-    rankings = {"strategy": ranking_named(strategy), "bm25_baseline": BM25Ranking(0, 0)}
+    rankings = {"strategy": ranking_named(strategy, options), "bm25_baseline": BM25Ranking(0, 0)}
     questions = json.loads(Path(path).read_text(encoding="utf-8"))
     questions = questions if isinstance(questions, list) else [questions]
     lines_by_question = defaultdict(list)
@@ -125,6 +126,7 @@ def evaluate_longmemeval(
         "benchmark": "longmemeval",
         "file": str(path),
         "strategy": strategy,
+        "options": dict(options or {}),
         "embedder": model.name,
         "questions": len(questions),
         "n": sum(corpus.counted for corpus in corpora),

@@ -20,8 +20,9 @@ the blocks then enter the thread's relevance buffer like the core's.
   ``threshold``, or among BM25's first ``lexical_top`` within ``lexical_margin``), in blended
   order. When the line names a time (``membot.recall.timeframe``: "a week ago", "last
   Friday", "in March 2023"), lines said within it are raised by ``time_weight`` and kept
-  at the lower bar too. The ranking's per-sentence vectors are left out: a chat line costs
-  one embedding.
+  at the lower bar too. The ranking's sentence-level parts are left out: sentence vectors
+  would cost an embedding per sentence written (a chat line costs one), sentence BM25 a term
+  index rebuilt at every turn.
 - ``bm25``: BM25's order; kept like hybrid's lexical lines.
 - ``prune`` (context pruning): the ``lines`` matches, each with its turn partner only (the bot's
   reply to a human line, or the human line a bot line answered).

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Mapping
 
 from membot.errors import ConfigError
 from membot.recall.blend import BlendRanking
@@ -24,8 +25,19 @@ RANKINGS: dict[str, Callable[[], Ranking]] = {
 }
 
 
-def ranking_named(name: str) -> Ranking:
-    """The strategy called ``name`` with its default settings."""
+def ranking_named(name: str, options: Mapping[str, float] | None = None) -> Ranking:
+    """The strategy called ``name``, its defaults overridden by ``options`` (its constructor's
+    numbers, e.g. ``{"lexical_weight": 0.7}``); ConfigError naming what it accepts."""
     if name not in RANKINGS:
         raise ConfigError(f"unknown strategy {name!r}: use one of {', '.join(RANKINGS)}")
-    return RANKINGS[name]()
+    make = RANKINGS[name]
+    parameters = inspect.signature(make).parameters
+    unknown = sorted(set(options or {}) - set(parameters))
+    if unknown:
+        reads = ", ".join(parameters) or "none"
+        raise ConfigError(f"strategy {name} has no option {unknown[0]!r} (it reads: {reads})")
+    values = {}
+    for key, value in (options or {}).items():
+        counts = isinstance(parameters[key].default, int)  # a count of lines stays whole
+        values[key] = int(value) if counts and float(value).is_integer() else value
+    return make(**values)
