@@ -8,6 +8,7 @@ tokenizers differ by a few percent, which ``reply_tokens`` and the budget leave 
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Protocol, runtime_checkable
 
 from membot.bundled import load_llama, smollm2_gguf_path
@@ -30,7 +31,20 @@ class LlamaTokenCounter:
         self._vocab = load_llama(path, vocab_only=True)
 
     def _ids(self, text: str) -> list[int]:
-        return self._vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        data = text.encode("utf-8")
+        vocab = getattr(getattr(self._vocab, "_model", None), "vocab", None)
+        if vocab is None:  # another llama-cpp-python layout: its own (slower) path
+            return self._vocab.tokenize(data, add_bos=False, special=False)
+        # llama-cpp-python sizes its buffer by the model's training context, which a
+        # vocabulary-only load reads as 0, so every text was tokenised twice. Without
+        # special tokens a token holds at least one byte: this buffer always suffices.
+        room = len(data) + 8
+        llama_cpp = sys.modules["llama_cpp"]  # loaded with the vocabulary
+        buffer = (llama_cpp.llama_token * room)()
+        count = llama_cpp.llama_tokenize(vocab, data, len(data), buffer, room, False, False)
+        if count < 0:
+            return self._vocab.tokenize(data, add_bos=False, special=False)
+        return buffer[:count]
 
     def count(self, text: str) -> int:
         if not text:
