@@ -284,7 +284,8 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
     units, vectors = _unit_cache(memory, ranking)
     if not units:
         return ChatRecall((), ())
-    in_scope = dict(memory.index.search(vector, scope, EVERY_LINE))
+    lines_in_scope = memory.index.scored_in_scope(vector, scope)
+    in_scope = dict(zip(lines_in_scope.ids.tolist(), lines_in_scope.scores.tolist(), strict=True))
     scores = similarities(vectors, vector)
     hits: list[Hit] = []
     blocks: list[BufferEntry] = []

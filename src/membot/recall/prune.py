@@ -83,14 +83,17 @@ def store_key(memory: Memory) -> tuple[int, int]:
 
 
 def layout_of(memory: Memory) -> Layout:
-    """The store's lines, read once per state of the store and kept with the Memory."""
+    """The store's lines, read once per state of the store and kept with the Memory. While no
+    line was removed or re-embedded, a new state reads only the lines added since."""
     key = store_key(memory)
     cached = _layouts.get(memory)
     if cached is not None and cached[0] == key:
         return cached[1]
     memory.index.refresh()
-    ids = [line_id for line_id, _ in memory.store.all_line_texts()]
-    lines = []
+    known = cached[1].by_id if cached is not None and cached[0][0] == key[0] else {}
+    after = max(known, default=0)
+    ids = [line_id for line_id, _ in memory.store.all_line_texts() if line_id > after]
+    lines = list(known.values())
     for start in range(0, len(ids), _CHUNK):
         for line in memory.store.lines(ids[start : start + _CHUNK]):
             position = memory.index.position_of(line.id)
