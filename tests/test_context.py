@@ -163,6 +163,15 @@ def test_a_new_line_too_long_for_the_budget_is_shortened_not_dropped(lines, toke
     assert prompt.cut["new_line_tokens"] == token_counter.count(text) - token_counter.count(kept)
 
 
+def test_without_hints_the_hint_templates_take_no_room(token_counter) -> None:
+    """The default templates, a small budget, nothing recalled: a short line stays whole."""
+    settings = BotSettings().with_values({"context_size": 512, "reply_tokens": 256})
+    query = "Could you remind me what we said about the trip to Lisbon last spring, please?"
+    prompt = assemble(settings, query, [], [], [], token_counter, now=NOW)
+    assert prompt.messages[1]["content"] == query and "new_line_tokens" not in prompt.cut
+    assert prompt.tokens <= settings.prompt_budget
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_prompt_never_exceeds_the_budget(seed: int, token_counter) -> None:
     """Many random mixes of feed lines, hints, line lengths and budgets."""

@@ -323,6 +323,25 @@ def test_the_relevance_check_asks_only_about_hints_that_fit(memory: Memory) -> N
     assert len(llm.history) - asked == kept + 1  # one question per hint in the prompt, the reply
 
 
+def test_hints_the_budget_cut_stay_counted_after_the_relevance_check(memory: Memory) -> None:
+    furnish(memory)
+    llm = ScriptedLLM()
+    bot = Bot(memory, llm)
+    open_thread(bot)
+    settings = {"relevance_check": False, "citations": False}
+    wide = bot.turn(QUERY, user="alice", thread="t3", settings=settings)
+    frame = wide.tokens["prompt"] - sum(memory.tokens.count(h["text"]) for h in
+                                        wide.history_matches + wide.expertise_matches)  # fmt: skip
+    tight = settings | {"context_size": frame + 40 + 256, "reply_tokens": 256}
+    unchecked = bot.turn(QUERY, user="alice", thread="t4", settings=tight)
+    over_budget = sum(unchecked.cut.get(k, 0) for k in ("history_hints", "expertise_hints"))
+    assert over_budget > 0
+    llm.enqueue("no", "no", "no", "Fine.")  # every hint that fit is judged irrelevant
+    checked = bot.turn(QUERY, user="alice", thread="t5", settings=tight | {"relevance_check": True})
+    assert not checked.history_matches and not checked.expertise_matches
+    assert sum(checked.cut.get(k, 0) for k in ("history_hints", "expertise_hints")) == over_budget
+
+
 def test_the_relevance_check_is_off_by_default(memory: Memory) -> None:
     furnish(memory)
     llm = ScriptedLLM([reply("ok")])

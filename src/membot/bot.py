@@ -131,12 +131,25 @@ class Bot:
             # Only the hints that fit the budget are put to the model; the prompt is then
             # packed again from those it judged relevant.
             with clock.step("relevance_check"):
-                history, dropped = check_hints(self.llm, text, list(prompt.history))
-                expertise, more = check_hints(self.llm, text, list(prompt.expertise))
+                kept_history, dropped = check_hints(self.llm, text, list(prompt.history))
+                kept_expertise, more = check_hints(self.llm, text, list(prompt.expertise))
                 notes += dropped + more
-            if dropped or more:
+            if (len(kept_history), len(kept_expertise)) != (
+                len(prompt.history),
+                len(prompt.expertise),
+            ):
+                # What the budget cut in the first packing stays counted in ``cut``.
+                over_budget = {
+                    "history_hints": len(history) - len(prompt.history),
+                    "expertise_hints": len(expertise) - len(prompt.expertise),
+                }
                 with clock.step("assemble"):
-                    prompt = packed(history, expertise)
+                    prompt = packed(kept_history, kept_expertise)
+                cut = dict(prompt.cut)
+                for name, count in over_budget.items():
+                    if count + cut.get(name, 0):
+                        cut[name] = count + cut.get(name, 0)
+                prompt = replace(prompt, cut=cut)
         reply, error, reply_line = Reply("", ()), None, None
         if not dry_run:
             with clock.step("llm"):

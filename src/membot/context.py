@@ -247,10 +247,10 @@ def assemble(
                              expertise_now, now)  # fmt: skip
         return counter.count(values["PROMPT"]) + counter.count(query_now)
 
-    # The frame: the templates with nothing recalled, counted as if hints were there (their
-    # templates are longer than the no-hints strings), so packing by parts rarely overshoots
-    # and the whole prompt is usually tokenised once.
-    frame = max(size([], "", [], [], ""), size([], "", [_EMPTY_HINT], [_EMPTY_HINT], ""))
+    # The frame: the templates with nothing recalled, counted with the hint templates of the
+    # sources that have hints (longer than the no-hints strings), so packing by parts rarely
+    # overshoots and the whole prompt is usually tokenised once.
+    frame = size([], "", [_EMPTY_HINT] if history else [], [_EMPTY_HINT] if expertise else [], "")
     # The new line: whole, unless it alone (twice: in the prompt and as the user's message)
     # overflows the budget.
     room = max((limit - frame) // 2 - 2, 0)

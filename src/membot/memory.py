@@ -288,7 +288,8 @@ class Memory:
         """Match ``line`` (or ``match_text``, the bot's history match string) against earlier
         lines with the bot's strategy, update the thread's buffer, and return the buffer's
         blocks (lines of the feed left out: they are in the prompt already). Time words in
-        the line ("last week") are read from ``now``, by default when the line was said."""
+        the line itself ("last week") are read from ``now`` (a naive time is local), by
+        default when the line was said."""
         started = time.perf_counter()
         settings = settings or self.bot_settings(line.bot)
         query = line.text if match_text is None else match_text
@@ -304,7 +305,11 @@ class Memory:
             window_from_seq=window_from,
             roles=settings.recall_roles,
         )
-        chosen = recall_for_turn(self, settings, query, vector, scope, now or line.created_at)
+        if now is not None and now.tzinfo is None:
+            now = now.astimezone()  # a naive time is local, as in Bot.turn
+        chosen = recall_for_turn(
+            self, settings, query, vector, scope, now or line.created_at, said=line.text
+        )
         fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))

@@ -172,6 +172,8 @@ def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Pat
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["options"] == {"before": 0.0, "after": 2.0}
     assert ranking_named("bm25", {"before": 0.0, "after": 2.0}).after == 2  # whole lines
+    with pytest.raises(ConfigError, match="before is a whole number"):
+        ranking_named("blend", {"before": 1.5})
     ranking = ranking_named("blend", {"lexical_weight": 0.7, "time_weight": 0})
     assert ranking.weights == (1.0, 0.7) and ranking.time_weight == 0
     with pytest.raises(ConfigError, match=r"strategy blend has no option 'speed'.*lexical_weight"):

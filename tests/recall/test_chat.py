@@ -325,3 +325,6 @@ def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -
     assert recent not in {hit.line_id for hit in undated.hits}
     off = settings.with_values({"strategy.time_weight": 0})
     assert recall_for_turn(memory, off, query, vector, scope, now).hits == ()
+    # Time words are read in the line said, not in a match string built around it.
+    plain = recall_for_turn(memory, settings, query, vector, scope, now, said="What did I bake?")
+    assert plain.hits == ()

@@ -60,6 +60,8 @@ def test_dates_that_name_their_year_need_no_now(query: str, expected: tuple[str,
         "Which device did I get first?",
         "What did I do on 31 February, 2023?",  # no such day
         "What happened 5000 years ago?",
+        "How is June doing?",  # a person, not a month
+        "Did August call back about the flat?",
     ],
 )
 def test_queries_without_a_time_give_no_window(query: str) -> None:

@@ -113,9 +113,11 @@ def recall_for_turn(
     vector: np.ndarray,
     scope: Scope,
     now: datetime | None = None,
+    said: str | None = None,
 ) -> ChatRecall:
-    """The matches and blocks ``settings.strategy`` recalls for one turn asked at ``now``
-    (``blend`` reads time words such as "last week" from that moment)."""
+    """The matches and blocks ``settings.strategy`` recalls for one turn asked at ``now``:
+    ``blend`` reads time words such as "last week" in ``said`` (the new line itself; default
+    ``query``, the match string) from that moment."""
     check_strategy(settings)
     if settings.max_matches == 0:
         return ChatRecall((), ())
@@ -123,7 +125,7 @@ def recall_for_turn(
     if name in ("pairs", "windows"):
         return _units(memory, settings, vector, scope)
     if name == "blend":
-        hits = _blended(memory, settings, query, vector, scope, now)
+        hits = _blended(memory, settings, query, vector, scope, now, said or query)
     elif name in ("hybrid", "bm25"):
         hits = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
     else:
@@ -174,6 +176,7 @@ def _blended(
     vector: np.ndarray,
     scope: Scope,
     now: datetime | None,
+    said: str,
 ) -> list[Hit]:
     option = {name: settings.option(name, value) for name, value in OPTIONS["blend"].items()}
     lines = memory.index.scored_in_scope(vector, scope)
@@ -187,7 +190,7 @@ def _blended(
     # A line said when the question points to ("last week", "in March") counts as evidence
     # too: it is raised, and kept at the lower bar like BM25's best lines.
     dated = np.zeros(len(lines.ids), dtype=bool)
-    window = window_of(query, now) if option["time_weight"] else None
+    window = window_of(said, now) if option["time_weight"] else None
     if window is not None:
         start, end = (moment.timestamp() for moment in window)
         dated = (lines.created >= start) & (lines.created < end)

@@ -38,6 +38,15 @@ def ranking_named(name: str, options: Mapping[str, float] | None = None) -> Rank
         raise ConfigError(f"strategy {name} has no option {unknown[0]!r} (it reads: {reads})")
     values = {}
     for key, value in (options or {}).items():
-        counts = isinstance(parameters[key].default, int)  # a count of lines stays whole
-        values[key] = int(value) if counts and float(value).is_integer() else value
-    return make(**values)
+        parameter = parameters[key]
+        default = parameter.default
+        counts = "int" in str(parameter.annotation) or (
+            isinstance(default, int) and not isinstance(default, bool)
+        )
+        if counts and not float(value).is_integer():
+            raise ConfigError(f"strategy {name}: {key} is a whole number, not {value}")
+        values[key] = int(value) if counts else value
+    try:
+        return make(**values)
+    except ValueError as error:
+        raise ConfigError(f"strategy {name}: {error}") from error

@@ -14,9 +14,8 @@ asking; without it they are not read):
   a day either side);
 - ``this week / month / year``, ``past / last N <units>``, ``past few <units>``: from that
   far back up to ``now``;
-- a month name after ``in``, ``during``, ``of``, ``since``, ``early``, ``mid`` or ``late`` (any
-  month name when capitalised, except "May"): that month's latest occurrence not after
-  ``now``.
+- a month name after ``in``, ``during``, ``of``, ``since``, ``early``, ``mid`` or ``late`` (a
+  bare "June" or "August" may be a person): that month's latest occurrence not after ``now``.
 
 A dated expression wins over a relative one, else the first found; a window never ends after
 ``now``.
@@ -141,7 +140,7 @@ def _relative(query: str, now: datetime) -> tuple[datetime, datetime] | None:
         back = {"yesterday": 1, "today": 0}.get(match[1].lower(), 3)
         return today - timedelta(days=back + 1), today - timedelta(days=back - 1)
     for match in _MONTH.finditer(query):
-        if not (match[1] or _capitalised_month(match[2])):
+        if not match[1]:  # a bare "June" or "August" may well be a person
             continue
         month = _MONTHS.index(match[2].lower()) + 1
         year = now.year if month <= now.month else now.year - 1
