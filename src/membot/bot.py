@@ -8,6 +8,7 @@ lines scrolled off the feed into the running summary → Turn, with the whole tr
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,7 +30,7 @@ from membot.context import (
 from membot.errors import MembotError
 from membot.llm import LLM, BundledSmolLM2
 from membot.memory import LineInput, Memory
-from membot.model import Citation, Line, Role, Turn, utc_now
+from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
 from membot.replies import Reply, read_reply
 from membot.running_summary import fold, lines_to_fold
@@ -100,7 +101,7 @@ class Bot:
             profile = replace(profile, citations=False)
             notes.append(f"citations off: {self.llm.name} cannot write JSON reliably")
         given = now is not None
-        now = (now if now.tzinfo else now.astimezone()) if now is not None else utc_now()
+        now = aware(now) if now is not None else utc_now()
         item = self.memory.validate_line(
             LineInput(text, user, thread, Role.HUMAN, self.name, created_at=now)
         )
@@ -134,22 +135,16 @@ class Bot:
                 kept_history, dropped = check_hints(self.llm, text, list(prompt.history))
                 kept_expertise, more = check_hints(self.llm, text, list(prompt.expertise))
                 notes += dropped + more
-            if (len(kept_history), len(kept_expertise)) != (
-                len(prompt.history),
-                len(prompt.expertise),
-            ):
-                # What the budget cut in the first packing stays counted in ``cut``.
-                over_budget = {
-                    "history_hints": len(history) - len(prompt.history),
-                    "expertise_hints": len(expertise) - len(prompt.expertise),
-                }
+            checked = len(prompt.history) + len(prompt.expertise)
+            if len(kept_history) + len(kept_expertise) < checked:
                 with clock.step("assemble"):
-                    prompt = packed(kept_history, kept_expertise)
-                cut = dict(prompt.cut)
-                for name, count in over_budget.items():
-                    if count + cut.get(name, 0):
-                        cut[name] = count + cut.get(name, 0)
-                prompt = replace(prompt, cut=cut)
+                    repacked = packed(kept_history, kept_expertise)
+                # The hints the budget cut from the first packing stay counted.
+                over_budget = Counter(
+                    history_hints=len(history) - len(prompt.history),
+                    expertise_hints=len(expertise) - len(prompt.expertise),
+                )
+                prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
         reply, error, reply_line = Reply("", ()), None, None
         if not dry_run:
             with clock.step("llm"):

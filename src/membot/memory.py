@@ -17,7 +17,7 @@ import numpy as np
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
 from membot.errors import ConfigError, StoreError
-from membot.model import Block, ExpertiseChunk, Line, Match, Role, Summary
+from membot.model import Block, ExpertiseChunk, Line, Match, Role, Summary, aware
 from membot.recall import push_to_buffer
 from membot.recall.chat import check_strategy, recall_for_turn
 from membot.search import Scope, VectorIndex, best_scored
@@ -305,11 +305,8 @@ class Memory:
             window_from_seq=window_from,
             roles=settings.recall_roles,
         )
-        if now is not None and now.tzinfo is None:
-            now = now.astimezone()  # a naive time is local, as in Bot.turn
-        chosen = recall_for_turn(
-            self, settings, query, vector, scope, now or line.created_at, said=line.text
-        )
+        asked = aware(now) if now is not None else line.created_at
+        chosen = recall_for_turn(self, settings, query, vector, scope, asked, said=line.text)
         fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))

@@ -19,6 +19,11 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(moment: datetime) -> datetime:
+    """``moment`` with a time zone: a naive time is taken as local, as Python reads it."""
+    return moment if moment.tzinfo else moment.astimezone()
+
+
 def iso(moment: datetime) -> str:
     """ISO 8601 in UTC with a trailing Z, the one date format membot prints."""
     return moment.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

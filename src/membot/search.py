@@ -26,9 +26,9 @@ def _blas() -> ThreadpoolController:
 
 
 def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``matrix @ query`` (float32) on one BLAS thread. A matrix-vector product of a few
-    thousand rows takes about 0.2 ms on one thread; BLAS's own threads, when another process
-    keeps the cores busy, made it 4 to 9 ms (measured on 2 cores)."""
+    """``matrix @ query`` (float32) on one BLAS thread: a product of a few thousand rows is
+    too small to share out, and BLAS's own threads made it many times slower whenever
+    another process kept a core busy (docs/performance.md)."""
     with _blas().limit(limits=1, user_api="blas"):
         return matrix @ np.asarray(query, dtype=np.float32)
 
@@ -175,10 +175,21 @@ class VectorIndex:
             return InScope.empty()
         mask = self._mask(scope)
         scores = similarities(self._vectors[: self._size], query)[mask]
-        column = {name: values[: self._size][mask] for name, values in self._columns.items()}
+        column = {
+            name: self._columns[name][: self._size][mask]
+            for name in ("ids", "thread_ids", "seqs", "created")
+        }
         return InScope(
             column["ids"], column["thread_ids"], column["seqs"], scores, column["created"]
         )
+
+    def dates(self) -> dict[int, float]:
+        """When each indexed line was said (seconds since 1970, UTC), by line id."""
+        self.refresh()
+        if self._size == 0:
+            return {}
+        ids, created = (self._columns[name][: self._size].tolist() for name in ("ids", "created"))
+        return dict(zip(ids, created, strict=True))
 
     def locate(self, scored: Iterable[tuple[int, float]]) -> list[Hit]:
         """Hits for (line id, score) pairs, with their thread and seq; unknown ids dropped."""

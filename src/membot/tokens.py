@@ -29,19 +29,22 @@ class LlamaTokenCounter:
     def __init__(self, gguf_path: str | None = None) -> None:
         path = gguf_path or smollm2_gguf_path()
         self._vocab = load_llama(path, vocab_only=True)
+        # llama-cpp-python's own tokenize sizes its buffer by the model's training context,
+        # which a vocabulary-only load reads as 0, so every text was tokenised twice; membot
+        # calls llama.cpp itself where this llama-cpp-python's layout allows it.
+        self._raw_vocab = getattr(getattr(self._vocab, "_model", None), "vocab", None)
+        self._llama_cpp = sys.modules.get("llama_cpp")  # loaded with the vocabulary
 
     def _ids(self, text: str) -> list[int]:
         data = text.encode("utf-8")
-        vocab = getattr(getattr(self._vocab, "_model", None), "vocab", None)
-        if vocab is None:  # another llama-cpp-python layout: its own (slower) path
+        llama_cpp = self._llama_cpp
+        if self._raw_vocab is None or llama_cpp is None:
             return self._vocab.tokenize(data, add_bos=False, special=False)
-        # llama-cpp-python sizes its buffer by the model's training context, which a
-        # vocabulary-only load reads as 0, so every text was tokenised twice. Without
-        # special tokens a token holds at least one byte: this buffer always suffices.
+        # Without special tokens a token holds at least one byte: this buffer suffices.
         room = len(data) + 8
-        llama_cpp = sys.modules["llama_cpp"]  # loaded with the vocabulary
         buffer = (llama_cpp.llama_token * room)()
-        count = llama_cpp.llama_tokenize(vocab, data, len(data), buffer, room, False, False)
+        count = llama_cpp.llama_tokenize(self._raw_vocab, data, len(data), buffer, room,
+                                         False, False)  # fmt: skip
         if count < 0:
             return self._vocab.tokenize(data, add_bos=False, special=False)
         return buffer[:count]

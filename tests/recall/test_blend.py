@@ -81,7 +81,8 @@ def test_only_long_lines_get_chunks_of_whole_sentences_up_to_the_word_limit() ->
 
 def test_hits_dated_in_the_window_are_raised_and_resorted() -> None:
     hits = [Hit(1, 1, 1, 0.9), Hit(2, 2, 1, 0.8), Hit(3, 3, 1, 0.1)]
-    dates = {1: datetime(2023, 1, 5, tzinfo=UTC), 2: datetime(2023, 2, 5, tzinfo=UTC)}
+    dates = {1: datetime(2023, 1, 5, tzinfo=UTC).timestamp(),
+             2: datetime(2023, 2, 5, tzinfo=UTC).timestamp()}  # fmt: skip
     window = (datetime(2023, 2, 1, tzinfo=UTC), datetime(2023, 3, 1, tzinfo=UTC))
     raised = in_window(hits, dates, window, 0.25)
     assert [hit.line_id for hit in raised] == [2, 1, 3]

@@ -103,7 +103,6 @@ from membot.search import Scope
 if TYPE_CHECKING:
     from membot.memory import LineInput, Memory
 
-_CHUNK = 500  # line ids per store query
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -185,13 +184,16 @@ def with_neighbours(hits: Sequence[Hit], weight: float) -> list[Hit]:
     return sorted(smoothed, key=lambda hit: -hit.score)
 
 
+def min_max(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """``values`` scaled to [0, 1] (all 1 when they are equal)."""
+    scores = np.asarray(values, dtype=float)
+    spread = float(scores.max() - scores.min()) if scores.size else 0.0
+    return (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+
+
 def normalised(hits: Sequence[Hit]) -> dict[int, float]:
     """Scores min-max scaled to [0, 1] (all 1 when they are equal), by line id."""
-    if not hits:
-        return {}
-    scores = np.asarray([hit.score for hit in hits], dtype=float)
-    low, spread = scores.min(), scores.max() - scores.min()
-    scaled = (scores - low) / spread if spread > 0 else np.ones_like(scores)
+    scaled = min_max([hit.score for hit in hits])
     return {hit.line_id: float(value) for hit, value in zip(hits, scaled, strict=True)}
 
 
@@ -248,13 +250,13 @@ class TermIndex:
 
 def in_window(
     hits: Sequence[Hit],
-    dates: Mapping[int, datetime],
+    dates: Mapping[int, float],
     window: tuple[datetime, datetime],
     weight: float,
 ) -> list[Hit]:
-    """Hits dated within ``window`` (start included, end not) raised by ``weight``; best
-    first."""
-    start, end = window
+    """Hits dated (``dates``: seconds since 1970 by line id) within ``window`` (start
+    included, end not) raised by ``weight``; best first."""
+    start, end = (moment.timestamp() for moment in window)
     raised = [
         Hit(hit.line_id, hit.thread_id, hit.seq, hit.score + weight)
         if hit.line_id in dates and start <= dates[hit.line_id] < end
@@ -294,9 +296,9 @@ class BlendRanking:
         self._terms: weakref.WeakKeyDictionary[
             Memory, tuple[tuple[int, int], list[int], TermIndex]
         ] = weakref.WeakKeyDictionary()
-        self._dates: weakref.WeakKeyDictionary[
-            Memory, tuple[tuple[int, int], dict[int, datetime]]
-        ] = weakref.WeakKeyDictionary()
+        self._dates: weakref.WeakKeyDictionary[Memory, tuple[tuple[int, int], dict[int, float]]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._sentences: weakref.WeakKeyDictionary[
             Memory, tuple[tuple[int, int], list[int], np.ndarray]
         ] = weakref.WeakKeyDictionary()
@@ -355,20 +357,14 @@ class BlendRanking:
         moved = with_sentences(hits, best, self.sentence_weight)
         return sorted(moved, key=lambda hit: -hit.score)
 
-    def line_dates(self, memory: Memory) -> dict[int, datetime]:
-        """Each stored line's date by line id, read once per store state."""
+    def line_dates(self, memory: Memory) -> dict[int, float]:
+        """Each stored line's date (seconds since 1970) by line id, once per store state."""
         key = store_key(memory)
         cached = self._dates.get(memory)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        ids = list(layout_of(memory).by_id)
-        dates = {}
-        for start in range(0, len(ids), _CHUNK):
-            for line in memory.store.lines(ids[start : start + _CHUNK]):
-                if line.created_at is not None:
-                    dates[line.id] = line.created_at
-        self._dates[memory] = (key, dates)
-        return dates
+        if cached is None or cached[0] != key:
+            cached = (key, memory.index.dates())
+            self._dates[memory] = cached
+        return cached[1]
 
     def dense(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
         """Dense hits scored with their sentences and neighbours, best first."""

@@ -44,6 +44,7 @@ import numpy as np
 
 from membot.config import BotSettings
 from membot.errors import ConfigError
+from membot.recall.blend import min_max
 from membot.recall.bm25 import STOPWORDS, fts_query
 from membot.recall.hybrid import reciprocal_rank_fusion
 from membot.recall.lines import Hit, blocks_for_hits, merge_blocks
@@ -186,7 +187,7 @@ def _blended(
     dense = cosine + option["neighbour_weight"] * lines.neighbour_scores()
     words, lexical_order = _bm25_scores(memory, query, scope, lines.ids)
     lexical_top = set(lexical_order[: int(option["lexical_top"])])
-    fused = option["dense_weight"] * _min_max(dense) + option["lexical_weight"] * words
+    fused = option["dense_weight"] * min_max(dense) + option["lexical_weight"] * words
     # A line said when the question points to ("last week", "in March") counts as evidence
     # too: it is raised, and kept at the lower bar like BM25's best lines.
     dated = np.zeros(len(lines.ids), dtype=bool)
@@ -226,29 +227,16 @@ def _bm25_scores(
     in_scope = ids[at] == ranked
     if in_scope.any():
         raw = np.asarray([score for _, score in found], dtype=np.float32)[in_scope]
-        scores[at[in_scope]] = _min_max(raw)
+        scores[at[in_scope]] = min_max(raw)
     return scores, ranked[in_scope].tolist()
 
 
-def _min_max(values) -> np.ndarray:
-    """``values`` scaled to [0, 1] (all 1 when they are equal)."""
-    scores = np.asarray(values, dtype=np.float32)
-    spread = float(scores.max() - scores.min()) if scores.size else 0.0
-    return (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
-
-
-def _bm25_in_scope(
-    memory: Memory,
-    query: str,
-    scope: Scope,
-    stopwords: frozenset[str] = frozenset(),
-    depth: int = LEXICAL_DEPTH,
-) -> list[Hit]:
-    match = fts_query(query, stopwords)
+def _bm25_in_scope(memory: Memory, query: str, scope: Scope) -> list[Hit]:
+    match = fts_query(query)
     if not match:
         return []
     scored = memory.store.lexical_search(
-        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=depth
+        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
     )
     memory.index.refresh()
     hits = memory.index.locate(scored)
