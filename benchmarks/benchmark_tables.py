@@ -19,6 +19,7 @@ LONGMEMEVAL_KEYS = (
     ("session", "recall_any@5"),
     ("session", "recall_all@5"),
     ("session", "ndcg_any@10"),
+    ("session_turn2session", "recall_all@5"),
     ("turn", "recall_all@10"),
     ("turn", "ndcg_any@10"),
     ("session_any_gold", "recall_any@5"),

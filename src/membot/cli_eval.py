@@ -100,7 +100,7 @@ def longmemeval(
     """LongMemEval's official retrieval metrics, turn and session level, with a BM25 baseline."""
     report = _run(evaluate_longmemeval, context, file, strategy, settings, as_json, out)
     if not as_json:
-        for name in ("session", "turn"):
+        for name in ("session", "session_turn2session", "turn"):
             ours, bm25 = report[name], report["bm25_baseline"][name]
             shown = ", ".join(
                 f"{key} {ours[key]:.3f} (bm25 {bm25[key]:.3f})"

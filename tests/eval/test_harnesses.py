@@ -119,7 +119,7 @@ def test_longmemeval_reports_the_official_metrics_with_a_bm25_baseline(
     report = evaluate_longmemeval(files["longmemeval"], "hybrid", minilm, show_progress=False)
     assert (report["questions"], report["n"], report["n_session_any_gold"]) == (2, 1, 1)
     for part in (report, report["bm25_baseline"]):
-        for level in ("session", "turn", "session_any_gold"):
+        for level in ("session", "session_turn2session", "turn", "session_any_gold"):
             assert len(part[level]) == 18
     assert report["turn"]["recall_any@1"] == 1.0
     assert report["session"]["recall_all@1"] == 1.0
@@ -131,6 +131,7 @@ def test_the_official_corpus_holds_user_turns_with_noans_renaming() -> None:
     assert corpus.ids == ["filler_1_1", "answer_q1_1_1", "noans_q1_1_3"]
     assert corpus.refs == ["filler_1:0", "answer_q1_1:0", "answer_q1_1:2"]
     assert corpus.gold == {"answer_q1_1_1"}
+    assert corpus.gold_sessions == {"answer_q1_1"}
     assert corpus.counted
     assert not Corpus.of(LONGMEMEVAL[1]).counted
 

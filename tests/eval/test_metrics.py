@@ -10,12 +10,14 @@ from membot.eval.metrics import (
     RetrievalScores,
     dcg,
     evaluate_retrieval,
+    evaluate_session_ranking,
     evaluate_sessions,
     evaluate_turn_to_session,
     evidence_recall,
     keyed,
     mean_by_key,
     ndcg,
+    sessions_by_best_turn,
     strip_turn_id,
 )
 
@@ -81,6 +83,35 @@ def test_a_duplicated_gold_turn_counts_once() -> None:
     gold = ["s2_1", "s2_1"]
     scores = evaluate_turn_to_session([0, 1], gold, ["s1_1", "s2_1"], 1)
     assert (scores.recall_any, scores.recall_all) == (0.0, 0.0)
+
+
+def test_sessions_are_ranked_by_their_best_turn() -> None:
+    sessions = ["s1", "s1", "s2", "s3"]
+    assert sessions_by_best_turn([3, 1, 2, 0], sessions) == ["s3", "s1", "s2"]
+
+
+def test_a_session_counts_as_a_whole_when_read_by_its_best_turn() -> None:
+    # s1's unmarked turn comes first: read as sessions, s1 is the first session found
+    sessions = ["s1", "s1", "s2", "s3"]
+    scores = evaluate_session_ranking([1, 2, 3, 0], {"s1"}, sessions, 1)
+    assert scores == RetrievalScores(1.0, 1.0, 1.0)
+    # the official turn2session reading renames that turn noans: s1 is found only at its
+    # marked turn, after two other sessions
+    turn_ids = ["s1_1", "noans_s1_2", "s2_1", "s3_1"]
+    strict = evaluate_turn_to_session([1, 2, 3, 0], ["s1_1"], turn_ids, 1)
+    assert strict.recall_all == 0.0
+
+
+def test_session_ndcg_counts_each_session_once() -> None:
+    sessions = ["s1", "s1", "s2", "s3"]
+    # sessions in order s2, s1, s3; gold s1 and s3, at the 2nd and 3rd places (the official
+    # DCG discounts the i-th place, from 0, by log2(i + 1) past the first); ideal: both first
+    scores = evaluate_session_ranking([2, 0, 1, 3], {"s1", "s3"}, sessions, 3)
+    assert scores.recall_all == 1.0
+    expected = (1 / math.log2(2) + 1 / math.log2(3)) / (1 + 1 / math.log2(2))
+    assert scores.ndcg_any == pytest.approx(expected)
+    # a session the ranking leaves out follows, so k past the ranking still finds it
+    assert evaluate_session_ranking([2], {"s3"}, sessions, 3).recall_all == 1.0
 
 
 def test_keyed_names_follow_the_official_report() -> None:

@@ -3,8 +3,10 @@
 LongMemEval (``src/retrieval/eval_utils.py``): a ranking is a list of indices into
 ``corpus_ids``; ``recall_any@k`` is 1 when any gold id is in the top k, ``recall_all@k`` when
 every gold id is (so 1 when there is no gold), ``ndcg_any@k`` the NDCG of binary relevance whose
-ideal ranking puts every gold item of the corpus first. Session scores come from a turn ranking:
-turn ids lose their ``_<turn>`` suffix and k grows until the top k turns hold k distinct sessions.
+ideal ranking puts every gold item of the corpus first. Session scores of a turn ranking are read
+two ways, both from the official code: ``evaluate_retrieval_turn2session`` (turn ids lose their
+``_<turn>`` suffix and k grows until the top k turns hold k distinct sessions), and the
+session-granularity run's ``evaluate_retrieval`` over sessions, here ranked by their best turn.
 
 LoCoMo (``task_eval/evaluation.py``): evidence recall is the fraction of a question's evidence
 ``dia_id`` entries found among the dialog turns in context; a question without evidence scores 1.
@@ -80,6 +82,23 @@ def evaluate_turn_to_session(
     """LongMemEval's ``evaluate_retrieval_turn2session``."""
     correct = {strip_turn_id(doc_id) for doc_id in correct_turns}
     return evaluate_sessions(rankings, correct, [strip_turn_id(i) for i in corpus_turn_ids], k)
+
+
+def sessions_by_best_turn(rankings: Sequence[int], corpus_sessions: Sequence[str]) -> list[str]:
+    """Each session once, in the order its first turn appears in a turn ranking."""
+    return list(dict.fromkeys(corpus_sessions[index] for index in rankings))
+
+
+def evaluate_session_ranking(
+    rankings: Sequence[int], gold_sessions: Collection[str], corpus_sessions: Sequence[str],
+    k: int,
+) -> RetrievalScores:  # fmt: skip
+    """Session scores with sessions as the retrieved items: the turn ranking read as a ranking
+    of sessions by their best turn, scored like the official session-granularity run (the top
+    k sessions; NDCG over every session of the corpus)."""
+    sessions = sessions_by_best_turn(rankings, corpus_sessions)
+    sessions += [session for session in dict.fromkeys(corpus_sessions) if session not in sessions]
+    return evaluate_retrieval(range(len(sessions)), gold_sessions, sessions, k)
 
 
 def keyed(scores: RetrievalScores, k: int) -> dict[str, float]:
