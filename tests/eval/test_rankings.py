@@ -92,6 +92,9 @@ def test_neighbours_take_their_place_by_decayed_score() -> None:
     # line 11 (next to the best hit) scores 0.95, line 12 two lines away 0.9025
     assert expand_by_score(hits, 2, 2, 0.95) == [10, 11, 20, 12]
     assert expand_by_score(hits, 0, 0, 0.95) == [10, 20, 11, 12]
+    # a neighbour the rule refuses competes on its own score only
+    refuse_11 = lambda hit, neighbour: neighbour != 11  # noqa: E731
+    assert expand_by_score(hits, 2, 2, 0.95, refuse_11) == [10, 20, 12, 11]
 
 
 def test_strategies_are_found_by_name() -> None:

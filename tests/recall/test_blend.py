@@ -152,12 +152,34 @@ def test_bm25_without_stopwords_skips_lines_that_share_only_a_stopword(memory: M
 
 
 def test_blend_ranks_every_line_once_with_the_match_first(memory: Memory) -> None:
-    ids = stored(memory, "good morning", "I adopted a puppy called Rex", "the weather is fine")
+    ids = [
+        memory.add("good morning", user="ann", thread="t1", role=Role.BOT).id,
+        *stored(memory, "I adopted a puppy called Rex"),
+        memory.add("the weather is fine", user="ann", thread="t1", role=Role.BOT).id,
+    ]
     other = stored(memory, "nothing much today", thread="t2")
     ranked = BlendRanking().rank(memory, "what did I call the puppy", scope(memory))
     assert ranked[0] == ids[1]
     assert sorted(ranked) == sorted(ids + other)
     assert ranked.index(other[0]) > ranked.index(ids[0])  # neighbours of the match come sooner
+
+
+def test_only_the_other_partys_neighbours_are_placed_with_a_match(memory: Memory) -> None:
+    ids = [
+        memory.add("I adopted a puppy called Rex", user="ann", thread="t1", speaker="Ann").id,
+        memory.add("the weather is fine", user="ann", thread="t1", speaker="Ann").id,
+        memory.add("good morning", user="ann", thread="t1", speaker="Bob").id,
+    ]
+    other = stored(memory, "nothing much happened at work today", thread="t2")
+    query = "what did Ann call the puppy"
+    ranked = BlendRanking().rank(memory, query, scope(memory))
+    assert ranked[0] == ids[0]
+    # Ann's own next line is not the exchange around the match: it competes on its own score,
+    # while Bob's line two away is placed with the match (0.85 ** 2 of its score)
+    assert ranked.index(ids[2]) < ranked.index(other[0])
+    assert ranked[1] != ids[1]
+    with_own = BlendRanking(partners_only=False).rank(memory, query, scope(memory))
+    assert with_own[1] == ids[1]
 
 
 def test_a_fact_in_one_sentence_of_a_long_line_is_found_by_its_sentence(

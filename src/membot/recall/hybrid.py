@@ -18,7 +18,7 @@ Measured with `membot eval` on the dev files (LoCoMo evidence recall at 10 / 25 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -45,18 +45,27 @@ def reciprocal_rank_fusion(
     return [Hit(i, first_seen[i].thread_id, first_seen[i].seq, fused[i]) for i in order]
 
 
-def expand_by_score(hits: Sequence[Hit], before: int, after: int, decay: float) -> list[int]:
+def expand_by_score(
+    hits: Sequence[Hit],
+    before: int,
+    after: int,
+    decay: float,
+    placed_with: Callable[[int, int], bool] | None = None,
+) -> list[int]:
     """Line ids by score, a hit's neighbours scored ``decay ** distance`` times its score, so
     they compete with the other hits instead of taking the places right after theirs.
-    Neighbours are looked up among the hits: lines outside the scope are not placed."""
+    Neighbours are looked up among the hits: lines outside the scope are not placed. With
+    ``placed_with(hit id, neighbour id)``, only the neighbours it accepts are."""
     at = {(hit.thread_id, hit.seq): hit.line_id for hit in hits}
     best: dict[int, float] = {}
     for hit in hits:
         best[hit.line_id] = max(best.get(hit.line_id, hit.score), hit.score)
         for offset in [*range(-before, 0), *range(1, after + 1)]:
             neighbour = at.get((hit.thread_id, hit.seq + offset))
+            if neighbour is None or (placed_with and not placed_with(hit.line_id, neighbour)):
+                continue
             score = hit.score * decay ** abs(offset)
-            if neighbour is not None and score > best.get(neighbour, float("-inf")):
+            if score > best.get(neighbour, float("-inf")):
                 best[neighbour] = score
     return sorted(best, key=lambda line_id: -best[line_id])
 
