@@ -177,6 +177,10 @@ def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Pat
         ranking_named("blend", {"before": 1.5})
     ranking = ranking_named("blend", {"lexical_weight": 0.7, "time_weight": 0})
     assert ranking.weights == (1.0, 0.7) and ranking.time_weight == 0
+    assert ranking_named("blend", {"partners_only": 0.0}).partners_only is False
+    assert ranking_named("blend", {"partners_only": 1.0}).partners_only is True
+    with pytest.raises(ConfigError, match="partners_only is 1 \\(on\\) or 0 \\(off\\)"):
+        ranking_named("blend", {"partners_only": 0.5})
     with pytest.raises(ConfigError, match=r"strategy blend has no option 'speed'.*lexical_weight"):
         ranking_named("blend", {"speed": 2})
     bad = CliRunner().invoke(app, [*args, "--set", "before"])

@@ -12,17 +12,19 @@ Lines a strategy does not rank follow in corpus order, so every ranking covers t
 
 - ``turn``: the official turn metrics, averaged like the official code over the questions that
   are not abstentions (``_abs``) and hold a user turn marked ``has_answer``;
-- ``session``: sessions as the items retrieved, as in the official session-granularity run: the
-  turn ranking read as sessions ranked by their best turn; gold = the sessions holding a marked
-  user turn (the session run renames the others ``noans``); same questions. This is how the
-  issue's reference numbers for plain tools were measured: MiniLM over user turns gives
-  session recall_all@5 0.863 here, and MiniLM + BM25 by reciprocal rank 0.941;
+- ``session``: sessions as the items retrieved: the turn ranking read as sessions ranked by
+  their best turn (membot's own session ranking), scored with the official metric code as the
+  official session-granularity run scores its sessions; gold = the sessions holding a marked
+  user turn (that run renames the others ``noans``); same questions. This reading reproduces
+  the issue's reference numbers for plain tools: MiniLM over user turns gives session
+  recall_all@5 0.863 here, and MiniLM + BM25 by reciprocal rank 0.941
+  (``benchmarks/longmemeval_plain_tools.py``);
 - ``session_turn2session``: the official ``evaluate_retrieval_turn2session`` of the turn run,
   where an answer session's unmarked turns (``noans``) count as a session of their own, so a
   session counts only once a marked turn of it is read (MiniLM over user turns: 0.686);
 - ``session_any_gold``: session metrics with gold = ``answer_session_ids`` as given, over
   every question that is not an abstention;
-- ``bm25_baseline``: the same three for plain BM25 (no expansion) on the same stores.
+- ``bm25_baseline``: the same four for plain BM25 (no expansion) on the same stores.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ LongMemEval (``src/retrieval/eval_utils.py``): a ranking is a list of indices in
 ``corpus_ids``; ``recall_any@k`` is 1 when any gold id is in the top k, ``recall_all@k`` when
 every gold id is (so 1 when there is no gold), ``ndcg_any@k`` the NDCG of binary relevance whose
 ideal ranking puts every gold item of the corpus first. Session scores of a turn ranking are read
-two ways, both from the official code: ``evaluate_retrieval_turn2session`` (turn ids lose their
-``_<turn>`` suffix and k grows until the top k turns hold k distinct sessions), and the
-session-granularity run's ``evaluate_retrieval`` over sessions, here ranked by their best turn.
+two ways: the official ``evaluate_retrieval_turn2session`` (turn ids lose their ``_<turn>``
+suffix and k grows until the top k turns hold k distinct sessions), and membot's own session
+ranking (sessions by their best turn) scored with the official ``evaluate_retrieval``, as the
+official session-granularity run scores its sessions.
 
 LoCoMo (``task_eval/evaluation.py``): evidence recall is the fraction of a question's evidence
 ``dia_id`` entries found among the dialog turns in context; a question without evidence scores 1.
@@ -95,7 +96,9 @@ def evaluate_session_ranking(
 ) -> RetrievalScores:  # fmt: skip
     """Session scores with sessions as the retrieved items: the turn ranking read as a ranking
     of sessions by their best turn, scored like the official session-granularity run (the top
-    k sessions; NDCG over every session of the corpus)."""
+    k sessions; NDCG over every session of the corpus). Sessions come from the turns: one
+    without turns is not in the corpus (it could never be gold), and a session id given twice
+    counts once."""
     sessions = sessions_by_best_turn(rankings, corpus_sessions)
     sessions += [session for session in dict.fromkeys(corpus_sessions) if session not in sessions]
     return evaluate_retrieval(range(len(sessions)), gold_sessions, sessions, k)

@@ -24,10 +24,13 @@ window add ``time_weight``. Neighbours up to ``before``/``after`` lines away the
 ``neighbour_decay ** distance`` times their hit's blended score, as in ``hybrid`` -- with
 ``partners_only`` (the default), only neighbours said by the other party (another role or
 speaker): the exchange around a match, the reply to it or the line it answers, not the same
-person's previous or next line, which must earn its place by its own score.
+person's previous or next line, which must earn its place by its own blended score (which
+still holds its neighbours' share, ``neighbour_weight``). ``--set partners_only=0`` places
+every neighbour.
 
 Measured with `membot eval` on the dev files (LoCoMo evidence recall at 5 / 10 / 25 / 50
-turns; LongMemEval session recall_all@5, turn recall_all@10, turn ndcg_any@10), each step on
+turns; LongMemEval session recall_all@5 read by turn2session -- the ``session_turn2session``
+key of today's reports --, turn recall_all@10, turn ndcg_any@10), each step on
 top of the one before, starting from ``hybrid`` (.560 / .675 / .807 / .870; .824 / .784 / .718):
 
 - neighbour scores mixed in at 0.5, still with rank fusion (.579 / .710 / .817 / .868;
@@ -71,8 +74,9 @@ top of the one before, starting from ``hybrid`` (.560 / .675 / .807 / .870; .824
   turns and no partner is stored: this is the same ranking as no expansion. On halves of the
   questions split by a hash: LoCoMo R@10 .786 -> .775 and .793 -> .787; LongMemEval ndcg_any@10
   .723 -> .779 and .789 -> .840. Placing the same party's lines one step further away instead
-  (``decay ** (distance + 1)``) gave .781 / .865 at LoCoMo R@10 / 25 and LongMemEval .882 /
-  .784; with partners only, decay 0.9 and 0.95 lowered LoCoMo R@10 to .774 and .768.
+  (``decay ** (distance + 1)``) gave .781 / .865 at LoCoMo R@10 / 25 and LongMemEval turn
+  recall_all@10 / ndcg_any@10 .882 / .784; with partners only, decay 0.9 and 0.95 lowered
+  LoCoMo R@10 to .774 and .768.
 
 Measured and left out (each on top of the time window): later lines of a thread lowered by
 0.1 / 0.2 / 0.4 so the best lines of more threads come first (LongMemEval .863 / .863 / .740,

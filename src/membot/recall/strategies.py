@@ -40,9 +40,12 @@ def ranking_named(name: str, options: Mapping[str, float] | None = None) -> Rank
     for key, value in (options or {}).items():
         parameter = parameters[key]
         default = parameter.default
-        counts = "int" in str(parameter.annotation) or (
-            isinstance(default, int) and not isinstance(default, bool)
-        )
+        if isinstance(default, bool):
+            if value not in (0, 1):
+                raise ConfigError(f"strategy {name}: {key} is 1 (on) or 0 (off), not {value}")
+            values[key] = bool(value)
+            continue
+        counts = "int" in str(parameter.annotation) or isinstance(default, int)
         if counts and not float(value).is_integer():
             raise ConfigError(f"strategy {name}: {key} is a whole number, not {value}")
         values[key] = int(value) if counts else value
