@@ -328,3 +328,28 @@ def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -
     # Time words are read in the line said, not in a match string built around it.
     plain = recall_for_turn(memory, settings, query, vector, scope, now, said="What did I bake?")
     assert plain.hits == ()
+
+
+def test_windows_embed_no_unit_of_the_feed_until_it_leaves_it(memory, embedder) -> None:
+    add_thread(memory, OLD)
+    settings = settings_of(strategy="windows", threshold=0.15, window_size=4, window_overlap=1)
+    now = [("we talk about wine today", Role.HUMAN), ("wine is nice", Role.BOT)]
+    add_thread(memory, now, thread="now")
+
+    def windows_with(words: str) -> int:  # window texts hold several lines
+        return sum("\n" in text and words in text for text in embedder.embedded)
+
+    first = recall(memory, "my sister", settings, keep=True)
+    assert [(b.first_seq, b.last_seq) for b in first.blocks] == [(1, 4)]
+    # the "now" thread is all feed: its window is not embedded, the old thread's are
+    assert windows_with("wine today") == 0
+    assert windows_with("my sister lives in Lisbon") == 1
+    # seven more lines push the first window (lines 1-4) out of the feed (the last 4 lines):
+    # it is embedded now; the windows holding feed lines still are not
+    lines = [(f"line {n} about nothing", Role.HUMAN) for n in range(7)]
+    add_thread(memory, lines, thread="now")
+    recall(memory, "my sister", settings, keep=True)
+    assert windows_with("wine today") == 1
+    assert windows_with("line 6 about nothing") == 0
+    # every unit out of the feed was embedded once, whatever came after
+    assert windows_with("my sister lives in Lisbon") == 1

@@ -272,8 +272,11 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
         if settings.strategy == "pairs"
         else WindowsRanking(size, min(settings.window_overlap, size - 1))
     )
-    units, vectors = _unit_cache(memory, ranking)
-    if not units:
+    feed = None
+    if scope.window_thread_id is not None and scope.window_from_seq is not None:
+        feed = (scope.window_thread_id, scope.window_from_seq)
+    units, vectors = _unit_cache(memory, ranking, feed)
+    if not units or len(vectors) != len(units):  # none, or every unit is in the feed
         return ChatRecall((), ())
     lines_in_scope = memory.index.scored_in_scope(vector, scope)
     in_scope = dict(zip(lines_in_scope.ids.tolist(), lines_in_scope.scores.tolist(), strict=True))
@@ -310,8 +313,9 @@ def _in_feed(thread_id: int, seq: int, scope: Scope) -> bool:
 _RANKINGS: dict[tuple[str, int, int], object] = {}
 
 
-def _unit_cache(memory: Memory, ranking):
-    """One ranking object per kind, so its per-store unit vectors are reused across turns."""
+def _unit_cache(memory: Memory, ranking, defer: tuple[int, int] | None):
+    """One ranking object per kind, so its per-store unit vectors are reused across turns;
+    the units ``defer`` names (the feed's: thread id, first seq) are not embedded yet."""
     key = (ranking.name, getattr(ranking, "size", 0), getattr(ranking, "overlap", 0))
     kept = _RANKINGS.setdefault(key, ranking)
-    return kept.embedded_units(memory)
+    return kept.embedded_units(memory, defer)

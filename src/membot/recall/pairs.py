@@ -19,6 +19,7 @@ Parameters: none.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -46,9 +47,7 @@ class UnitRanking:
     separator = " "
 
     def __init__(self) -> None:
-        self._cache: weakref.WeakKeyDictionary[
-            Memory, tuple[tuple[int, int], list[Unit], np.ndarray, dict[str, np.ndarray]]
-        ] = weakref.WeakKeyDictionary()
+        self._cache: weakref.WeakKeyDictionary[Memory, _EmbeddedUnits] = weakref.WeakKeyDictionary()
 
     def index_text(self, item: LineInput) -> str:
         return item.text
@@ -59,25 +58,26 @@ class UnitRanking:
     def text(self, unit: Unit) -> str:
         return self.separator.join(line.labelled for line in unit)
 
-    def embedded_units(self, memory: Memory) -> tuple[list[Unit], np.ndarray]:
+    def embedded_units(
+        self, memory: Memory, defer: tuple[int, int] | None = None
+    ) -> tuple[list[Unit], np.ndarray]:
         """The store's units and their vectors, built once per state of the store. A unit
         whose text was embedded for the state before keeps its vector: a new line embeds
-        only the units it changed, not every unit again."""
+        only the units it changed, not every unit again.
+
+        ``defer`` = (thread id, seq): the units holding a line of that thread from that seq on
+        are not embedded yet, their rows zeros until a call that does not defer them. A chat
+        turn defers the units of its feed, which it skips anyway, so the thread's growing last
+        unit is embedded once it leaves the feed, not at every turn."""
         key = store_key(memory)
         cached = self._cache.get(memory)
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
-        units = self.units(layout_of(memory))
-        texts = [self.text(unit) for unit in units]
-        # Vectors of an earlier state hold only while no line was re-embedded or removed.
-        known = cached[3] if cached is not None and cached[0][0] == key[0] else {}
-        missing = list(dict.fromkeys(text for text in texts if text not in known))
-        if missing:
-            known = known | dict(zip(missing, np.asarray(memory.embed(missing), np.float32),
-                                     strict=True))  # fmt: skip
-        vectors = np.vstack([known[text] for text in texts]) if texts else np.zeros((0, 0))
-        self._cache[memory] = (key, units, vectors, {text: known[text] for text in texts})
-        return units, vectors
+        if cached is None or cached.key != key:
+            # Vectors of an earlier state hold only while no line was re-embedded or removed.
+            known = cached.known if cached is not None and cached.key[0] == key[0] else {}
+            cached = _EmbeddedUnits.of(key, self.units(layout_of(memory)), self.text, known)
+            self._cache[memory] = cached
+        cached.embed_missing(memory, defer)
+        return cached.units, cached.vectors
 
     def rank(
         self,
@@ -99,6 +99,65 @@ class UnitRanking:
                 if line.id in in_scope:
                     placed.setdefault(line.id)
         return list(placed)
+
+
+class _EmbeddedUnits:
+    """One store state's units, their texts and vectors (zero rows: not embedded yet), and
+    the vectors of those texts embedded so far."""
+
+    def __init__(
+        self,
+        key: tuple[int, int],
+        units: list[Unit],
+        texts: list[str],
+        known: dict[str, np.ndarray],
+    ) -> None:
+        self.key = key
+        self.units = units
+        self.texts = texts
+        self.known = {text: known[text] for text in texts if text in known}
+        self.threads: dict[int, range] = {}  # each thread's units (they come thread by thread)
+        start = 0
+        for index in range(1, len(units) + 1):
+            if index == len(units) or units[index][0].thread_id != units[start][0].thread_id:
+                self.threads[units[start][0].thread_id] = range(start, index)
+                start = index
+        self.vectors = np.zeros((0, 0), np.float32)
+        self.missing: set[int] = set(range(len(units)))
+
+    @classmethod
+    def of(
+        cls,
+        key: tuple[int, int],
+        units: list[Unit],
+        text: Callable[[Unit], str],
+        known: dict[str, np.ndarray],
+    ) -> _EmbeddedUnits:
+        return cls(key, units, [text(unit) for unit in units], known)
+
+    def embed_missing(self, memory: Memory, defer: tuple[int, int] | None) -> None:
+        """Embed the units not embedded yet, but those ``defer`` names."""
+        wanted = self.missing
+        if defer is not None:
+            thread_id, first_seq = defer
+            wanted = wanted - {
+                index
+                for index in self.threads.get(thread_id, ())
+                if self.units[index][-1].seq >= first_seq
+            }
+        if not wanted:
+            return
+        rows = sorted(wanted)
+        texts = list(dict.fromkeys(self.texts[index] for index in rows))
+        new = [text for text in texts if text not in self.known]
+        if new:
+            vectors = np.asarray(memory.embed(new), np.float32)
+            self.known = self.known | dict(zip(new, vectors, strict=True))
+        if len(self.vectors) != len(self.units):
+            width = len(self.known[texts[0]])
+            self.vectors = np.zeros((len(self.units), width), np.float32)
+        self.vectors[rows] = np.stack([self.known[self.texts[index]] for index in rows])
+        self.missing -= wanted
 
 
 def turn_pairs(layout: Layout) -> list[Unit]:
