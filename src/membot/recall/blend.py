@@ -106,7 +106,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -323,48 +323,54 @@ class BlendRanking:
         self.time_weight = time_weight
         self.chunk_words = chunk_words
         self.partners_only = partners_only
-        self._terms: weakref.WeakKeyDictionary[
-            Memory, tuple[tuple[int, int], list[int], TermIndex]
-        ] = weakref.WeakKeyDictionary()
-        self._dates: weakref.WeakKeyDictionary[Memory, tuple[tuple[int, int], dict[int, float]]] = (
+        self._state: weakref.WeakKeyDictionary[Memory, tuple[tuple[int, int], dict[str, Any]]] = (
             weakref.WeakKeyDictionary()
         )
-        self._sentences: weakref.WeakKeyDictionary[
-            Memory, tuple[tuple[int, int], list[int], np.ndarray]
-        ] = weakref.WeakKeyDictionary()
+
+    def _per_state(self, memory: Memory, name: str, build: Callable[[], Any]) -> Any:
+        """``build()``, run once per state of the store and kept with the Memory."""
+        key = store_key(memory)
+        cached = self._state.get(memory)
+        if cached is None or cached[0] != key:
+            cached = (key, {})
+            self._state[memory] = cached
+        if name not in cached[1]:
+            cached[1][name] = build()
+        return cached[1][name]
 
     def index_text(self, item: LineInput) -> str:
         return f"{item.speaker}: {item.text}" if item.speaker else item.text
 
     def units(self, memory: Memory) -> tuple[list[int], list[str]]:
-        """The store's sentence units, or its chunks with ``chunk_words``."""
-        layout = layout_of(memory)
-        if self.chunk_words is None:
-            return sentence_units(layout)
-        return chunk_units(layout, self.chunk_words)
+        """The store's sentence units, or its chunks with ``chunk_words``, once per store
+        state."""
+
+        def build() -> tuple[list[int], list[str]]:
+            layout = layout_of(memory)
+            if self.chunk_words is None:
+                return sentence_units(layout)
+            return chunk_units(layout, self.chunk_words)
+
+        return self._per_state(memory, "units", build)
 
     def sentence_vectors(self, memory: Memory) -> tuple[list[int], np.ndarray]:
         """Owning line ids and vectors of the store's sentences, built once per store state."""
-        key = store_key(memory)
-        cached = self._sentences.get(memory)
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
         owners, texts = self.units(memory)
-        vectors = np.asarray(memory.embed(texts), np.float32) if texts else np.zeros((0, 0))
-        self._sentences[memory] = (key, owners, vectors)
-        return owners, vectors
+
+        def build() -> np.ndarray:
+            return np.asarray(memory.embed(texts), np.float32) if texts else np.zeros((0, 0))
+
+        return owners, self._per_state(memory, "sentence vectors", build)
 
     def sentence_terms(self, memory: Memory) -> tuple[list[int], TermIndex]:
         """Owning line ids and the term index of the store's sentences, once per store
         state."""
-        key = store_key(memory)
-        cached = self._terms.get(memory)
-        if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
         owners, texts = self.units(memory)
-        terms = TermIndex([Counter(word.lower() for word in _WORD.findall(text)) for text in texts])
-        self._terms[memory] = (key, owners, terms)
-        return owners, terms
+
+        def build() -> TermIndex:
+            return TermIndex([Counter(word.lower() for word in _WORD.findall(t)) for t in texts])
+
+        return owners, self._per_state(memory, "sentence terms", build)
 
     def lexical(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
         """BM25 hits moved toward their best sentence's BM25 (both scaled to [0, 1]), best
@@ -389,22 +395,17 @@ class BlendRanking:
 
     def line_dates(self, memory: Memory) -> dict[int, float]:
         """Each stored line's date (seconds since 1970) by line id, once per store state."""
-        key = store_key(memory)
-        cached = self._dates.get(memory)
-        if cached is None or cached[0] != key:
-            cached = (key, memory.index.dates())
-            self._dates[memory] = cached
-        return cached[1]
+        return self._per_state(memory, "dates", memory.index.dates)
 
     def dense(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
         """Dense hits scored with their sentences and neighbours, best first."""
-        hits = dense_hits(memory, query, scope)
+        vector = np.asarray(memory.embed([query])[0], dtype=np.float32)
+        hits = dense_hits(memory, query, scope, vector)
         if self.sentence_weight:
             owners, vectors = self.sentence_vectors(memory)
             best: dict[int, float] = {}
             if owners:
-                scores = vectors @ np.asarray(memory.embed([query])[0], dtype=np.float32)
-                for owner, score in zip(owners, scores.tolist(), strict=True):
+                for owner, score in zip(owners, (vectors @ vector).tolist(), strict=True):
                     best[owner] = max(best.get(owner, score), score)
             hits = with_sentences(hits, best, self.sentence_weight)
         return with_neighbours(hits, self.neighbour_weight)

@@ -74,7 +74,7 @@ class UnitRanking:
         if cached is None or cached.key != key:
             # Vectors of an earlier state hold only while no line was re-embedded or removed.
             known = cached.known if cached is not None and cached.key[0] == key[0] else {}
-            cached = _EmbeddedUnits.of(key, self.units(layout_of(memory)), self.text, known)
+            cached = _EmbeddedUnits(key, self.units(layout_of(memory)), self.text, known)
             self._cache[memory] = cached
         cached.embed_missing(memory, defer)
         return cached.units, cached.vectors
@@ -109,13 +109,13 @@ class _EmbeddedUnits:
         self,
         key: tuple[int, int],
         units: list[Unit],
-        texts: list[str],
+        text_of: Callable[[Unit], str],
         known: dict[str, np.ndarray],
     ) -> None:
         self.key = key
         self.units = units
-        self.texts = texts
-        self.known = {text: known[text] for text in texts if text in known}
+        self.texts = [text_of(unit) for unit in units]
+        self.known = {text: known[text] for text in self.texts if text in known}
         self.threads: dict[int, range] = {}  # each thread's units (they come thread by thread)
         start = 0
         for index in range(1, len(units) + 1):
@@ -124,16 +124,6 @@ class _EmbeddedUnits:
                 start = index
         self.vectors = np.zeros((0, 0), np.float32)
         self.missing: set[int] = set(range(len(units)))
-
-    @classmethod
-    def of(
-        cls,
-        key: tuple[int, int],
-        units: list[Unit],
-        text: Callable[[Unit], str],
-        known: dict[str, np.ndarray],
-    ) -> _EmbeddedUnits:
-        return cls(key, units, [text(unit) for unit in units], known)
 
     def embed_missing(self, memory: Memory, defer: tuple[int, int] | None) -> None:
         """Embed the units not embedded yet, but those ``defer`` names."""

@@ -16,6 +16,8 @@ from membot.recall.lines import Hit, expand_neighbors
 from membot.search import Scope
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from membot.memory import LineInput, Memory
 
 EVERY_LINE = 2**31  # a search depth that reaches every line in scope
@@ -45,9 +47,12 @@ class Ranking(Protocol):
         ...
 
 
-def dense_hits(memory: Memory, query: str, scope: Scope) -> list[Hit]:
-    """Every line in scope, most similar to ``query`` first, located in its thread."""
-    vector = memory.embed([query])[0]
+def dense_hits(
+    memory: Memory, query: str, scope: Scope, vector: np.ndarray | None = None
+) -> list[Hit]:
+    """Every line in scope, most similar to ``query`` (whose ``vector`` a caller that has it
+    may pass) first, located in its thread."""
+    vector = memory.embed([query])[0] if vector is None else vector
     return located(memory, memory.index.search(vector, scope, EVERY_LINE))
 
 
