@@ -96,7 +96,7 @@ def test_say_set_overrides_the_profile_for_one_turn(cli) -> None:
     later = cli.json("say", "hello", "--user", "u", "--thread", "t", "--bot", "b1", "--dry-run")
     assert "Ada" in later["prompt"]
     bad = cli.run("say", "x", "--user", "u", "--thread", "t", "--dry-run", "--set", "oops")
-    assert bad.exit_code != 0 and "KEY=VALUE" in str(bad.exception)
+    assert bad.exit_code != 0 and "NAME=VALUE" in str(bad.exception)
 
 
 def test_a_tool_line_is_in_the_feed_but_not_recalled_later(cli) -> None:

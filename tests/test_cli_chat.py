@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from membot import BotSettings, Memory
-from membot.cli_chat import HELP
+from membot.cli.chat import HELP
 from membot.store import ThreadKey
 
 pytestmark = pytest.mark.slow

@@ -8,39 +8,92 @@ result is packed under a token budget into the prompt of any LLM.
     >>> memory = Memory("chat.db")                      # doctest: +SKIP
     >>> bot = Bot(memory, llm=resolve_llm("smollm2"))   # doctest: +SKIP
     >>> bot.turn("Where do I work?", user="alice", thread="t2").response  # doctest: +SKIP
+
+Everything a front end (the command line, the server) uses is exported here; front ends
+import nothing else of membot's (tests/test_public_api.py holds them to it).
 """
 
 from membot.bot import Bot
-from membot.config import BotSettings
+from membot.config import (
+    DEFAULT_BOT,
+    DEFAULT_EMBEDDER,
+    DEFAULT_LLM,
+    DEFAULT_USER,
+    BotSettings,
+    data_dir,
+    default_db_path,
+    parse_settings,
+)
+from membot.conversations import Ending, end_conversation, end_idle_threads
 from membot.embed import Embedder, resolve_embedder
 from membot.errors import (
+    AuthError,
     ConfigError,
+    ConflictError,
     EmbedderMismatchError,
     ImportFormatError,
     MembotError,
+    NotFoundError,
     ProviderError,
     StoreError,
 )
-from membot.llm import LLM, OpenAICompatibleLLM, ScriptedLLM, resolve_llm
+from membot.importers import FORMATS as IMPORT_FORMATS
+from membot.importers import ImportPlan, read_file
+from membot.llm import (
+    LLM,
+    TRY_OUT_NOTICE,
+    BundledSmolLM2,
+    OpenAICompatibleLLM,
+    ScriptedLLM,
+    resolve_llm,
+)
+from membot.llm.pool import LLMPool
 from membot.memory import LineInput, Memory, Recall
-from membot.model import Block, Citation, ExpertiseChunk, Line, Match, Role, Summary, Turn
+from membot.model import (
+    Block,
+    Citation,
+    ExpertiseChunk,
+    Line,
+    Match,
+    Role,
+    Summary,
+    ThreadInfo,
+    ThreadState,
+    Turn,
+)
+from membot.profiles import profile_from_toml, profile_to_toml
+from membot.store.extras import DocumentInfo
 
 __all__ = [
+    "DEFAULT_BOT",
+    "DEFAULT_EMBEDDER",
+    "DEFAULT_LLM",
+    "DEFAULT_USER",
+    "IMPORT_FORMATS",
     "LLM",
+    "TRY_OUT_NOTICE",
+    "AuthError",
     "Block",
     "Bot",
     "BotSettings",
+    "BundledSmolLM2",
     "Citation",
     "ConfigError",
+    "ConflictError",
+    "DocumentInfo",
     "Embedder",
     "EmbedderMismatchError",
+    "Ending",
     "ExpertiseChunk",
     "ImportFormatError",
+    "ImportPlan",
+    "LLMPool",
     "Line",
     "LineInput",
     "Match",
     "MembotError",
     "Memory",
+    "NotFoundError",
     "OpenAICompatibleLLM",
     "ProviderError",
     "Recall",
@@ -48,7 +101,17 @@ __all__ = [
     "ScriptedLLM",
     "StoreError",
     "Summary",
+    "ThreadInfo",
+    "ThreadState",
     "Turn",
+    "data_dir",
+    "default_db_path",
+    "end_conversation",
+    "end_idle_threads",
+    "parse_settings",
+    "profile_from_toml",
+    "profile_to_toml",
+    "read_file",
     "resolve_embedder",
     "resolve_llm",
 ]

@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from membot.config import DEFAULT_BOT, BotSettings
+from membot.config import DEFAULT_BOT, DEFAULT_LLM, BotSettings
 from membot.context import (
     Hint,
     Prompt,
@@ -27,14 +27,15 @@ from membot.context import (
     summary_hint,
     without_repeats,
 )
+from membot.conversations import Ending, end_conversation, end_idle_threads
 from membot.errors import MembotError
-from membot.llm import LLM, BundledSmolLM2
+from membot.llm import LLM
+from membot.llm.pool import SHARED, LLMPool
 from membot.memory import LineInput, Memory
 from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
 from membot.replies import Reply, read_reply
 from membot.running_summary import fold, lines_to_fold
-from membot.store import ThreadKey
 from membot.templates import fill
 
 
@@ -56,10 +57,26 @@ class _Clock:
 class Bot:
     """A named bot over a :class:`Memory`, answering with an :class:`~membot.llm.LLM`."""
 
-    def __init__(self, memory: Memory, llm: LLM | None = None, name: str = DEFAULT_BOT) -> None:
+    def __init__(
+        self,
+        memory: Memory,
+        llm: LLM | None = None,
+        name: str = DEFAULT_BOT,
+        *,
+        llms: LLMPool | None = None,
+    ) -> None:
+        """``llm`` answers unless the bot's profile names its own model (``llm``), which
+        ``llms`` makes once and shares; with neither, the bundled SmolLM2 answers."""
         self.memory = memory
-        self.llm = llm if llm is not None else BundledSmolLM2()  # loads on first reply
+        self.llms = llms or SHARED
+        self.llm = llm if llm is not None else self.llms.get(DEFAULT_LLM)  # loads on first use
         self.name = name
+
+    def model_for(self, settings: BotSettings) -> LLM:
+        """The model that answers under ``settings``: the profile's own, else the bot's."""
+        if settings.llm:
+            return self.llms.get(settings.llm, settings.llm_key_env or None)
+        return self.llm
 
     @property
     def speakers(self) -> Speakers:
@@ -95,11 +112,12 @@ class Bot:
         clock = _Clock()
         started = time.perf_counter()
         profile = self.memory.bot_settings(self.name, settings)
+        llm = self.model_for(profile)
         notes: list[str] = []
-        if profile.citations and not getattr(self.llm, "writes_json", True):
+        if profile.citations and not getattr(llm, "writes_json", True):
             # A model that cannot keep to JSON answers in text: better a reply than citations.
             profile = replace(profile, citations=False)
-            notes.append(f"citations off: {self.llm.name} cannot write JSON reliably")
+            notes.append(f"citations off: {llm.name} cannot write JSON reliably")
         given = now is not None
         now = aware(now) if now is not None else utc_now()
         item = self.memory.validate_line(
@@ -119,7 +137,7 @@ class Bot:
             )
             expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
         with clock.step("assemble"):
-            state = self.memory.store.thread_state(ThreadKey(self.name, user, thread))
+            state = self.memory.thread_state(bot=self.name, user=user, thread=thread)
             summary = state.summary if state and feed and feed[0].seq > 1 else ""
 
             def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
@@ -132,8 +150,8 @@ class Bot:
             # Only the hints that fit the budget are put to the model; the prompt is then
             # packed again from those it judged relevant.
             with clock.step("relevance_check"):
-                kept_history, dropped = check_hints(self.llm, text, list(prompt.history))
-                kept_expertise, more = check_hints(self.llm, text, list(prompt.expertise))
+                kept_history, dropped = check_hints(llm, text, list(prompt.history))
+                kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
                 notes += dropped + more
             checked = len(prompt.history) + len(prompt.expertise)
             if len(kept_history) + len(kept_expertise) < checked:
@@ -149,7 +167,7 @@ class Bot:
         if not dry_run:
             with clock.step("llm"):
                 try:
-                    raw = self.llm.complete(
+                    raw = llm.complete(
                         list(prompt.messages), profile.reply_tokens, json_mode=profile.citations
                     )
                 except MembotError as failure:  # down, timeout, bad or missing key
@@ -165,9 +183,25 @@ class Bot:
                     reply_line, _ = self.memory.add_with_vector(answer)
                 if profile.thread_summary:
                     with clock.step("summarize"):
-                        notes += self._fold_scrolled_lines(reply_line, profile)
+                        notes += self._fold_scrolled_lines(reply_line, profile, llm)
         return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
                           started, notes)  # fmt: skip
+
+    # -- ending threads -------------------------------------------------------------------
+
+    def end_thread(self, *, user: str, thread: str, remember: bool) -> Ending:
+        """End one of the person's threads; with ``remember`` (the person said yes), keep its
+        key points, written by the bot's model and held to its remember-policy."""
+        llm = self.model_for(self.memory.bot_settings(self.name)) if remember else None
+        return end_conversation(
+            self.memory, llm, bot=self.name, user=user, thread=thread, remember=remember
+        )
+
+    def end_idle_threads(self, *, user: str | None = None, remember: bool = False) -> list[Ending]:
+        """End the bot's threads (one person's, or everyone's) idle longer than its
+        ``idle_timeout_minutes``; nothing is remembered unless ``remember``."""
+        llm = self.model_for(self.memory.bot_settings(self.name)) if remember else None
+        return end_idle_threads(self.memory, llm, bot=self.name, user=user, remember=remember)
 
     # -- the parts of a turn --------------------------------------------------------------
 
@@ -204,22 +238,27 @@ class Bot:
             return empty
         return reply
 
-    def _fold_scrolled_lines(self, newest: Line, profile: BotSettings) -> list[str]:
-        key = ThreadKey(self.name, newest.person, newest.thread)
-        state = self.memory.store.thread_state(key)
+    def _fold_scrolled_lines(self, newest: Line, profile: BotSettings, llm: LLM) -> list[str]:
+        state = self.memory.thread_state(bot=self.name, user=newest.person, thread=newest.thread)
         if state is None:
             return []
         seqs = lines_to_fold(profile, state.summary_through, newest.seq)
         if not seqs:
             return []
-        lines = self.memory.store.lines_between(state.id, seqs.start, seqs.stop - 1)
+        lines = self.memory.thread_lines(
+            user=newest.person,
+            bot=self.name,
+            thread=newest.thread,
+            after_seq=seqs.start - 1,
+            limit=len(seqs),
+        )
         try:
-            summary = fold(self.llm, profile, state.summary, lines)
+            summary = fold(llm, profile, state.summary, lines)
         except MembotError as failure:
             return [f"running summary not updated: {failure}"]
         if summary is None:
             return ["running summary not updated: the model wrote nothing"]
-        self.memory.store.save_thread_summary(state.id, summary, seqs.stop - 1)
+        self.memory.save_thread_summary(state, summary, seqs.stop - 1)
         return [f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"]
 
     def _turn(self, line, reply_line, reply, error, prompt: Prompt, recall, profile, clock,

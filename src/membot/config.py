@@ -8,6 +8,7 @@ bot's stored settings, then the defaults declared in :data:`BOT_SETTINGS`.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,18 @@ def cache_dir() -> Path:
     return Path(user_cache_dir(APP_NAME, appauthor=False))
 
 
+def parse_settings(pairs: Iterable[str], flag: str = "--set") -> dict[str, str]:
+    """``["NAME=VALUE", ...]`` as a mapping (values stay text: the setting converts them);
+    ``ConfigError`` naming ``flag`` for a pair without ``=`` or a name."""
+    values = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(f"{flag} wants NAME=VALUE, got {pair!r}")
+        values[name.strip()] = value
+    return values
+
+
 @dataclass(frozen=True)
 class BotSettings:
     """A bot's profile: its names, recall numbers, prompt budget and prompt templates.
@@ -82,6 +95,10 @@ class BotSettings:
     # The prompt: the model's context size, of which reply_tokens are kept for the reply.
     context_size: int = 2048  # SmolLM2-135M, the bundled model, was trained on 2048
     reply_tokens: int = 256
+    # The bot's own model (a spec as for --llm); empty: the model the server or command was
+    # started with. Its key is read from the environment variable llm_key_env, never stored.
+    llm: str = ""
+    llm_key_env: str = ""
     citations: bool = True  # ask the model for JSON with the ids of the hints it used
     relevance_check: bool = False  # ask the model whether each recalled block is relevant
     thread_summary: bool = True  # fold lines scrolling off the feed into a running summary
@@ -125,6 +142,9 @@ class BotSettings:
             (self.idle_timeout_minutes >= 0, "idle_timeout_minutes must be 0 or more"),
             (self.bot_name.strip() != "" and self.human_name.strip() != "",
              "bot_name and human_name may not be empty"),
+            (self.llm == "" or self.llm in {"smollm2", "bundled", "default"}
+             or self.llm.startswith(("openai:", "script:")),
+             f"llm must be smollm2, openai:MODEL[@BASE_URL] or script:PATH; got {self.llm!r}"),
             (
                 set(self.recall_roles) <= {"human", "bot", "tool", "system"},
                 f"recall_roles must be among human, bot, tool, system; got "

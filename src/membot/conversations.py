@@ -38,12 +38,11 @@ from typing import Any
 
 from membot.config import BotSettings
 from membot.context import Speakers, render_line
-from membot.errors import ConfigError, ProviderError
+from membot.errors import ConfigError, NotFoundError, ProviderError
 from membot.llm import LLM, Message
 from membot.memory import Memory
 from membot.model import Line, Summary, ThreadState, iso, utc_now
 from membot.replies import first_json_object
-from membot.store import ThreadKey
 
 KEPT = "kept"
 TRIMMED = "trimmed"
@@ -180,7 +179,7 @@ def end_conversation(
         raise ConfigError("remembering a conversation needs an LLM to write its key points")
     ended_at = state.ended_at or now or utc_now()  # ending twice keeps the first time
     if state.ended_at is None:
-        memory.store.end_thread(state.id, ended_at)
+        memory.end_thread(state, ended_at)
     settings = memory.bot_settings(bot)
     if not remember:
         outcome = _Outcome(NOT_ASKED, "not asked to remember: nothing was derived, the lines "
@@ -218,7 +217,7 @@ def end_idle_threads(
     cutoff = now - timedelta(minutes=minutes)
     idle = [
         state
-        for state in memory.store.open_threads(bot, user)
+        for state in memory.open_threads(bot, user)
         if state.last_line_at is not None and state.last_line_at < cutoff
     ]
     return [
@@ -229,9 +228,9 @@ def end_idle_threads(
 
 
 def _thread_with_lines(memory: Memory, bot: str, user: str, thread: str) -> ThreadState:
-    state = memory.store.thread_state(ThreadKey(bot, user, thread))
+    state = memory.thread_state(bot=bot, user=user, thread=thread)
     if state is None:
-        raise ConfigError(
+        raise NotFoundError(
             f"{user!r} has no thread {thread!r} with bot {bot!r}: "
             f"`membot history --user {user}` lists their threads"
         )

@@ -26,3 +26,15 @@ class ProviderError(MembotError):
 
 class ImportFormatError(MembotError):
     """A file given to ``membot import`` is not in the announced format."""
+
+
+class NotFoundError(ConfigError):
+    """What was named (a bot, a person's thread, a document) is not in the store."""
+
+
+class ConflictError(ConfigError):
+    """What was asked would clash with what the store holds (a bot of that name exists)."""
+
+
+class AuthError(MembotError):
+    """A request's key is missing, unknown, revoked or expired."""

@@ -6,24 +6,40 @@ front end goes through these two classes.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
-from membot.errors import ConfigError, StoreError
-from membot.model import Block, ExpertiseChunk, Line, Match, Role, Summary, aware
+from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
+from membot.model import (
+    Block,
+    ExpertiseChunk,
+    Line,
+    Match,
+    Role,
+    Summary,
+    ThreadInfo,
+    ThreadState,
+    aware,
+    utc_now,
+)
 from membot.recall import push_to_buffer
 from membot.recall.chat import check_strategy, recall_for_turn
 from membot.search import Scope, VectorIndex, best_scored
 from membot.store import BufferEntry, NewLine, SqliteStore, Store, ThreadKey
 from membot.store.extras import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
+
+if TYPE_CHECKING:
+    from membot.documents import Document
 
 
 def summary_parts(text: str) -> list[str]:
@@ -81,6 +97,10 @@ class Memory:
         self.embedder = embedder
         self.tokens = token_counter or default_token_counter()
         self.index = VectorIndex(self.store)
+        # Recall reads and refreshes in-process caches (the vector index, the strategies'
+        # per-store-state caches): one thread at a time, so a server's threads can share
+        # one Memory. Storing lines is serialised by the store itself.
+        self._recall_lock = threading.RLock()
 
     def close(self) -> None:
         self.store.close()
@@ -201,12 +221,34 @@ class Memory:
         self.store.save_bot(bot, self._changed_from_defaults(settings))
         return settings
 
+    def bots(self) -> list[str]:
+        """The bots in the store, by name."""
+        return self.store.bots()
+
+    def has_bot(self, bot: str) -> bool:
+        return self.store.bot_id(bot) is not None
+
+    def require_bot(self, bot: str) -> None:
+        """``NotFoundError`` unless ``bot`` is in the store."""
+        if not self.has_bot(bot):
+            raise NotFoundError(f"no bot named {bot!r}; `membot bot list` shows them")
+
+    def delete_bot(self, bot: str) -> dict[str, int]:
+        """Remove a bot and everything it holds (profile, every person's threads, lines,
+        summaries, documents), and the cached embeddings of its lines."""
+        self.require_bot(bot)
+        texts = self.store.bot_line_texts(bot)
+        removed = self.store.delete_bot(bot)
+        if isinstance(self.embedder, CachedEmbedder):
+            self.embedder.discard(texts)
+        return removed
+
     def create_bot(self, bot: str, /, **values: object) -> BotSettings:
         """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
         if not bot.strip():
             raise ConfigError("a bot needs a name")
-        if bot in self.store.bots():
-            raise ConfigError(f"a bot named {bot!r} exists: change it with `membot bot set`")
+        if self.has_bot(bot):
+            raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
         return self.replace_profile(bot, dict(values))
 
     def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
@@ -251,7 +293,9 @@ class Memory:
                 return []
         vector = self.embed([query])[0]
         scope = Scope(bot_id, person_id, thread_id=thread_id, roles=tuple(roles))
-        return self._matches(self.index.search(vector, scope, k))
+        with self._recall_lock:
+            hits = self.index.search(vector, scope, k)
+        return self._matches(hits)
 
     def _matches(self, hits: Sequence[tuple[int, float]]) -> list[Match]:
         lines = {line.id: line for line in self.store.lines([line_id for line_id, _ in hits])}
@@ -261,6 +305,51 @@ class Memory:
         self, *, user: str, bot: str | None = None, thread: str | None = None
     ) -> list[Line]:
         return self.store.history(user, bot, thread)
+
+    def count_lines(self) -> int:
+        return self.store.count_lines()
+
+    # -- threads --------------------------------------------------------------------------
+
+    def threads(self, *, user: str, bot: str | None = None) -> list[ThreadInfo]:
+        """A person's threads (with one bot, or every bot), oldest first."""
+        return self.store.threads(bot, user)
+
+    def thread_state(self, *, bot: str, user: str, thread: str) -> ThreadState | None:
+        """A thread's bookkeeping (ended, running summary), or None if it does not exist."""
+        return self.store.thread_state(ThreadKey(bot, user, thread))
+
+    def open_threads(self, bot: str, user: str | None = None) -> list[ThreadState]:
+        """Threads of a bot (one person's, or everyone's) that have lines and are not ended."""
+        return self.store.open_threads(bot, user)
+
+    def end_thread(self, state: ThreadState, when: datetime | None = None) -> None:
+        self.store.end_thread(state.id, when)
+
+    def save_thread_summary(self, state: ThreadState, summary: str, through_seq: int) -> None:
+        """Keep ``summary`` as the thread's running summary of its lines up to ``through_seq``."""
+        self.store.save_thread_summary(state.id, summary, through_seq)
+
+    def thread_lines(
+        self, *, user: str, bot: str, thread: str, after_seq: int = 0, limit: int = 100
+    ) -> list[Line]:
+        """Up to ``limit`` lines of one thread after ``after_seq``, in order;
+        ``NotFoundError`` for a thread the person does not have."""
+        thread_id = self.store.thread_id(ThreadKey(bot, user, thread))
+        if thread_id is None:
+            raise NotFoundError(f"{user!r} has no thread {thread!r} with bot {bot!r}")
+        return self.store.lines_after(thread_id, after_seq, limit)
+
+    def new_thread_name(self, *, bot: str, user: str, now: datetime | None = None) -> str:
+        """A name for a new thread, dated, never one the person already has with ``bot``
+        (two in one second would otherwise share a thread, and a line in an ended thread
+        takes it up again)."""
+        base = name = aware(now or datetime.now()).strftime("chat-%Y%m%d-%H%M%S")
+        count = 1
+        while self.store.thread_id(ThreadKey(bot, user, name)) is not None:
+            count += 1
+            name = f"{base}-{count}"
+        return name
 
     def recent(self, line: Line, count: int) -> list[Line]:
         """The ``count`` lines of ``line``'s thread just before it, oldest first."""
@@ -306,7 +395,8 @@ class Memory:
             roles=settings.recall_roles,
         )
         asked = aware(now) if now is not None else line.created_at
-        chosen = recall_for_turn(self, settings, query, vector, scope, asked, said=line.text)
+        with self._recall_lock:
+            chosen = recall_for_turn(self, settings, query, vector, scope, asked, said=line.text)
         fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))
@@ -325,6 +415,47 @@ class Memory:
         owner = None if settings.share_across_people else line.person
         blocks = self._load_blocks(
             buffer, thread_id, window_from, fresh_keys, owner, settings.recall_roles
+        )
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
+        return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
+
+    def preview_recall(
+        self,
+        text: str,
+        *,
+        user: str,
+        bot: str = DEFAULT_BOT,
+        thread: str | None = None,
+        now: datetime | None = None,
+    ) -> Recall:
+        """What a turn saying ``text`` would recall now, with scores, without storing the
+        text or changing any thread's buffer. With ``thread``, its feed (the last
+        ``window_size`` lines) is left out, as in a turn."""
+        started = time.perf_counter()
+        settings = self.bot_settings(bot)
+        bot_id, person_id = self.store.bot_id(bot), self.store.person_id(user)
+        if bot_id is None or (person_id is None and not settings.share_across_people):
+            return Recall((), (), 0.0)
+        thread_id = self.store.thread_id(ThreadKey(bot, user, thread)) if thread else None
+        window_from = None
+        if thread_id is not None:
+            last = self.store.last_lines(thread_id, 1)
+            window_from = (last[-1].seq + 1 if last else 1) - settings.window_size
+        scope = Scope(
+            bot_id=bot_id,
+            person_id=None if settings.share_across_people else person_id,
+            window_thread_id=thread_id,
+            window_from_seq=window_from,
+            roles=settings.recall_roles,
+        )
+        vector = self.embed([text])[0]
+        asked = aware(now) if now is not None else utc_now()
+        with self._recall_lock:
+            chosen = recall_for_turn(self, settings, text, vector, scope, asked, said=text)
+        owner = None if settings.share_across_people else user
+        fresh = {(entry.source_thread_id, entry.first_seq) for entry in chosen.blocks}
+        blocks = self._load_blocks(
+            chosen.blocks, thread_id or 0, window_from or 0, fresh, owner, settings.recall_roles
         )
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
@@ -406,15 +537,35 @@ class Memory:
 
     # -- expertise ----------------------------------------------------------------------
 
+    def add_documents(
+        self, paths: Sequence[str | Path], *, bot: str = DEFAULT_BOT, max_tokens: int = 200,
+        overlap_tokens: int = 30,
+    ) -> list[DocumentInfo]:  # fmt: skip
+        """Add several documents; every file is read and checked first, so one bad file
+        stores nothing (a clear error names it)."""
+        from membot.documents import read_document
+
+        documents = [read_document(Path(path)) for path in paths]
+        return [
+            self._add_read_document(document, bot, max_tokens, overlap_tokens)
+            for document in documents
+        ]
+
     def add_document(
         self, path: str | Path, *, bot: str = DEFAULT_BOT, max_tokens: int = 200,
         overlap_tokens: int = 30,
     ) -> DocumentInfo:  # fmt: skip
         """Read, chunk and embed a document into the bot's expertise (separate from history);
         a document of the same file name is replaced. Chunks and vectors commit together."""
-        from membot.documents import chunk_document, read_document
+        from membot.documents import read_document
 
-        document = read_document(Path(path))
+        return self._add_read_document(read_document(Path(path)), bot, max_tokens, overlap_tokens)
+
+    def _add_read_document(
+        self, document: Document, bot: str, max_tokens: int, overlap_tokens: int
+    ) -> DocumentInfo:
+        from membot.documents import chunk_document
+
         chunks = chunk_document(document, self.tokens, max_tokens, overlap_tokens)
         # Each chunk is embedded with its heading, so a passage keeps what it is about.
         texts = [f"{c.heading}\n{c.text}" if c.heading else c.text for c in chunks]

@@ -127,6 +127,30 @@ class ThreadState:
 
 
 @dataclass(frozen=True)
+class ThreadInfo:
+    """A person's thread as a front end lists it."""
+
+    bot: str
+    person: str
+    name: str
+    lines: int
+    created_at: datetime
+    last_line_at: datetime | None
+    ended_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bot": self.bot,
+            "user": self.person,
+            "thread": self.name,
+            "lines": self.lines,
+            "created_at": iso(self.created_at),
+            "last_line_at": iso(self.last_line_at) if self.last_line_at else None,
+            "ended_at": iso(self.ended_at) if self.ended_at else None,
+        }
+
+
+@dataclass(frozen=True)
 class Match:
     """A stored line that scored against a query."""
 

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from membot.cli_eval import eval_app
+from membot.cli.eval import eval_app
 from membot.errors import ConfigError
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import Corpus, evaluate_longmemeval
@@ -185,4 +185,4 @@ def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Pat
         ranking_named("blend", {"speed": 2})
     bad = CliRunner().invoke(app, [*args, "--set", "before"])
     assert bad.exit_code != 0
-    assert isinstance(bad.exception, ConfigError) and "NAME=NUMBER" in str(bad.exception)
+    assert isinstance(bad.exception, ConfigError) and "NAME=VALUE" in str(bad.exception)

@@ -131,7 +131,9 @@ def test_threads_are_named_per_person_and_per_bot(store: SqliteStore) -> None:
     store.add_lines([new_line(ThreadKey("other-bot", "alice", "t1"), "alice to another bot")])
     assert [line.seq for line in store.history("alice", None, None)] == [1, 1]
     assert [line.text for line in store.history("bob", None, "t1")] == ["bob here"]
-    assert store.threads("membot", "alice") == [("membot", "t1", 1)]
+    assert [(t.bot, t.name, t.lines) for t in store.threads("membot", "alice")] == [
+        ("membot", "t1", 1)
+    ]
 
 
 def writer_seqs(lines: list) -> dict[str, list[int]]:

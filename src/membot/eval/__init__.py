@@ -1,5 +1,15 @@
-"""Benchmark support: where the public evaluation data lives."""
+"""Benchmark harnesses (LoCoMo, LongMemEval) and where the public evaluation data lives."""
 
 from membot.eval.data import shared_data_dir
+from membot.eval.harness import write_report
+from membot.eval.locomo import evaluate_locomo
+from membot.eval.longmemeval import evaluate_longmemeval
+from membot.recall.strategies import RANKINGS
 
-__all__ = ["shared_data_dir"]
+__all__ = [
+    "RANKINGS",
+    "evaluate_locomo",
+    "evaluate_longmemeval",
+    "shared_data_dir",
+    "write_report",
+]

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from membot.errors import EmbedderMismatchError, StoreError
-from membot.model import Line, Role, utc_now
+from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
-from membot.store.extras import StoreExtras
+from membot.store.extras import StoreExtras, _moment
 from membot.store.migrations import migrate
 
 _LINE_COLUMNS = """
@@ -224,14 +224,42 @@ class SqliteStore(StoreExtras):
         rows = self._query("SELECT id FROM bots WHERE name = ?", (bot,))
         return rows[0][0] if rows else None
 
-    def threads(self, bot: str | None, person: str) -> list[tuple[str, str, int]]:
-        """(bot, thread name, line count) of a person's threads, oldest first."""
+    def threads(self, bot: str | None, person: str) -> list[ThreadInfo]:
+        """A person's threads (with one bot, or all), oldest first."""
         sql = (
-            "SELECT b.name, t.name, (SELECT COUNT(*) FROM lines l WHERE l.thread_id = t.id) "
-            "FROM threads t JOIN bots b ON b.id = t.bot_id JOIN people p ON p.id = t.person_id "
-            "WHERE p.name = ?" + (" AND b.name = ?" if bot else "") + " ORDER BY t.id"
+            "SELECT b.name, p.name, t.name, COUNT(l.id), t.created_at, MAX(l.created_at), "
+            "t.ended_at FROM threads t JOIN bots b ON b.id = t.bot_id "
+            "JOIN people p ON p.id = t.person_id LEFT JOIN lines l ON l.thread_id = t.id "
+            "WHERE p.name = ?" + (" AND b.name = ?" if bot else "") + " GROUP BY t.id ORDER BY t.id"
         )
-        return self._query(sql, (person, bot) if bot else (person,))
+        rows = self._query(sql, (person, bot) if bot else (person,))
+        return [
+            ThreadInfo(*row[:4], _moment(row[4]), _moment(row[5]), _moment(row[6])) for row in rows
+        ]
+
+    def delete_bot(self, bot: str) -> dict[str, int]:
+        """Remove a bot with everything it holds: profile, threads, lines, vectors, lexical
+        rows, buffers, summaries and documents. People left with nothing are removed too."""
+        with self._write() as db:
+            row = db.execute("SELECT id FROM bots WHERE name = ?", (bot,)).fetchone()
+            if row is None:
+                return {"threads": 0, "lines": 0, "summaries": 0, "documents": 0}
+            counts = {
+                name: db.execute(f"SELECT COUNT(*) FROM {sql} = ?", (row[0],)).fetchone()[0]
+                for name, sql in (
+                    ("threads", "threads WHERE bot_id"),
+                    ("lines", "lines l JOIN threads t ON t.id = l.thread_id WHERE t.bot_id"),
+                    ("summaries", "memories WHERE bot_id"),
+                    ("documents", "documents WHERE bot_id"),
+                )
+            }
+            db.execute("DELETE FROM bots WHERE id = ?", (row[0],))  # cascades to the rest
+            db.execute(
+                "DELETE FROM people WHERE NOT EXISTS "
+                "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
+            )
+            self._bump_generation(db)
+        return counts
 
     # -- lines ----------------------------------------------------------------------------
 
@@ -318,6 +346,15 @@ class SqliteStore(StoreExtras):
             f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
             "WHERE l.thread_id = ? AND l.seq BETWEEN ? AND ? ORDER BY l.seq",
             (thread_id, first_seq, last_seq),
+        )
+        return [_line(row) for row in rows]
+
+    def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]:
+        """Up to ``limit`` lines of a thread after ``after_seq``, in order."""
+        rows = self._query(
+            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
+            "WHERE l.thread_id = ? AND l.seq > ? ORDER BY l.seq LIMIT ?",
+            (thread_id, after_seq, limit),
         )
         return [_line(row) for row in rows]
 
@@ -419,6 +456,12 @@ class SqliteStore(StoreExtras):
 
     def all_line_texts(self) -> list[tuple[int, str]]:
         return self._query("SELECT id, text FROM lines ORDER BY id")
+
+    def bot_line_texts(self, bot: str) -> list[str]:
+        rows = self._query(
+            "SELECT l.text FROM lines l JOIN bots b ON b.id = l.bot_id WHERE b.name = ?", (bot,)
+        )
+        return [row[0] for row in rows]
 
     # -- relevance buffers ----------------------------------------------------------------
 

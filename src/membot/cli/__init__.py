@@ -13,16 +13,24 @@ from typing import Annotated
 import typer
 from rich.progress import Progress
 
-from membot.bot import Bot
-from membot.cli_bots import bot_app
-from membot.cli_chat import run_chat
-from membot.cli_common import BotOption, Options, UserOption, err, options_of, out, print_json
-from membot.cli_conversations import register as register_conversations
-from membot.cli_eval import eval_app
-from membot.cli_expertise import expertise_app
-from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, DEFAULT_LLM, default_db_path
-from membot.errors import ConfigError, MembotError
-from membot.importers import FORMATS, read_file
+from membot import (
+    DEFAULT_BOT,
+    DEFAULT_EMBEDDER,
+    DEFAULT_LLM,
+    IMPORT_FORMATS,
+    Bot,
+    MembotError,
+    default_db_path,
+    parse_settings,
+    read_file,
+)
+from membot.cli.bots import bot_app
+from membot.cli.chat import run_chat
+from membot.cli.common import BotOption, Options, UserOption, err, options_of, out, print_json
+from membot.cli.conversations import register as register_conversations
+from membot.cli.eval import eval_app
+from membot.cli.expertise import expertise_app
+from membot.cli.serve import serve
 
 app = typer.Typer(
     help="membot: a chatbot memory that does not end.",
@@ -45,8 +53,14 @@ def global_options(
         str, typer.Option(envvar="MEMBOT_EMBEDDER", help="minilm | st:NAME | openai:MODEL[@URL]")
     ] = DEFAULT_EMBEDDER,
     llm: Annotated[
-        str, typer.Option(envvar="MEMBOT_LLM", help="smollm2 | openai:MODEL[@URL] | script:PATH")
-    ] = DEFAULT_LLM,
+        str | None,
+        typer.Option(
+            envvar="MEMBOT_LLM",
+            help="smollm2 | openai:MODEL[@URL] | script:PATH: the model of bots whose profile "
+            f"names none [default: {DEFAULT_LLM}]",
+            show_default=False,
+        ),
+    ] = None,
     llm_key_env: Annotated[
         str | None,
         typer.Option(
@@ -84,12 +98,12 @@ def say(
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole turn as JSON.")] = False,
     overrides: Annotated[
         list[str] | None,
-        typer.Option("--set", help="KEY=VALUE: a bot setting for this turn only (repeatable)."),
+        typer.Option("--set", help="NAME=VALUE: a bot setting for this turn only (repeatable)."),
     ] = None,
 ) -> None:
     """One turn: store TEXT, recall, build the prompt and (unless --dry-run) answer."""
     options = options_of(context)
-    values = _key_values(overrides or [])
+    values = parse_settings(overrides or [])
     llm = None if dry_run else options.make_llm()
     memory = options.memory(warm=True)
     memory.bot_settings(bot, values)  # a bad override fails before the line is stored
@@ -103,16 +117,6 @@ def say(
     if turn.error:
         err.print(f"[red]error:[/] {turn.error} (your line was stored)")
         raise typer.Exit(2)
-
-
-def _key_values(pairs: list[str]) -> dict[str, str]:
-    values = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"--set wants KEY=VALUE, got {pair!r}")
-        values[key.strip()] = value
-    return values
 
 
 @app.command()
@@ -182,7 +186,7 @@ def history(
 def import_(
     context: typer.Context,
     file: Path,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=" | ".join(FORMATS))] = "jsonl",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=" | ".join(IMPORT_FORMATS))] = "jsonl",
     bot: BotOption = DEFAULT_BOT,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Owner of the lines.")] = None,
 ) -> None:
@@ -215,7 +219,7 @@ def forget(
 def reindex(context: typer.Context) -> None:
     """Re-embed every stored line with the embedder given by --embedder."""
     memory = options_of(context).memory()
-    total = memory.store.count_lines()
+    total = memory.count_lines()
     with Progress(console=err) as progress:
         task = progress.add_task(f"re-embedding with {memory.embedder.name}", total=total)
         count = memory.reindex(memory.embedder, progress=lambda n: progress.advance(task, n))
@@ -223,6 +227,7 @@ def reindex(context: typer.Context) -> None:
 
 
 register_conversations(app)
+app.command()(serve)
 
 
 def main() -> None:

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from membot.bot import Bot
-from membot.cli_conversations import describe
-from membot.conversations import end_conversation, end_idle_threads
-from membot.errors import MembotError
-from membot.model import Turn
-from membot.store import ThreadKey
+from membot import Bot, MembotError, Turn
+from membot.cli.conversations import describe
 
 HELP = (
     "/recall  what memory the last reply used, with scores\n"
@@ -22,21 +16,6 @@ HELP = (
     "/help    this list\n"
     "/quit    leave (Ctrl-D works too)"
 )
-
-
-def new_thread_name() -> str:
-    return datetime.now().strftime("chat-%Y%m%d-%H%M%S")
-
-
-def fresh_thread_name(bot: Bot, user: str) -> str:
-    """A new thread's name, never one the person already has (two in one second would
-    otherwise share a thread, and a line in an ended thread takes it up again)."""
-    base = name = new_thread_name()
-    count = 1
-    while bot.memory.store.thread_state(ThreadKey(bot.name, user, name)) is not None:
-        count += 1
-        name = f"{base}-{count}"
-    return name
 
 
 def show_recall(turn: Turn | None, out: Console) -> None:
@@ -62,7 +41,7 @@ def show_recall(turn: Turn | None, out: Console) -> None:
 def end_idle(bot: Bot, user: str, out: Console) -> None:
     """End the person's threads with this bot that went idle; nothing is remembered, since
     nobody was there to say yes."""
-    endings = end_idle_threads(bot.memory, bot.llm, bot=bot.name, user=user, remember=False)
+    endings = bot.end_idle_threads(user=user, remember=False)
     if endings:
         names = escape(", ".join(ending.thread for ending in endings))
         out.print(f"[dim]ended {len(endings)} idle thread(s) without remembering: {names}[/]",
@@ -81,14 +60,13 @@ def ask_to_remember(out: Console) -> bool:
 
 def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> None:
     """``/end``: ask, end the thread, and say what was kept of it (or why nothing)."""
-    state = bot.memory.store.thread_state(ThreadKey(bot.name, user, thread))
+    state = bot.memory.thread_state(bot=bot.name, user=user, thread=thread)
     if state is None or state.last_line_at is None:
         out.print("[dim]nothing was said in this thread yet[/]")
         return
     remember = ask_to_remember(out)
     try:
-        ending = end_conversation(bot.memory, bot.llm, bot=bot.name, user=user, thread=thread,
-                                  remember=remember)  # fmt: skip
+        ending = bot.end_thread(user=user, thread=thread, remember=remember)
     except MembotError as error:
         err.print(f"[red]error:[/] {error}", highlight=False)
         return
@@ -97,7 +75,7 @@ def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> 
 
 
 def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console) -> None:
-    thread = thread or new_thread_name()
+    thread = thread or bot.memory.new_thread_name(bot=bot.name, user=user)
     out.print(
         f"[bold]membot[/] — bot [cyan]{bot.name}[/], user [cyan]{user}[/], "
         f"thread [cyan]{thread}[/]. /help lists commands."
@@ -124,7 +102,7 @@ def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console
         elif text in {"/new", "/end"}:
             if text == "/end":
                 end_thread(bot, user, thread, out, err)
-            thread, last = fresh_thread_name(bot, user), None
+            thread, last = bot.memory.new_thread_name(bot=bot.name, user=user), None
             out.print(f"[dim]new thread {thread}[/]")
         elif text.startswith("/"):
             out.print(f"[dim]unknown command {text}; /help lists them[/]")

@@ -12,12 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from membot.config import DEFAULT_EMBEDDER
-from membot.errors import ConfigError
-from membot.eval.harness import write_report
-from membot.eval.locomo import evaluate_locomo
-from membot.eval.longmemeval import evaluate_longmemeval
-from membot.recall.strategies import RANKINGS
+from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings
+from membot.eval import RANKINGS, evaluate_locomo, evaluate_longmemeval, write_report
 
 eval_app = typer.Typer(help="Measure recall on public benchmarks.", no_args_is_help=True)
 err = Console(stderr=True)
@@ -63,12 +59,11 @@ def _run(
 def _options(settings: list[str]) -> dict[str, float]:
     """``["lexical_weight=0.7"]`` -> ``{"lexical_weight": 0.7}``; ConfigError otherwise."""
     options = {}
-    for setting in settings:
-        name, _, raw = setting.partition("=")
+    for name, raw in parse_settings(settings).items():
         try:
-            options[name.strip()] = float(raw)
+            options[name] = float(raw)
         except ValueError:
-            raise ConfigError(f"--set wants NAME=NUMBER, got {setting!r}") from None
+            raise ConfigError(f"--set wants NAME=NUMBER, got {name}={raw}") from None
     return options
 
 

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from membot.cli_common import err, options_of, out, print_json
-from membot.config import DEFAULT_BOT
-from membot.errors import ConfigError
-from membot.profiles import profile_from_toml, profile_to_toml
+from membot import DEFAULT_BOT, ConfigError, profile_from_toml, profile_to_toml
+from membot.cli.common import err, options_of, out, print_json
 
 bot_app = typer.Typer(help="Create bots and show or change their profiles.", no_args_is_help=True)
 
@@ -38,7 +36,7 @@ def bot_list(
     context: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False
 ) -> None:
     """The bots in the store."""
-    names = options_of(context).memory().store.bots()
+    names = options_of(context).memory().bots()
     if as_json:
         print_json(names)
     else:
@@ -79,8 +77,7 @@ def bot_export(
 ) -> None:
     """Write a bot's whole profile as TOML."""
     memory = options_of(context).memory()
-    if name not in memory.store.bots():
-        raise ConfigError(f"no bot named {name!r}; `membot bot list` shows them")
+    memory.require_bot(name)
     text = profile_to_toml(name, memory.bot_settings(name))
     if file is None:
         sys.stdout.write(text)

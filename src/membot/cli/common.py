@@ -15,9 +15,16 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from membot.config import data_dir
-from membot.llm import LLM, TRY_OUT_NOTICE, BundledSmolLM2, resolve_llm
-from membot.memory import Memory
+from membot import (
+    DEFAULT_LLM,
+    LLM,
+    TRY_OUT_NOTICE,
+    Bot,
+    BundledSmolLM2,
+    Memory,
+    data_dir,
+    resolve_llm,
+)
 
 out = Console()
 err = Console(stderr=True)
@@ -27,7 +34,7 @@ err = Console(stderr=True)
 class Options:
     db: Path
     embedder: str
-    llm: str
+    llm_spec: str | None  # --llm or MEMBOT_LLM; None: the default
     llm_key_env: str | None
     _memory: Memory | None = field(default=None, repr=False)
 
@@ -39,11 +46,25 @@ class Options:
             self._memory.warm_up()
         return self._memory
 
+    @property
+    def llm(self) -> str:
+        return self.llm_spec or DEFAULT_LLM
+
+    @property
+    def llm_given(self) -> bool:
+        return self.llm_spec is not None
+
     def make_llm(self) -> LLM:
         llm = resolve_llm(self.llm, key_env=self.llm_key_env)
         if isinstance(llm, BundledSmolLM2):
             notice_once()
         return llm
+
+    def bot(self, name: str, answers: bool = True) -> Bot:
+        """The bot ``name`` over the store, answering with the model from ``--llm`` (unless
+        its profile names its own); ``answers=False`` makes no model for commands that
+        need none."""
+        return Bot(self.memory(), self.make_llm() if answers else None, name)
 
 
 def notice_once() -> None:

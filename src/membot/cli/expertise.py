@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from membot.cli_common import BotOption, err, options_of, out, print_json
-from membot.config import DEFAULT_BOT
+from membot import DEFAULT_BOT, NotFoundError
+from membot.cli.common import BotOption, err, options_of, out, print_json
 
 expertise_app = typer.Typer(help="A bot's documents: add, list, remove.", no_args_is_help=True)
 
@@ -23,13 +23,12 @@ def expertise_add(
 ) -> None:
     """Read, chunk and embed documents into the bot's expertise (a file of the same name is
     replaced). Every file is checked first: one bad file stores nothing."""
-    from membot.documents import read_document
-
-    for file in files:
-        read_document(file)  # a clear error before anything is stored
-    memory = options_of(context).memory()
-    for file in files:
-        info = memory.add_document(file, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
+    infos = (
+        options_of(context)
+        .memory()
+        .add_documents(files, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
+    )
+    for info in infos:
         err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)")
 
 
@@ -52,7 +51,5 @@ def expertise_list(
 def expertise_remove(context: typer.Context, name: str, bot: BotOption = DEFAULT_BOT) -> None:
     """Remove a document (by file name) and its chunks."""
     if not options_of(context).memory().remove_document(name, bot=bot):
-        from membot.errors import ConfigError
-
-        raise ConfigError(f"{bot} has no document named {name!r}; `membot expertise list`")
+        raise NotFoundError(f"{bot} has no document named {name!r}; `membot expertise list`")
     err.print(f"removed {name}")

@@ -2,7 +2,7 @@
 ``membot end-idle`` and ``membot memories``, thin over :mod:`membot.conversations`.
 
 ``membot.cli`` imports this module to register the commands; the shared helpers come from
-:mod:`membot.cli_common`.
+:mod:`membot.cli.common`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from membot.cli_common import err, options_of, out, print_json
-from membot.config import DEFAULT_BOT
-from membot.conversations import Ending, end_conversation, end_idle_threads
-from membot.errors import ConfigError
-from membot.model import Summary
+from membot import DEFAULT_BOT, ConfigError, Ending, Summary
+from membot.cli.common import err, options_of, out, print_json
 
 _YES = {"yes", "y", "true", "1"}
 _NO = {"no", "n", "false", "0"}
@@ -77,10 +74,9 @@ def end(
         agreed = typer.confirm("Shall I remember this conversation?", default=False, err=True)
     else:
         agreed = parse_yes_no(remember)
-    options = options_of(context)
-    memory = options.memory()
-    llm = options.make_llm() if agreed else None  # no model is loaded to remember nothing
-    ending = end_conversation(memory, llm, bot=bot, user=user, thread=thread, remember=agreed)
+    # No model is made when nothing is to be remembered.
+    talker = options_of(context).bot(bot, answers=agreed)
+    ending = talker.end_thread(user=user, thread=thread, remember=agreed)
     if as_json:
         print_json(ending.to_json())
         return
@@ -98,14 +94,12 @@ def end_idle(
     remembered unless --remember yes says the people agreed)."""
 
     agreed = parse_yes_no(remember) if remember is not None else False
-    options = options_of(context)
-    memory = options.memory()
-    llm = options.make_llm() if agreed else None
-    endings = end_idle_threads(memory, llm, bot=bot, remember=agreed)
+    talker = options_of(context).bot(bot, answers=agreed)
+    endings = talker.end_idle_threads(remember=agreed)
     if as_json:
         print_json([ending.to_json() for ending in endings])
         return
-    minutes = memory.bot_settings(bot).idle_timeout_minutes
+    minutes = talker.memory.bot_settings(bot).idle_timeout_minutes
     if not minutes:
         err.print(f"bot {bot!r} has no idle timeout (idle_timeout_minutes is 0)")
     err.print(f"ended {len(endings)} idle threads", highlight=False)

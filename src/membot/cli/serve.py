@@ -1,0 +1,64 @@
+"""``membot serve``: the HTTP server (REST, OpenAI-compatible, MCP) on uvicorn."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from membot.cli.common import err, options_of
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def serve(
+    context: typer.Context,
+    host: Annotated[str, typer.Option(help="Address to bind (0.0.0.0: every interface).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535)] = 8080,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    rate_limit: Annotated[
+        str, typer.Option(help="Requests a minute per key and worker, e.g. 120/minute (0: off).")
+    ] = "0",
+    public_url: Annotated[
+        str | None, typer.Option(help="The URL the server is reached at from outside.")
+    ] = None,
+) -> None:
+    """Serve REST, the OpenAI-compatible endpoint and MCP over one store."""
+    import uvicorn
+
+    from membot.server.ratelimit import parse_rate
+
+    options = options_of(context)
+    limit = parse_rate(rate_limit)
+    # Every worker builds its app from the environment (uvicorn starts them as processes).
+    os.environ.update(
+        {
+            "MEMBOT_DB": str(options.db),
+            "MEMBOT_EMBEDDER": options.embedder,
+            "MEMBOT_RATE_LIMIT": str(limit),
+        }
+    )
+    if options.llm_given:
+        os.environ["MEMBOT_LLM"] = options.llm
+    if options.llm_key_env:
+        os.environ["MEMBOT_LLM_KEY_ENV"] = options.llm_key_env
+    if public_url:
+        os.environ["MEMBOT_PUBLIC_URL"] = public_url
+    shown = f"[{host}]" if ":" in host else host
+    err.print(
+        f"membot serving {options.db} at http://{shown}:{port}/ (API docs at /docs)",
+        highlight=False,
+    )
+    if host not in LOOPBACK:
+        err.print("[yellow]note:[/] listening beyond this machine; every request needs a key")
+    uvicorn.run(
+        "membot.server:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+    )

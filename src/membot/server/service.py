@@ -1,0 +1,67 @@
+"""What every route shares: the memory, the models, the limits and the metrics.
+
+One ``Service`` per process. It holds nothing the database does not have except caches, so
+any worker can answer any request.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from membot import LLM, Bot, LLMPool, Memory, Turn
+from membot.server.metrics import Metrics
+from membot.server.ratelimit import RateLimiter
+
+# Turns on one thread are taken one at a time in a process, so a reply is stored right after
+# the line it answers; 256 stripes bound the locks however many threads there are.
+THREAD_LOCK_STRIPES = 256
+# Documented limits (README, "membot serve"): past them a request gets 413.
+MAX_BODY_BYTES = 20 * 1024 * 1024
+MAX_LINE_CHARS = 32_000
+
+
+class Service:
+    def __init__(
+        self,
+        memory: Memory,
+        *,
+        llm: LLM | None = None,
+        llms: LLMPool | None = None,
+        rate_limit: int = 0,
+        public_url: str | None = None,
+    ) -> None:
+        self.memory = memory
+        self.llms = llms or LLMPool()
+        self.llm = llm  # None: the bundled model, unless a bot's profile names its own
+        self.limiter = RateLimiter(rate_limit)
+        self.metrics = Metrics()
+        self.public_url = public_url
+        self._thread_locks = [threading.Lock() for _ in range(THREAD_LOCK_STRIPES)]
+
+    def bot(self, name: str) -> Bot:
+        return Bot(self.memory, self.llm, name, llms=self.llms)
+
+    def thread_lock(self, bot: str, user: str, thread: str) -> threading.Lock:
+        return self._thread_locks[hash((bot, user, thread)) % THREAD_LOCK_STRIPES]
+
+    def turn(
+        self,
+        bot: str,
+        *,
+        user: str,
+        thread: str,
+        text: str,
+        dry_run: bool = False,
+        settings: dict[str, Any] | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Turn:
+        """One turn, counted in the metrics; turns on one thread wait for each other."""
+        extra = {"on_text": on_text} if on_text is not None else {}
+        with self.thread_lock(bot, user, thread):
+            turn = self.bot(bot).turn(
+                text, user=user, thread=thread, dry_run=dry_run, settings=settings, **extra
+            )
+        self.metrics.count_turn(bot, turn.timings_ms, failed=turn.error is not None)
+        return turn
