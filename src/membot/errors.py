@@ -3,6 +3,10 @@
 Front ends catch :class:`MembotError` and show its message; anything else is a bug.
 """
 
+from typing import Literal
+
+AuthReason = Literal["missing", "malformed", "unknown", "revoked", "expired"]
+
 
 class MembotError(Exception):
     """Base class: the message is written for the person using membot."""
@@ -26,3 +30,14 @@ class ProviderError(MembotError):
 
 class ImportFormatError(MembotError):
     """A file given to ``membot import`` is not in the announced format."""
+
+
+class AuthError(MembotError):
+    """A request's API key is missing, malformed, unknown, revoked or expired.
+
+    ``reason`` is that one word, for a server's log and status; the message says what to do.
+    """
+
+    def __init__(self, reason: AuthReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
