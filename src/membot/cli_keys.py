@@ -81,6 +81,7 @@ def keys_list(
             f"created {iso(key.created_at)}{expiry}",
             highlight=False,
             markup=False,
+            soft_wrap=True,  # one key a line, whatever the terminal's width, for grep and cut
         )
 
 
