@@ -102,7 +102,7 @@ def test_preview_recall_leaves_the_thread_feed_out(memory: Memory):
 def test_add_documents_checks_every_file_before_storing_any(memory: Memory, tmp_path):
     good = tmp_path / "good.md"
     good.write_text("# Good\nSome text.\n")
-    with pytest.raises(MembotError, match="missing.md"):
+    with pytest.raises(MembotError, match=r"missing\.md"):
         memory.add_documents([good, tmp_path / "missing.md"], bot="coach")
     assert memory.documents("coach") == []
     infos = memory.add_documents([good], bot="coach")

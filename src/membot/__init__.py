@@ -39,6 +39,7 @@ from membot.errors import (
 )
 from membot.importers import FORMATS as IMPORT_FORMATS
 from membot.importers import ImportPlan, read_file
+from membot.keys import ApiKey, NewKey, authenticate, create_key, list_keys, revoke_key
 from membot.llm import (
     LLM,
     TRY_OUT_NOTICE,
@@ -60,6 +61,8 @@ from membot.model import (
     ThreadInfo,
     ThreadState,
     Turn,
+    iso,
+    utc_now,
 )
 from membot.profiles import profile_from_toml, profile_to_toml
 from membot.store.extras import DocumentInfo
@@ -72,6 +75,7 @@ __all__ = [
     "IMPORT_FORMATS",
     "LLM",
     "TRY_OUT_NOTICE",
+    "ApiKey",
     "AuthError",
     "Block",
     "Bot",
@@ -93,6 +97,7 @@ __all__ = [
     "Match",
     "MembotError",
     "Memory",
+    "NewKey",
     "NotFoundError",
     "OpenAICompatibleLLM",
     "ProviderError",
@@ -104,14 +109,20 @@ __all__ = [
     "ThreadInfo",
     "ThreadState",
     "Turn",
+    "authenticate",
+    "create_key",
     "data_dir",
     "default_db_path",
     "end_conversation",
     "end_idle_threads",
+    "iso",
+    "list_keys",
     "parse_settings",
     "profile_from_toml",
     "profile_to_toml",
     "read_file",
     "resolve_embedder",
     "resolve_llm",
+    "revoke_key",
+    "utc_now",
 ]

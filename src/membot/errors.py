@@ -3,6 +3,10 @@
 Front ends catch :class:`MembotError` and show its message; anything else is a bug.
 """
 
+from typing import Literal
+
+AuthReason = Literal["missing", "malformed", "unknown", "revoked", "expired"]
+
 
 class MembotError(Exception):
     """Base class: the message is written for the person using membot."""
@@ -37,4 +41,11 @@ class ConflictError(ConfigError):
 
 
 class AuthError(MembotError):
-    """A request's key is missing, unknown, revoked or expired."""
+    """A request's API key is missing, malformed, unknown, revoked or expired.
+
+    ``reason`` is that one word, for a server's log and status; the message says what to do.
+    """
+
+    def __init__(self, reason: AuthReason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 from fastapi.testclient import TestClient
-from membot.keys import create_key
 
 from membot import Memory, ScriptedLLM
+from membot.keys import create_key
 from membot.server import create_app
 
 

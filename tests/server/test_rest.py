@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from conftest import Server
-from membot.keys import create_key, revoke_key
 
 from membot import Memory, ScriptedLLM
+from membot.keys import create_key, revoke_key
 from membot.server import create_app
 
 
@@ -301,6 +301,8 @@ def test_metrics_count_turns_errors_and_step_latencies(server: Server, admin):
     )
     server.client.get("/v1/bots")
     text = server.client.get("/metrics").text
-    assert 'membot_turns_total{bot="coach",outcome="answered"' in text
-    assert 'membot_turn_step_seconds_bucket{le="0.001",pid=' in text or "step=" in text
-    assert "membot_errors_total{pid=" in text or 'type="unauthorized"' in text
+    assert 'membot_turns_total{bot="coach",outcome="answered",pid=' in text
+    assert 'type="unauthorized"} 1.0' in text
+    for step in ("embed", "search", "assemble", "memory_total"):
+        assert f'step="{step}"}} 1.0' in text  # one observation in the step's histogram
+    assert 'route="/v1/bots",status="401"} 1.0' in text

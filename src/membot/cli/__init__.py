@@ -30,6 +30,7 @@ from membot.cli.common import BotOption, Options, UserOption, err, options_of, o
 from membot.cli.conversations import register as register_conversations
 from membot.cli.eval import eval_app
 from membot.cli.expertise import expertise_app
+from membot.cli.keys import keys_app
 from membot.cli.serve import serve
 
 app = typer.Typer(
@@ -41,6 +42,7 @@ app = typer.Typer(
 app.add_typer(bot_app, name="bot")
 app.add_typer(eval_app, name="eval")
 app.add_typer(expertise_app, name="expertise")
+app.add_typer(keys_app, name="keys")
 
 
 @app.callback()

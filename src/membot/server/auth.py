@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from membot import ApiKey, AuthError, authenticate
+from membot import ApiKey, authenticate
 from membot.server.errors import ApiError
 from membot.server.service import Service
 
@@ -18,11 +18,11 @@ def service_of(request: Request) -> Service:
     return request.app.state.service
 
 
-def bearer_token(request: Request) -> str:
+def bearer_token(request: Request) -> str | None:
+    """The key of ``Authorization: Bearer KEY``; None when the header is missing or of
+    another kind (``authenticate`` then says how to send one)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        raise AuthError("send your key as `Authorization: Bearer KEY` (`membot keys create`)")
-    return token.strip()
+    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 def caller(request: Request) -> ApiKey:

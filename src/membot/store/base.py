@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -137,3 +137,29 @@ class Store(Protocol):
         self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
     ) -> list[BufferEntry]: ...
     def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]: ...
+
+
+@dataclass(frozen=True)
+class StoredKey:
+    """An API key as the store keeps it: who it acts for, never the secret. ``bot`` is None
+    for an admin key; ``person`` is set only for a key that acts as one person of ``bot``."""
+
+    id: str
+    bot: str | None
+    person: str | None
+    label: str | None
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+@runtime_checkable
+class KeyStore(Protocol):
+    """The API keys of ``membot serve``, each found by the SHA-256 of its secret."""
+
+    def add_key(self, key: StoredKey, key_hash: str) -> None: ...
+    def api_keys(self) -> list[StoredKey]: ...
+    def key_by_hash(self, key_hash: str) -> StoredKey | None: ...
+    def revoke_key(self, key_id: str, when: datetime) -> StoredKey | None: ...
+    def mark_key_used(self, key_id: str, when: datetime) -> None: ...

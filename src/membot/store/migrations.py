@@ -113,6 +113,24 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX chunks_by_bot ON chunks (bot_id, id);
     """,
+    # 3: API keys of `membot serve`, kept as a SHA-256 of the secret. Bot and person are names,
+    # not references: a key may be made before its bot or person has said anything, and
+    # `forget` (which deletes a person with nothing left) leaves keys to `membot keys revoke`.
+    """
+    CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        hash TEXT NOT NULL,
+        bot TEXT,
+        person TEXT,
+        label TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT,
+        revoked_at TEXT,
+        last_used_at TEXT,
+        CHECK (person IS NULL OR bot IS NOT NULL)
+    );
+    CREATE UNIQUE INDEX api_keys_by_hash ON api_keys (hash);
+    """,
 )
 
 

@@ -22,6 +22,7 @@ from membot.errors import EmbedderMismatchError, StoreError
 from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
 from membot.store.extras import StoreExtras, _moment
+from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 
 _LINE_COLUMNS = """
@@ -98,7 +99,7 @@ class ThreadRef:
     key: ThreadKey
 
 
-class SqliteStore(StoreExtras):
+class SqliteStore(StoreExtras, StoreKeys):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
