@@ -166,9 +166,11 @@ def test_tool_results_search_threads_and_lines(server: Server, admin):
     for text in ("I live in Lisbon", "I have a cat"):
         server.memory.add(text, user="sam", thread="t1", bot="coach")
     server.memory.add("I live in Oslo", user="kim", thread="k1", bot="coach")
-    tool = server.client.post("/v1/bots/coach/tool-results",
-                              json={"user": "sam", "thread": "t1", "name": "weather",
-                                    "text": "Lisbon: 21 °C"}, headers=admin)  # fmt: skip
+    tool = server.client.post(
+        "/v1/bots/coach/tool-results",
+        json={"user": "sam", "thread": "t1", "name": "weather", "text": "Lisbon: 21 °C"},
+        headers=admin,
+    )
     assert tool.status_code == 201 and tool.json()["role"] == "tool"
 
     sam = server.as_key(server.key(bot="coach", user="sam"))

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from membot import Memory, create_key, list_keys
 from membot.cli.common import err, options_of
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -47,6 +48,7 @@ def serve(
         os.environ["MEMBOT_LLM_KEY_ENV"] = options.llm_key_env
     if public_url:
         os.environ["MEMBOT_PUBLIC_URL"] = public_url
+    _first_key(options.memory())
     shown = f"[{host}]" if ":" in host else host
     err.print(
         f"membot serving {options.db} at http://{shown}:{port}/ (API docs at /docs)",
@@ -61,4 +63,17 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+    )
+
+
+def _first_key(memory: Memory) -> None:
+    """A store without a usable key gets one admin key, shown once here: whoever can start
+    the server on this store owns it already, and a first request should not need a manual."""
+    if any(key.state() == "active" for key in list_keys(memory)):
+        return
+    new = create_key(memory, admin=True, label="first admin key (membot serve)")
+    err.print(
+        f"no API keys yet: made an admin key, shown only this once:\n  {new.secret}\n"
+        "keep it secret; `membot keys create` makes narrower ones (a bot's, a person's)",
+        highlight=False,
     )

@@ -1,0 +1,134 @@
+"""``membot serve`` for real: a subprocess on 127.0.0.1, its first key, and the README's
+curl lines run against it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+README = Path(__file__).parents[2] / "README.md"
+KEY = re.compile(r"\bmb_[0-9a-f]{12}_[A-Za-z0-9_-]{43}\b")
+README_PORT = 8080
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class Served:
+    def __init__(self, process: subprocess.Popen, port: int, log: Path) -> None:
+        self.process, self.port, self.log = process, port, log
+        self.url = f"http://127.0.0.1:{port}"
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    port = free_port()
+    script = tmp_path / "replies.json"
+    script.write_text("[]")  # every reply: "(scripted reply)"
+    log = tmp_path / "serve.log"
+    command = [
+        sys.executable,
+        "-m",
+        "membot",
+        "--db",
+        str(tmp_path / "served.db"),
+        "--llm",
+        f"script:{script}",
+        "serve",
+        "--port",
+        str(port),
+    ]
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=os.environ.copy(),
+        )
+    server = Served(process, port, log)
+    try:
+        _wait_until_up(server)
+        yield server
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def _wait_until_up(server: Served, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(f"membot serve exited:\n{server.output()}")
+        try:
+            if httpx.get(f"{server.url}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.3)
+    pytest.fail(f"membot serve did not answer in {seconds} s:\n{server.output()}")
+
+
+def readme_curl_lines() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    block = text.split("<!-- serve-curl", 1)[1].split("```sh", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.startswith("curl ")]
+
+
+@pytest.mark.slow
+def test_serve_prints_its_url_and_a_first_key_and_the_readme_curls_work(served: Served):
+    printed = served.output()
+    assert f"http://127.0.0.1:{served.port}/" in printed
+    keys = KEY.findall(printed)
+    assert len(keys) == 1, printed
+    lines = readme_curl_lines()
+    assert len(lines) >= 5
+    env = {**os.environ, "MEMBOT_KEY": keys[0]}
+    answers = []
+    for line in lines:
+        command = line.replace(f":{README_PORT}/", f":{served.port}/")
+        done = subprocess.run(
+            ["bash", "-c", command], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, (command, done.stderr)
+        answer = json.loads(done.stdout)
+        assert not answer.get("error"), (command, answer)
+        answers.append(answer)
+    assert answers[0] == {"status": "ok"}
+    turn = next(answer for answer in answers if "response" in answer)
+    assert turn["response"] == "(scripted reply)" and turn["bot"] == "coach"
+    found = next(answer for answer in answers if set(answer) == {"matches"})
+    assert any("Sundays" in match["text"] for match in found["matches"]), found
+
+
+def test_only_a_store_without_an_active_key_gets_a_first_key(memory):
+    from membot import list_keys, revoke_key
+    from membot.cli.serve import _first_key
+
+    _first_key(memory)
+    _first_key(memory)
+    (first,) = list_keys(memory)
+    assert first.can_admin
+    revoke_key(memory, first.id)
+    _first_key(memory)  # every key revoked: the operator gets a working one again
+    assert [key.state() for key in list_keys(memory)] == ["revoked", "active"]
