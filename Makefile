@@ -1,13 +1,14 @@
 # Two commands do everything on a fresh machine:
 #   make chat   set up what is missing, then talk with a bot that remembers (offline)
 #   make test   set up what is missing, then run ruff and the whole test suite
+#   make serve  set up what is missing, then serve REST, OpenAI-compatible and MCP on 127.0.0.1:8080
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.membot-installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup chat test lint bench clean
+.PHONY: setup chat serve test lint bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +22,9 @@ setup: $(STAMP)
 
 chat: $(STAMP)
 	$(BIN)/membot chat
+
+serve: $(STAMP)
+	$(BIN)/membot serve
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

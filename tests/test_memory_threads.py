@@ -14,6 +14,8 @@ from membot import (
     Memory,
     NotFoundError,
     ScriptedLLM,
+    create_key,
+    list_keys,
     parse_settings,
 )
 
@@ -36,6 +38,9 @@ def test_delete_bot_removes_everything_it_holds_and_nothing_else(memory: Memory,
     doc.write_text("# Plan\nRun slowly.\n")
     memory.add_document(doc, bot="coach")
 
+    coach_key = create_key(memory, bot="coach", user="alice")
+    other_key = create_key(memory, bot="other")
+
     removed = memory.delete_bot("coach")
 
     assert removed == {"threads": 2, "lines": 2, "summaries": 1, "documents": 1}
@@ -46,6 +51,8 @@ def test_delete_bot_removes_everything_it_holds_and_nothing_else(memory: Memory,
     assert memory.count_lines() == 1
     with pytest.raises(NotFoundError):
         memory.delete_bot("coach")
+    states = {key.id: key.state() for key in list_keys(memory)}
+    assert states == {coach_key.key.id: "revoked", other_key.key.id: "active"}
 
 
 def test_threads_list_a_persons_threads_with_counts(memory: Memory):

@@ -235,10 +235,16 @@ class Memory:
 
     def delete_bot(self, bot: str) -> dict[str, int]:
         """Remove a bot and everything it holds (profile, every person's threads, lines,
-        summaries, documents), and the cached embeddings of its lines."""
+        summaries, documents), and the cached embeddings of its lines. Its keys are revoked:
+        a bot made later under the same name is not theirs."""
+        from membot.keys import list_keys, revoke_key
+
         self.require_bot(bot)
         texts = self.store.bot_line_texts(bot)
         removed = self.store.delete_bot(bot)
+        for key in list_keys(self):
+            if key.bot == bot and key.revoked_at is None:
+                revoke_key(self, key.id)
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard(texts)
         return removed
