@@ -130,6 +130,7 @@ def test_lines_written_through_another_store_object_are_picked_up(store, tmp_pat
     late = add(writer, "alice", "t1", QUERY)
 
     assert late in found(index, scope(store, "alice"))
+    index.refresh()  # the whole-store matrix, for positions
     assert len(index) == 2
     assert index.position_of(late) == (store.thread_id(ThreadKey("membot", "alice", "t1")), 2)
     assert index.position_of(10_000) is None
@@ -150,6 +151,7 @@ def test_the_index_reloads_after_lines_are_forgotten_elsewhere(store, tmp_path) 
     results = dict(index.search(QUERY, scope(store, "alice"), 10))
     assert set(results) == {kept, reused}
     assert results[reused] == pytest.approx(0.0, abs=1e-6)
+    index.refresh()
     assert index.position_of(reused) == (other.thread_id(ThreadKey("membot", "alice", "t3")), 1)
 
 
@@ -214,3 +216,27 @@ def test_scored_in_scope_lists_every_line_of_the_scope_with_its_cosine(tmp_path:
     assert lines.seqs.tolist() == [1, 2]
     assert lines.scores.tolist() == pytest.approx([1.0, 2**-0.5])
     store.close()
+
+
+def test_a_search_holds_only_its_scope_and_old_scopes_leave_past_the_budget(store) -> None:
+    for person in ("alice", "bob", "carol"):
+        add(store, person, "t1", QUERY)
+    index = VectorIndex(store, budget_bytes=1)  # room for one scope only
+    alice, bob = scope(store, "alice"), scope(store, "bob")
+    assert len(found(index, alice)) == 1
+    assert index.scopes_held() == [(alice.bot_id, alice.person_id)]
+    assert len(index) == 0  # the whole store was never read
+    assert len(found(index, bob)) == 1
+    assert index.scopes_held() == [(bob.bot_id, bob.person_id)]
+    assert len(found(index, alice)) == 1  # read again when asked again
+
+
+def test_a_scope_held_in_memory_sees_new_lines_and_forgetting(store, tmp_path) -> None:
+    first = add(store, "alice", "t1", QUERY)
+    index = VectorIndex(store)
+    assert found(index, scope(store, "alice")) == {first}
+    second = add(store, "alice", "t2", QUERY)
+    add(store, "bob", "t1", QUERY)  # another scope: not read for alice's search
+    assert found(index, scope(store, "alice")) == {first, second}
+    store.forget("alice", None, "t2")
+    assert found(index, scope(store, "alice")) == {first}

@@ -34,7 +34,7 @@ from membot.model import (
 from membot.recall import push_to_buffer
 from membot.recall.chat import check_strategy, recall_for_turn
 from membot.search import Scope, VectorIndex, best_scored
-from membot.store import BufferEntry, NewLine, SqliteStore, Store, ThreadKey
+from membot.store import BufferEntry, NewLine, Store, ThreadKey, open_store
 from membot.store.extras import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
 
@@ -89,7 +89,7 @@ class Memory:
         cache: bool = True,
     ) -> None:
         self.store: Store = (
-            SqliteStore(db or default_db_path()) if db is None or isinstance(db, str | Path) else db
+            open_store(db or default_db_path()) if db is None or isinstance(db, str | Path) else db
         )
         if isinstance(embedder, str):
             cache_path = cache_dir() / "embeddings.db" if cache else None

@@ -1,13 +1,16 @@
-"""Exact vector search over every stored line: one matrix product, no Python loop over lines.
+"""Exact vector search by scope: one matrix product over the scope's lines, no Python loop.
 
-:class:`VectorIndex` keeps the store's vectors in a float32 matrix in memory. It appends lines
-written since its last look (cheap: one query for ``id > last id``) and reloads everything
-when the store says lines were removed or re-embedded (its ``generation`` changed).
+:class:`VectorIndex` keeps each searched scope's vectors in a float32 matrix in memory. It
+appends lines written since its last look (cheap: one indexed query for ``id > last id``) and
+reloads a scope when the store says lines were removed or re-embedded (its ``generation``
+changed).
 """
 
 from __future__ import annotations
 
 import functools
+import os
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -81,62 +84,65 @@ class InScope:
         return total
 
 
-class VectorIndex:
-    """An in-memory float32 matrix of the store's vectors with their owners, grown in place."""
+class _Matrix:
+    """Lines' vectors and columns (owners, thread, seq, role, date) in arrays grown in place,
+    with the store generation they were read at."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self._generation: int | None = None
-        self._size = 0
-        self._columns: dict[str, np.ndarray] = {}
-        self._vectors = np.zeros((0, 0), dtype=np.float32)
+    def __init__(self) -> None:
+        self.generation: int | None = None
+        self.size = 0
+        self.columns: dict[str, np.ndarray] = {}
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
 
-    def __len__(self) -> int:
-        return self._size
+    @property
+    def last_id(self) -> int:
+        return int(self.columns["ids"][self.size - 1]) if self.size else 0
 
-    def refresh(self) -> None:
-        last_id = int(self._columns["ids"][self._size - 1]) if self._size else 0
-        generation, rows = self.store.vector_snapshot(self._generation, last_id)
-        if generation != self._generation:  # lines were removed or re-embedded: start over
-            self._size = 0
-            self._columns = {}
-            self._generation = generation
+    @property
+    def nbytes(self) -> int:
+        return self.vectors.nbytes + sum(column.nbytes for column in self.columns.values())
+
+    def take(self, generation: int, rows: VectorRows) -> None:
+        """Rows read at ``generation``: appended, or the whole matrix when it moved (lines
+        were removed or re-embedded)."""
+        if generation != self.generation:
+            self.size, self.columns, self.generation = 0, {}, generation
         self._append(rows)
 
     def _append(self, rows: VectorRows) -> None:
         count = len(rows.ids)
         if count == 0:
             return
-        needed = self._size + count
+        needed = self.size + count
         if (
-            not self._columns
-            or needed > len(self._columns["ids"])
-            or (self._vectors.shape[1] != rows.vectors.shape[1])
+            not self.columns
+            or needed > len(self.columns["ids"])
+            or (self.vectors.shape[1] != rows.vectors.shape[1])
         ):
-            self._grow(max(needed, 2 * self._size, 1024), rows.vectors.shape[1])
-        end = self._size + count
+            self._grow(max(needed, 2 * self.size, 64), rows.vectors.shape[1])
+        end = self.size + count
         for name in _COLUMNS:
-            self._columns[name][self._size : end] = getattr(rows, name)
-        self._vectors[self._size : end] = rows.vectors
-        self._size = end
+            self.columns[name][self.size : end] = getattr(rows, name)
+        self.vectors[self.size : end] = rows.vectors
+        self.size = end
 
     def _grow(self, capacity: int, dimension: int) -> None:
-        old_columns, old_vectors, size = self._columns, self._vectors, self._size
+        old_columns, old_vectors, size = self.columns, self.vectors, self.size
         template = VectorRows.empty(dimension)
-        self._columns = {
+        self.columns = {
             name: np.zeros(capacity, dtype=getattr(template, name).dtype) for name in _COLUMNS
         }
-        self._vectors = np.zeros((capacity, dimension), dtype=np.float32)
+        self.vectors = np.zeros((capacity, dimension), dtype=np.float32)
         if size and old_vectors.shape[1] == dimension:
             for name, column in old_columns.items():
-                self._columns[name][:size] = column[:size]
-            self._vectors[:size] = old_vectors[:size]
+                self.columns[name][:size] = column[:size]
+            self.vectors[:size] = old_vectors[:size]
         else:
-            self._size = 0
+            self.size = 0
 
-    def _mask(self, scope: Scope) -> np.ndarray:
-        size = self._size
-        column = {name: values[:size] for name, values in self._columns.items()}
+    def mask(self, scope: Scope) -> np.ndarray:
+        size = self.size
+        column = {name: values[:size] for name, values in self.columns.items()}
         mask = column["bot_ids"] == scope.bot_id
         if scope.person_id is not None:
             mask &= column["person_ids"] == scope.person_id
@@ -152,47 +158,112 @@ class VectorIndex:
         return mask
 
     def search(
-        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
+        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None
     ) -> list[tuple[int, float]]:
-        """The ``k`` best (line id, score) pairs in scope, best first."""
-        self.refresh()
-        if self._size == 0 or k <= 0:
+        if self.size == 0 or k <= 0:
             return []
-        scores = similarities(self._vectors[: self._size], query)
-        scores = np.where(self._mask(scope), scores, -np.inf)
+        scores = similarities(self.vectors[: self.size], query)
+        scores = np.where(self.mask(scope), scores, -np.inf)
         if min_score is not None:
             scores = np.where(scores >= min_score, scores, -np.inf)
-        k = min(k, self._size)
+        k = min(k, self.size)
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        ids = self._columns["ids"]
+        ids = self.columns["ids"]
         return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
-    def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
-        """Every line in scope with its cosine to ``query``, in index (id) order."""
-        self.refresh()
-        if self._size == 0:
+    def scored(self, query: np.ndarray, scope: Scope) -> InScope:
+        if self.size == 0:
             return InScope.empty()
-        mask = self._mask(scope)
-        scores = similarities(self._vectors[: self._size], query)[mask]
+        mask = self.mask(scope)
+        scores = similarities(self.vectors[: self.size], query)[mask]
         column = {
-            name: self._columns[name][: self._size][mask]
+            name: self.columns[name][: self.size][mask]
             for name in ("ids", "thread_ids", "seqs", "created")
         }
         return InScope(
             column["ids"], column["thread_ids"], column["seqs"], scores, column["created"]
         )
 
+
+# Vectors of the scopes searched last, kept in memory up to this many bytes (least recently
+# used scopes dropped first): about 600,000 MiniLM lines. MEMBOT_INDEX_MB changes it.
+DEFAULT_INDEX_BYTES = 1024 * 1024 * 1024
+
+
+class VectorIndex:
+    """Exact search by scope: a search reads only the vectors of its scope — a person's lines
+    with one bot, or a bot's lines for a bot that shares memory — loaded from the store when
+    first asked for, kept in memory (least recently used scopes dropped past
+    ``budget_bytes``), and brought up to date with the lines written since (one indexed
+    query). A turn's search costs what its scope holds, not what the store holds.
+
+    ``refresh``, ``dates`` and ``locate`` read the whole store into one more matrix, for
+    strategies that need every line's position (prune, pairs, windows, the benchmarks)."""
+
+    def __init__(self, store: Store, budget_bytes: int | None = None) -> None:
+        self.store = store
+        if budget_bytes is None:
+            configured = os.environ.get("MEMBOT_INDEX_MB", "")
+            budget_bytes = (
+                int(configured) * 1024 * 1024 if configured.isdigit() else DEFAULT_INDEX_BYTES
+            )
+        self.budget_bytes = budget_bytes
+        self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
+        self._all = _Matrix()
+
+    def __len__(self) -> int:
+        return self._all.size
+
+    def _scope(self, scope: Scope) -> _Matrix:
+        """The scope's matrix, up to date; the least recently used others dropped past the
+        budget."""
+        key = (scope.bot_id, scope.person_id)
+        matrix = self._scopes.pop(key, None) or _Matrix()
+        generation, rows = self.store.scope_vector_snapshot(
+            scope.bot_id, scope.person_id, matrix.generation, matrix.last_id
+        )
+        matrix.take(generation, rows)
+        self._scopes[key] = matrix
+        used = sum(each.nbytes for each in self._scopes.values())
+        while used > self.budget_bytes and len(self._scopes) > 1:
+            _, dropped = self._scopes.popitem(last=False)
+            used -= dropped.nbytes
+        return matrix
+
+    def scopes_held(self) -> list[tuple[int, int | None]]:
+        """The (bot id, person id or None) of the scopes in memory, least recent first."""
+        return list(self._scopes)
+
+    def refresh(self) -> None:
+        """Bring the whole-store matrix up to date."""
+        generation, rows = self.store.vector_snapshot(self._all.generation, self._all.last_id)
+        self._all.take(generation, rows)
+
+    def search(
+        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best (line id, score) pairs in scope, best first."""
+        return self._scope(scope).search(query, scope, k, min_score)
+
+    def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
+        """Every line in scope with its cosine to ``query``, in index (id) order."""
+        return self._scope(scope).scored(query, scope)
+
     def dates(self) -> dict[int, float]:
-        """When each indexed line was said (seconds since 1970, UTC), by line id."""
+        """When each stored line was said (seconds since 1970, UTC), by line id."""
         self.refresh()
-        if self._size == 0:
+        if self._all.size == 0:
             return {}
-        ids, created = (self._columns[name][: self._size].tolist() for name in ("ids", "created"))
+        columns = self._all.columns
+        ids, created = (columns[name][: self._all.size].tolist() for name in ("ids", "created"))
         return dict(zip(ids, created, strict=True))
 
     def locate(self, scored: Iterable[tuple[int, float]]) -> list[Hit]:
         """Hits for (line id, score) pairs, with their thread and seq; unknown ids dropped."""
+        scored = list(scored)
+        if any(self.position_of(line_id) is None for line_id, _ in scored):
+            self.refresh()
         hits = []
         for line_id, score in scored:
             position = self.position_of(line_id)
@@ -201,13 +272,15 @@ class VectorIndex:
         return hits
 
     def position_of(self, line_id: int) -> tuple[int, int] | None:
-        """(thread id, seq) of an indexed line."""
-        ids = self._columns.get("ids")
+        """(thread id, seq) of a line the whole-store matrix holds."""
+        ids = self._all.columns.get("ids")
         if ids is None:
             return None
-        index = int(np.searchsorted(ids[: self._size], line_id))
-        if index < self._size and ids[index] == line_id:
-            return int(self._columns["thread_ids"][index]), int(self._columns["seqs"][index])
+        size = self._all.size
+        index = int(np.searchsorted(ids[:size], line_id))
+        if index < size and ids[index] == line_id:
+            columns = self._all.columns
+            return int(columns["thread_ids"][index]), int(columns["seqs"][index])
         return None
 
 

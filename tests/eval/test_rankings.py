@@ -6,7 +6,7 @@ import pytest
 
 from membot import Memory
 from membot.errors import ConfigError
-from membot.recall.bm25 import BM25Ranking, fts_query
+from membot.recall.bm25 import BM25Ranking, query_terms
 from membot.recall.hybrid import HybridRanking, expand_by_score, reciprocal_rank_fusion
 from membot.recall.lines import Hit
 from membot.recall.ranking import LinesRanking
@@ -17,15 +17,15 @@ from membot.search import Scope
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Where does Bob work?", '"where" OR "does" OR "bob" OR "work"'),
-        ("What's \"Bob's\" job?", '"what" OR "s" OR "bob" OR "job"'),
-        ("NEAR(a b) OR c* -d: e^", '"near" OR "a" OR "b" OR "or" OR "c" OR "d" OR "e"'),
-        ("bob BOB Bob", '"bob"'),
-        ("?!…", ""),
+        ("Where does Bob work?", ["where", "does", "bob", "work"]),
+        ("What's \"Bob's\" job?", ["what", "s", "bob", "job"]),
+        ("NEAR(a b) OR c* -d: e^", ["near", "a", "b", "or", "c", "d", "e"]),
+        ("bob BOB Bob", ["bob"]),
+        ("?!…", []),
     ],
 )
-def test_the_query_becomes_quoted_words_joined_by_or(text: str, expected: str) -> None:
-    assert fts_query(text) == expected
+def test_the_query_becomes_its_words_once_each(text: str, expected: list[str]) -> None:
+    assert query_terms(text) == expected
 
 
 def stored(memory: Memory, *texts: str, thread: str = "t1", user: str = "ann") -> list[int]:
@@ -47,11 +47,12 @@ def test_lexical_search_ranks_by_bm25_within_scope(memory: Memory) -> None:
     stored(memory, "coffee", "coffee coffee with milk and coffee beans", "tea only")
     stored(memory, "coffee please", user="bob")
     ann = memory.store.person_id("ann")
-    found = memory.store.lexical_search('"coffee"', memory.store.bot_id("membot"), ann)
+    found = memory.store.lexical_search(["coffee"], memory.store.bot_id("membot"), ann)
     assert sorted(line_id for line_id, _ in found) == [1, 2]  # not tea, not Bob's line
     assert found[0][1] >= found[1][1]
     assert all(score > 0 for _, score in found)
-    assert memory.store.lexical_search('"coffee"', 99) == []
+    assert memory.store.lexical_search(["coffee"], 99) == []
+    assert memory.store.lexical_search(['co"ffee', "NEAR(x"], 1) == []  # terms, never syntax
 
 
 def test_lines_ranking_places_each_match_then_its_neighbours(memory: Memory) -> None:

@@ -49,7 +49,10 @@ app.add_typer(keys_app, name="keys")
 def global_options(
     context: typer.Context,
     db: Annotated[
-        Path | None, typer.Option(help="The store's file. [env: MEMBOT_DB]", show_default=False)
+        str | None,
+        typer.Option(
+            help="The store: a file path or sqlite:///PATH. [env: MEMBOT_DB]", show_default=False
+        ),
     ] = None,
     embedder: Annotated[
         str, typer.Option(envvar="MEMBOT_EMBEDDER", help="minilm | st:NAME | openai:MODEL[@URL]")
@@ -71,7 +74,7 @@ def global_options(
         ),
     ] = None,
 ) -> None:
-    context.obj = Options(db or default_db_path(), embedder, llm, llm_key_env)
+    context.obj = Options(db or str(default_db_path()), embedder, llm, llm_key_env)
 
 
 @app.command()

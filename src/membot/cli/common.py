@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -32,7 +31,7 @@ err = Console(stderr=True)
 
 @dataclass
 class Options:
-    db: Path
+    db: str  # a path or a store URL
     embedder: str
     llm_spec: str | None  # --llm or MEMBOT_LLM; None: the default
     llm_key_env: str | None

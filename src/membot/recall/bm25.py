@@ -34,23 +34,22 @@ _STOPWORD_LIST = """
 STOPWORDS = frozenset(_STOPWORD_LIST.split())
 
 
-def fts_query(text: str, stopwords: frozenset[str] = frozenset()) -> str:
-    """``What's "Bob's" job?`` -> ``"what" OR "s" OR "bob" OR "job"``; empty without words.
-    Words in ``stopwords`` are left out unless the text has no other word."""
+def query_terms(text: str, stopwords: frozenset[str] = frozenset()) -> list[str]:
+    """``What's "Bob's" job?`` -> ``["what", "s", "bob", "job"]``: its words, lower case, once
+    each; words in ``stopwords`` are left out unless the text has no other word."""
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
-    kept = [word for word in words if word not in stopwords] or words
-    return " OR ".join(f'"{word}"' for word in kept)
+    return [word for word in words if word not in stopwords] or words
 
 
 def bm25_hits(
     memory: Memory, query: str, scope: Scope, stopwords: frozenset[str] = frozenset()
 ) -> list[Hit]:
     """Lines in scope sharing a word with ``query`` (``stopwords`` aside), best BM25 first."""
-    match = fts_query(query, stopwords)
-    if not match:
+    terms = query_terms(query, stopwords)
+    if not terms:
         return []
     scored = memory.store.lexical_search(
-        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
+        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
     )
     hits = located(memory, scored)
     if scope.window_thread_id is None or scope.window_from_seq is None:

@@ -45,7 +45,7 @@ import numpy as np
 from membot.config import BotSettings
 from membot.errors import ConfigError
 from membot.recall.blend import min_max
-from membot.recall.bm25 import STOPWORDS, fts_query
+from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.hybrid import reciprocal_rank_fusion
 from membot.recall.lines import Hit, blocks_for_hits, merge_blocks
 from membot.recall.ranking import EVERY_LINE
@@ -216,11 +216,11 @@ def _bm25_scores(
     ``ids`` (a scope's, sorted; 0 where a line has none of the words), and the ids BM25
     ranks, best first. Lines outside ``ids`` (the feed among them) drop out."""
     scores = np.zeros(len(ids), dtype=np.float32)
-    match = fts_query(query, STOPWORDS)
-    if not match or not len(ids):
+    terms = query_terms(query, STOPWORDS)
+    if not terms or not len(ids):
         return scores, []
     found = memory.store.lexical_search(
-        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
+        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
     )
     ranked = np.asarray([line_id for line_id, _ in found], dtype=np.int64)
     at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
@@ -232,11 +232,11 @@ def _bm25_scores(
 
 
 def _bm25_in_scope(memory: Memory, query: str, scope: Scope) -> list[Hit]:
-    match = fts_query(query)
-    if not match:
+    terms = query_terms(query)
+    if not terms:
         return []
     scored = memory.store.lexical_search(
-        match, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
+        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
     )
     memory.index.refresh()
     hits = memory.index.locate(scored)

@@ -113,7 +113,7 @@ class Store(Protocol):
     def all_line_texts(self) -> list[tuple[int, str]]: ...
     def lexical_search(
         self,
-        match: str,
+        terms: Sequence[str],
         bot_id: int,
         person_id: int | None = None,
         thread_id: int | None = None,
@@ -122,6 +122,9 @@ class Store(Protocol):
     ) -> list[tuple[int, float]]: ...
     def vector_snapshot(
         self, known_generation: int | None, after_id: int
+    ) -> tuple[int, VectorRows]: ...
+    def scope_vector_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after_id: int
     ) -> tuple[int, VectorRows]: ...
     def replace_vectors(
         self,

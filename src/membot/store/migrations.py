@@ -131,6 +131,11 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE UNIQUE INDEX api_keys_by_hash ON api_keys (hash);
     """,
+    # 4: a search reads one scope's lines (a person's with a bot, or a bot's): by this index
+    # it costs what the scope holds, not what the store holds.
+    """
+    CREATE INDEX lines_by_scope ON lines (bot_id, person_id, id);
+    """,
 )
 
 

@@ -382,15 +382,19 @@ class SqliteStore(StoreExtras, StoreKeys):
 
     def lexical_search(
         self,
-        match: str,
+        terms: Sequence[str],
         bot_id: int,
         person_id: int | None = None,
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
     ) -> list[tuple[int, float]]:
-        """(line id, score) of lines matching the FTS5 expression ``match``, best first;
-        the score is FTS5's BM25 negated, so higher is better."""
+        """(line id, score) of lines holding any of ``terms`` (words), best first; the score
+        is FTS5's BM25 negated, so higher is better. Each term is quoted, so no text can be
+        read as FTS5 syntax."""
+        if not terms:
+            return []
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
         sql = (
             "SELECT l.id, -bm25(line_text) AS score FROM line_text "
             "JOIN lines l ON l.id = line_text.rowid WHERE line_text MATCH ? AND l.bot_id = ?"
@@ -425,6 +429,30 @@ class SqliteStore(StoreExtras, StoreKeys):
                 generation = int(row[0]) if row else 0
                 start = after_id if generation == known_generation else 0
                 rows = self._db.execute(_VECTOR_SQL, (start,)).fetchall()
+            finally:
+                self._db.execute("COMMIT")
+        return generation, VectorRows.from_rows(rows)
+
+    def scope_vector_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after_id: int
+    ) -> tuple[int, VectorRows]:
+        """As :meth:`vector_snapshot`, for one scope: a person's lines with a bot, or
+        (``person_id`` None) all the bot's lines; read through the (bot, person, id) index,
+        so it costs what the scope holds."""
+        owner = "l.bot_id = ?" + (" AND l.person_id = ?" if person_id is not None else "")
+        sql = (
+            "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, "
+            "l.created_at FROM lines l JOIN line_vectors v ON v.line_id = l.id "
+            f"WHERE {owner} AND l.id > ? ORDER BY l.id"
+        )
+        owners = (bot_id,) if person_id is None else (bot_id, person_id)
+        with self._lock, _store_errors(self.path):
+            self._db.execute("BEGIN")
+            try:
+                row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+                generation = int(row[0]) if row else 0
+                start = after_id if generation == known_generation else 0
+                rows = self._db.execute(sql, (*owners, start)).fetchall()
             finally:
                 self._db.execute("COMMIT")
         return generation, VectorRows.from_rows(rows)
