@@ -65,7 +65,7 @@ from membot.model import (
     utc_now,
 )
 from membot.profiles import profile_from_toml, profile_to_toml
-from membot.store.extras import DocumentInfo
+from membot.store.base import DocumentInfo
 
 __all__ = [
     "DEFAULT_BOT",

@@ -35,7 +35,7 @@ from membot.recall import push_to_buffer
 from membot.recall.chat import check_strategy, recall_for_turn
 from membot.search import Scope, VectorIndex, best_scored
 from membot.store import BufferEntry, NewLine, Store, ThreadKey, open_store
-from membot.store.extras import DocumentInfo, NewChunk
+from membot.store.base import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from membot.model import Line, Role
+from membot.model import ExpertiseChunk, Line, Role, Summary, ThreadInfo, ThreadState
 
 ROLE_CODES: dict[str, int] = {"human": 0, "bot": 1, "tool": 2, "system": 3}
 
@@ -83,34 +83,100 @@ class VectorRows:
                    np.zeros(0, dtype=np.float64))  # fmt: skip
 
 
-class Store(Protocol):
-    """Everything ``Memory`` and ``VectorIndex`` ask of a store. ``SqliteStore`` is the
-    embedded default; another backend (PostgreSQL) implements the same methods."""
+@dataclass(frozen=True)
+class NewChunk:
+    """A document passage about to be stored, with its vector."""
 
-    path: Path
+    ord: int
+    heading: str | None
+    text: str
+    tokens: int
+    vector: np.ndarray
 
-    def close(self) -> None: ...
 
-    # embedder identity and change tracking
+@dataclass(frozen=True)
+class DocumentInfo:
+    """A document of a bot's expertise, as listed."""
+
+    name: str
+    title: str
+    media: str
+    sha256: str
+    added_at: datetime
+    chunks: int
+
+    def to_json(self) -> dict:
+        from membot.model import iso
+
+        return {
+            "name": self.name,
+            "title": self.title,
+            "media": self.media,
+            "sha256": self.sha256,
+            "added_at": iso(self.added_at),
+            "chunks": self.chunks,
+        }
+
+
+# What a store offers, by concern. ``SqliteStore`` implements them all; another backend
+# (PostgreSQL) implements the same protocols, and code asks only for the concern it uses.
+
+
+class LineStore(Protocol):
+    """Lines and threads: written with their vectors in one transaction, seq per thread;
+    thread bookkeeping, relevance buffers, forgetting; which embedder made the vectors."""
+
     def check_embedder(self, name: str, dimension: int | None = None) -> None: ...
     def generation(self) -> int: ...
-
-    # bots, people, threads
-    def bot_settings(self, bot: str) -> dict | None: ...
-    def save_bot(self, bot: str, settings: dict) -> None: ...
-    def bot_id(self, bot: str) -> int | None: ...
     def person_id(self, person: str) -> int | None: ...
     def thread_id(self, key: ThreadKey) -> int | None: ...
-
-    # lines and vectors
     def add_lines(
         self, lines: Iterable[NewLine], vectors_by: tuple[str, int] | None = None
     ) -> list[Line]: ...
     def lines(self, line_ids: Sequence[int]) -> list[Line]: ...
     def lines_between(self, thread_id: int, first_seq: int, last_seq: int) -> list[Line]: ...
+    def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]: ...
+    def last_lines(self, thread_id: int, count: int) -> list[Line]: ...
     def history(self, person: str, bot: str | None, thread: str | None) -> list[Line]: ...
+    def threads(self, bot: str | None, person: str) -> list[ThreadInfo]: ...
     def count_lines(self) -> int: ...
+    def bot_line_texts(self, bot: str) -> list[str]: ...
+    def thread_state(self, key: ThreadKey) -> ThreadState | None: ...
+    def open_threads(self, bot: str, person: str | None = None) -> list[ThreadState]: ...
+    def end_thread(self, thread_id: int, when: datetime | None = None) -> None: ...
+    def save_thread_summary(self, thread_id: int, summary: str, through_seq: int) -> None: ...
+    def change_buffer(
+        self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
+    ) -> list[BufferEntry]: ...
+    def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]: ...
+
+
+class VectorSearch(Protocol):
+    """The vectors a search reads: one scope's, or every line's, as of a store generation;
+    and swapping every vector for another embedder's."""
+
+    def scope_vector_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after_id: int
+    ) -> tuple[int, VectorRows]: ...
+    def vector_snapshot(
+        self, known_generation: int | None, after_id: int
+    ) -> tuple[int, VectorRows]: ...
     def all_line_texts(self) -> list[tuple[int, str]]: ...
+    def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]: ...
+    def replace_vectors(
+        self,
+        vectors: Iterable[tuple[int, np.ndarray]],
+        meta: dict[str, str],
+        *,
+        last_id: int,
+        generation: int,
+        extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
+    ) -> None: ...
+
+
+class LexicalSearch(Protocol):
+    """Lines holding any of some words, best first by the store's text ranking."""
+
     def lexical_search(
         self,
         terms: Sequence[str],
@@ -120,26 +186,56 @@ class Store(Protocol):
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
     ) -> list[tuple[int, float]]: ...
-    def vector_snapshot(
-        self, known_generation: int | None, after_id: int
-    ) -> tuple[int, VectorRows]: ...
-    def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after_id: int
-    ) -> tuple[int, VectorRows]: ...
-    def replace_vectors(
-        self,
-        vectors: Iterable[tuple[int, np.ndarray]],
-        meta: dict[str, str],
-        *,
-        last_id: int,
-        generation: int,
-    ) -> None: ...
 
-    # relevance buffers and forgetting
-    def change_buffer(
-        self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
-    ) -> list[BufferEntry]: ...
-    def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]: ...
+
+class BotStore(Protocol):
+    """Bots and their stored profiles."""
+
+    def bots(self) -> list[str]: ...
+    def bot_id(self, bot: str) -> int | None: ...
+    def bot_settings(self, bot: str) -> dict | None: ...
+    def save_bot(self, bot: str, settings: dict) -> None: ...
+    def delete_bot(self, bot: str) -> dict[str, int]: ...
+
+
+class SummaryStore(Protocol):
+    """Summaries kept of ended threads, with their vectors."""
+
+    def add_summary(
+        self,
+        thread_id: int,
+        text: str,
+        categories: Sequence[str],
+        covers: tuple[datetime, datetime],
+        tokens: int,
+        vector: np.ndarray,
+        vectors_by: tuple[str, int] | None = None,
+    ) -> Summary: ...
+    def summaries(self, person: str, bot: str | None = None) -> list[Summary]: ...
+    def summaries_by_id(self, ids: Sequence[int]) -> list[Summary]: ...
+    def summary_vectors(
+        self, bot_id: int, person_id: int | None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+    def forget_summary(self, summary_id: int) -> bool: ...
+
+
+class DocumentStore(Protocol):
+    """A bot's expertise: documents cut into embedded chunks."""
+
+    def add_document(
+        self,
+        bot: str,
+        name: str,
+        title: str,
+        media: str,
+        sha256: str,
+        chunks: Sequence[NewChunk],
+        vectors_by: tuple[str, int] | None = None,
+    ) -> int: ...
+    def documents(self, bot: str) -> list[DocumentInfo]: ...
+    def remove_document(self, bot: str, name: str) -> bool: ...
+    def chunk_vectors(self, bot_id: int) -> tuple[np.ndarray, np.ndarray]: ...
+    def chunks(self, ids: Sequence[int]) -> list[ExpertiseChunk]: ...
 
 
 @dataclass(frozen=True)
@@ -166,3 +262,20 @@ class KeyStore(Protocol):
     def key_by_hash(self, key_hash: str) -> StoredKey | None: ...
     def revoke_key(self, key_id: str, when: datetime) -> StoredKey | None: ...
     def mark_key_used(self, key_id: str, when: datetime) -> None: ...
+
+
+class Store(
+    LineStore,
+    VectorSearch,
+    LexicalSearch,
+    BotStore,
+    SummaryStore,
+    DocumentStore,
+    KeyStore,
+    Protocol,
+):
+    """Everything ``Memory`` asks of a store, by concern."""
+
+    path: Path
+
+    def close(self) -> None: ...

@@ -12,47 +12,13 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
 
 from membot.errors import StoreError
 from membot.model import ExpertiseChunk, Summary, ThreadState, utc_now
-from membot.store.base import ThreadKey
-
-
-@dataclass(frozen=True)
-class NewChunk:
-    """A document passage about to be stored, with its vector."""
-
-    ord: int
-    heading: str | None
-    text: str
-    tokens: int
-    vector: np.ndarray
-
-
-@dataclass(frozen=True)
-class DocumentInfo:
-    name: str
-    title: str
-    media: str
-    sha256: str
-    added_at: datetime
-    chunks: int
-
-    def to_json(self) -> dict:
-        from membot.model import iso
-
-        return {
-            "name": self.name,
-            "title": self.title,
-            "media": self.media,
-            "sha256": self.sha256,
-            "added_at": iso(self.added_at),
-            "chunks": self.chunks,
-        }
+from membot.store.base import DocumentInfo, NewChunk, ThreadKey
 
 
 def _moment(text: str | None) -> datetime | None:

@@ -1,0 +1,52 @@
+"""The store's surface, split by concern: SqliteStore offers every method of every protocol,
+with the same parameters."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from membot.store import SqliteStore
+from membot.store.base import (
+    BotStore,
+    DocumentStore,
+    KeyStore,
+    LexicalSearch,
+    LineStore,
+    Store,
+    SummaryStore,
+    VectorSearch,
+)
+
+CONCERNS = (LineStore, VectorSearch, LexicalSearch, BotStore, SummaryStore, DocumentStore, KeyStore)
+
+
+def _methods(protocol: type) -> dict[str, inspect.Signature]:
+    own = {
+        name: value
+        for name, value in vars(protocol).items()
+        if callable(value) and not name.startswith("_")
+    }
+    return {name: inspect.signature(value) for name, value in own.items()}
+
+
+@pytest.mark.parametrize("protocol", CONCERNS, ids=lambda protocol: protocol.__name__)
+def test_sqlite_store_implements_each_concern(protocol: type) -> None:
+    for name, signature in _methods(protocol).items():
+        implemented = getattr(SqliteStore, name, None)
+        assert implemented is not None, f"SqliteStore lacks {protocol.__name__}.{name}"
+        wanted = list(signature.parameters)
+        assert list(inspect.signature(implemented).parameters) == wanted, name
+
+
+def test_the_concerns_are_small_and_store_is_their_union() -> None:
+    for protocol in CONCERNS:
+        assert protocol in Store.__mro__
+    assert max(len(_methods(protocol)) for protocol in CONCERNS) <= 20
+    # every public method SqliteStore has for Memory belongs to exactly one concern
+    owners: dict[str, list[str]] = {}
+    for protocol in CONCERNS:
+        for name in _methods(protocol):
+            owners.setdefault(name, []).append(protocol.__name__)
+    assert all(len(names) == 1 for names in owners.values()), owners
