@@ -10,6 +10,8 @@ import pytest
 
 from membot import Bot, Memory, Role, ScriptedLLM, Summary
 from membot.context import JSON_INSTRUCTIONS
+from membot.relevance import VERDICT_SCHEMA
+from membot.replies import REPLY_SCHEMA
 from membot.store import ThreadKey
 from membot.store.extras import NewChunk
 from membot.templates import DEFAULTS
@@ -288,7 +290,7 @@ def test_the_relevance_check_drops_what_the_model_rejects(memory: Memory) -> Non
     turn = bot.turn(QUERY, user="alice", thread="t2", settings={"relevance_check": True})
 
     questions = llm.history[asked:-1]
-    assert len(questions) == 3 and llm.json_modes[asked:] == [False, False, False, True]
+    assert len(questions) == 3 and llm.schemas[asked:] == [VERDICT_SCHEMA] * 3 + [REPLY_SCHEMA]
     assert "I keep bees on my roof" in questions[0][0]["content"]
     assert [m["id"] for m in turn.history_matches] == [f"s{summary.id}"]
     assert [m["id"] for m in turn.expertise_matches] == [f"e{chunk_id}"]

@@ -32,7 +32,7 @@ from membot.llm import LLM, BundledSmolLM2
 from membot.memory import LineInput, Memory
 from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
-from membot.replies import Reply, read_reply
+from membot.replies import REPLY_SCHEMA, Reply, read_reply
 from membot.running_summary import fold, lines_to_fold
 from membot.store import ThreadKey
 from membot.templates import fill
@@ -150,7 +150,9 @@ class Bot:
             with clock.step("llm"):
                 try:
                     raw = self.llm.complete(
-                        list(prompt.messages), profile.reply_tokens, json_mode=profile.citations
+                        list(prompt.messages),
+                        profile.reply_tokens,
+                        schema=REPLY_SCHEMA if profile.citations else None,
                     )
                 except MembotError as failure:  # down, timeout, bad or missing key
                     error = str(failure)

@@ -1,6 +1,7 @@
 """Reading the model's reply: JSON with the response and the ids of the hints it used.
 
-Models asked for JSON do not always give it: some wrap it in prose or a code fence, tiny ones
+membot asks for :data:`REPLY_SCHEMA` by constrained decoding where it can. Models asked for
+JSON in words do not always give it: some wrap it in prose or a code fence, tiny ones
 write plain text or broken JSON. :func:`read_reply` takes the first JSON object it can find;
 without one the whole text is the response, with no citations, and a note says why. A turn is
 never lost to a malformed reply.
@@ -14,6 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+REPLY_SCHEMA: dict[str, Any] = {
+    "title": "reply",
+    "type": "object",
+    "properties": {
+        "response": {"type": "string"},
+        "citation_ids": {"type": "array", "items": {"type": "string"}},
+    },
+    # Both required, no others: OpenAI's strict mode accepts nothing else, and "response"
+    # first lets a stream show the reply before the ids.
+    "required": ["response", "citation_ids"],
+    "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True)
