@@ -32,7 +32,7 @@ from membot.llm import LLM, BundledSmolLM2
 from membot.memory import LineInput, Memory
 from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
-from membot.replies import REPLY_SCHEMA, Reply, read_reply
+from membot.replies import Reply, instruction_examples, read_reply, reply_schema
 from membot.running_summary import fold, lines_to_fold
 from membot.store import ThreadKey
 from membot.templates import fill
@@ -149,15 +149,9 @@ class Bot:
         if not dry_run:
             with clock.step("llm"):
                 try:
-                    raw = self.llm.complete(
-                        list(prompt.messages),
-                        profile.reply_tokens,
-                        schema=REPLY_SCHEMA if profile.citations else None,
-                    )
+                    reply = self._reply(prompt, profile)
                 except MembotError as failure:  # down, timeout, bad or missing key
                     error = str(failure)
-                else:
-                    reply = self._read(raw, prompt, profile)
             if reply.note:
                 notes.append(reply.note)
             if error is None:
@@ -197,13 +191,24 @@ class Bot:
                                              min_score=profile.expertise_min_score)  # fmt: skip
         return [chunk_hint(chunk, score) for chunk, score in found]
 
+    def _reply(self, prompt: Prompt, profile: BotSettings) -> Reply:
+        """The model's reply, read."""
+        hint_ids = [hint.id for hint in (*prompt.history, *prompt.expertise)]
+        schema = reply_schema(hint_ids) if profile.citations else None
+        raw = self.llm.complete(list(prompt.messages), profile.reply_tokens, schema=schema)
+        return self._read(raw, prompt, profile)
+
     def _read(self, raw: str, prompt: Prompt, profile: BotSettings) -> Reply:
         known = {hint.id for hint in (*prompt.history, *prompt.expertise)}
-        reply = read_reply(raw, known) if profile.citations else Reply(raw.strip(), ())
+        if profile.citations:
+            reply = read_reply(raw, known, instruction_examples(profile.bot_name))
+        else:
+            reply = Reply(raw.strip(), ())
         if not reply.response:
-            empty = Reply(fill(profile.no_response, prompt.values), (),
-                          "the model gave no response; answered with no_response")  # fmt: skip
-            return empty
+            why = reply.note or "the model gave no response"
+            return Reply(
+                fill(profile.no_response, prompt.values), (), f"{why}; answered with no_response"
+            )
         return reply
 
     def _fold_scrolled_lines(self, newest: Line, profile: BotSettings) -> list[str]:
