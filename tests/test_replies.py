@@ -9,9 +9,11 @@ import pytest
 from membot.replies import (
     Reply,
     ResponseText,
+    ShownText,
     first_json_object,
     instruction_examples,
     read_reply,
+    relay_reply,
 )
 
 KNOWN = {"h1", "h7", "s2", "e3"}
@@ -177,7 +179,7 @@ def test_first_json_object_skips_arrays_and_scalars() -> None:
     assert first_json_object("no json") is None
 
 
-# -- reading JSON as it is written -------------------------------------------------------
+# -- streaming ----------------------------------------------------------------------------
 
 ESCAPED = json.dumps(
     {
@@ -221,3 +223,72 @@ def test_text_that_does_not_open_an_object_gives_nothing(text: str) -> None:
 def test_a_lone_high_surrogate_comes_out_as_json_reads_it() -> None:
     text = '{"response": "a\\ud83d b"}'
     assert ResponseText().feed(text) == json.loads(text)["response"]
+
+
+def test_shown_text_holds_back_surrounding_whitespace_and_the_example() -> None:
+    shown = ShownText(["what AI says"])
+    given = [shown.feed(piece) for piece in ["  ", "What", " AI", " about", " bees ", " "]]
+    assert given == ["", "", "", "What AI about", " bees", ""]
+    assert shown.text == "What AI about bees"
+
+
+def relay(deltas: list[str], read, json_wanted: bool = True) -> tuple[list[str], Reply]:
+    shown: list[str] = []
+    reply = relay_reply(
+        iter(deltas), shown.append, read, json_wanted=json_wanted, examples=EXAMPLES
+    )
+    return shown, reply
+
+
+def test_relay_passes_the_response_text_and_returns_the_reply_with_its_citations() -> None:
+    raw = '{"response": "You work\\nin logistics.", "citation_ids": ["h1", "e3"]}'
+    shown, reply = relay(pieces(raw, 4), lambda text: read_reply(text, KNOWN, EXAMPLES))
+    assert len(shown) > 3
+    assert "".join(shown) == reply.response == "You work\nin logistics."
+    assert reply.citation_ids == ("h1", "e3")
+
+
+def test_relay_of_plain_text_passes_it_stripped() -> None:
+    shown, reply = relay(
+        pieces("  Hello there, Alice.  \n", 3),
+        lambda text: Reply(text.strip(), ()),
+        json_wanted=False,
+    )
+    assert len(shown) > 3 and "".join(shown) == reply.response == "Hello there, Alice."
+
+
+def no_response_reader(text: str) -> Reply:
+    reply = read_reply(text, KNOWN, EXAMPLES)
+    return reply if reply.response else Reply("I have no answer.", (), reply.note)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"response": "What AI says", "citation_ids": ["h1"]}',
+        '{"response": "", "citation_ids": []}',
+        '{"response": {"citation_ids": ["h1"]}}',
+        "The citation IDs of the hints you used",
+    ],
+)
+def test_relay_never_shows_an_example_or_json_and_ends_with_the_fallback(raw: str) -> None:
+    shown, reply = relay(pieces(raw, 3), no_response_reader)
+    assert shown == ["I have no answer."] and reply.response == "I have no answer."
+
+
+def test_relay_holds_a_reply_that_is_not_json_until_it_is_read_whole() -> None:
+    raw = 'Sure! {"response": "It is on Friday.", "citation_ids": ["h7"]}'
+    shown, reply = relay(pieces(raw, 5), no_response_reader)
+    assert shown == ["It is on Friday."] and reply.citation_ids == ("h7",)
+
+
+def test_relay_of_a_cut_off_reply_keeps_what_was_shown() -> None:
+    shown, reply = relay(pieces('{"response": "It is on Fri', 4), no_response_reader)
+    assert "".join(shown) == reply.response == "It is on Fri"
+
+
+def test_when_the_whole_reads_otherwise_the_shown_text_stands() -> None:
+    raw = '{"response": "first", "response": "second", "citation_ids": ["h1"]}'
+    shown, reply = relay(pieces(raw, 6), no_response_reader)
+    assert "".join(shown) == reply.response == "first"
+    assert reply.citation_ids == ("h1",) and "streaming" in (reply.note or "")

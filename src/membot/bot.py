@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -32,7 +32,7 @@ from membot.llm import LLM, BundledSmolLM2
 from membot.memory import LineInput, Memory
 from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
-from membot.replies import Reply, instruction_examples, read_reply, reply_schema
+from membot.replies import Reply, instruction_examples, read_reply, relay_reply, reply_schema
 from membot.running_summary import fold, lines_to_fold
 from membot.store import ThreadKey
 from membot.templates import fill
@@ -82,6 +82,7 @@ class Bot:
         dry_run: bool = False,
         settings: dict[str, Any] | None = None,
         now: datetime | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Turn:
         """Store ``text`` as the person's line and answer it.
 
@@ -91,6 +92,9 @@ class Bot:
         ``Turn.error`` with an empty response. ``now`` (default: the clock) is the moment of
         the turn: the prompt states it, time words in the line ("last week") are read from
         it, and both lines are stored with it (a naive time is taken as local).
+
+        ``on_text``, when given, is called with each piece of the reply's text as the model
+        writes it (never the JSON around it); the stored reply is exactly what it was given.
         """
         clock = _Clock()
         started = time.perf_counter()
@@ -149,7 +153,7 @@ class Bot:
         if not dry_run:
             with clock.step("llm"):
                 try:
-                    reply = self._reply(prompt, profile)
+                    reply = self._reply(prompt, profile, on_text)
                 except MembotError as failure:  # down, timeout, bad or missing key
                     error = str(failure)
             if reply.note:
@@ -191,12 +195,23 @@ class Bot:
                                              min_score=profile.expertise_min_score)  # fmt: skip
         return [chunk_hint(chunk, score) for chunk, score in found]
 
-    def _reply(self, prompt: Prompt, profile: BotSettings) -> Reply:
-        """The model's reply, read."""
+    def _reply(
+        self, prompt: Prompt, profile: BotSettings, on_text: Callable[[str], None] | None
+    ) -> Reply:
+        """The model's reply, read; streamed to ``on_text`` when given."""
         hint_ids = [hint.id for hint in (*prompt.history, *prompt.expertise)]
         schema = reply_schema(hint_ids) if profile.citations else None
-        raw = self.llm.complete(list(prompt.messages), profile.reply_tokens, schema=schema)
-        return self._read(raw, prompt, profile)
+        messages, limit = list(prompt.messages), profile.reply_tokens
+        if on_text is None:
+            return self._read(self.llm.complete(messages, limit, schema=schema), prompt, profile)
+        examples = instruction_examples(profile.bot_name) if profile.citations else ()
+        return relay_reply(
+            self.llm.stream(messages, limit, schema=schema),
+            on_text,
+            lambda raw: self._read(raw, prompt, profile),
+            json_wanted=profile.citations,
+            examples=examples,
+        )
 
     def _read(self, raw: str, prompt: Prompt, profile: BotSettings) -> Reply:
         known = {hint.id for hint in (*prompt.history, *prompt.expertise)}

@@ -7,15 +7,17 @@ prompt's example. :func:`read_reply` reads all of these; it never returns a JSON
 the prompt's example as the response: it returns an empty response with a note instead, and
 the bot answers with its ``no_response``. A turn is never lost to a malformed reply.
 
-A reply cut off at the token limit is read by :class:`ResponseText`, which reads JSON as it
-is written and gives the characters of its ``response`` string as they come.
+Streaming: :class:`ResponseText` reads the JSON as it is written and gives the characters of
+its ``response`` string as they come, so the person sees the reply grow, never the JSON
+around it; :func:`relay_reply` passes them on and makes the stored reply exactly what was
+shown.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -302,3 +304,66 @@ class ResponseText:
             self._key_chars.append(text)
             return ""
         return text if self._in_string == "response" else ""
+
+
+class ShownText:
+    """The part of a growing response that may be shown: leading and trailing whitespace
+    held back (the stored reply is stripped), and all of it held back while it could still
+    turn out to be one of the prompt's examples."""
+
+    def __init__(self, examples: Sequence[str] = ()) -> None:
+        self._examples = [_normalized(example) for example in examples]
+        self._decoded: list[str] = []
+        self.text = ""  # what has been shown
+
+    def feed(self, text: str) -> str:
+        if not text:
+            return ""
+        self._decoded.append(text)
+        candidate = "".join(self._decoded).strip()
+        if not self.text and any(
+            example.startswith(_normalized(candidate)) for example in self._examples
+        ):
+            return ""
+        piece = candidate[len(self.text) :]
+        self.text = candidate
+        return piece
+
+
+def relay_reply(
+    deltas: Iterable[str],
+    on_text: Callable[[str], None],
+    read: Callable[[str], Reply],
+    *,
+    json_wanted: bool,
+    examples: Sequence[str] = (),
+) -> Reply:
+    """Pass the reply's text to ``on_text`` as ``deltas`` bring it, and return the reply
+    ``read`` makes of the whole; its response is exactly what ``on_text`` was given.
+
+    With ``json_wanted`` only the ``response`` string of a JSON reply is passed on; a reply
+    that is not JSON is held until it is read whole. Whatever reading adds at the end (the
+    bot's ``no_response``, a held-back reply) is passed on last.
+    """
+    reader = ResponseText() if json_wanted else None
+    shown = ShownText(examples)
+    raw: list[str] = []
+    for delta in deltas:
+        raw.append(delta)
+        piece = shown.feed(reader.feed(delta) if reader else delta)
+        if piece:
+            on_text(piece)
+    reply = read("".join(raw))
+    if not reply.response.startswith(shown.text):
+        # Reading the whole disagrees with what was shown (a repeated "response" key): what
+        # the person saw stands.
+        return replace(
+            reply,
+            response=shown.text,
+            note="the stored reply is the text shown "
+            "while streaming; reading the whole reply gave another",
+        )
+    rest = reply.response[len(shown.text) :]
+    if rest:
+        on_text(rest)
+    return reply
