@@ -184,13 +184,19 @@ class OpenAIStyleServer:
     """A real HTTP server on 127.0.0.1 speaking the two OpenAI endpoints membot calls.
 
     ``requests`` records (path, JSON body, Authorization header); ``status`` makes every call
-    answer with that HTTP status instead; ``reply`` is the chat answer.
+    answer with that HTTP status instead; ``reply`` is the chat answer. A chat request with a
+    ``response_format`` type in ``refused_formats`` is answered 400, as servers without it do.
+    ``stream: true`` is answered with server-sent events, ``reply`` in ``piece_size``
+    pieces; with ``break_after`` set the connection closes after that many.
     """
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any], str | None]] = []
         self.status = 200
         self.reply = "Hello from the server"
+        self.refused_formats: set[str] = set()
+        self.piece_size = 4
+        self.break_after: int | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
         self._thread = threading.Thread(
@@ -229,6 +235,27 @@ class OpenAIStyleServer:
             ],
         }
 
+    def status_for(self, body: dict[str, Any]) -> int:
+        if (body.get("response_format") or {}).get("type") in self.refused_formats:
+            return 400
+        return self.status
+
+    def stream_events(self, body: dict[str, Any]) -> Iterator[bytes]:
+        """The chat answer as OpenAI streams it: one chunk per piece, then [DONE]."""
+        pieces = [
+            self.reply[i : i + self.piece_size] for i in range(0, len(self.reply), self.piece_size)
+        ]
+        for piece in pieces:
+            chunk = {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+            }
+            yield f"data: {json.dumps(chunk)}\n\n".encode()
+        yield b"data: [DONE]\n\n"
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -237,12 +264,24 @@ class OpenAIStyleServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.requests.append((self.path, body, self.headers.get("Authorization")))
-                if server.status != 200:
+                status = server.status_for(body)
+                if status == 200 and body.get("stream"):
+                    events = list(server.stream_events(body))
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    # The whole length is promised, so a break is a broken reply.
+                    self.send_header("Content-Length", str(sum(map(len, events))))
+                    self.end_headers()
+                    for event in events[: server.break_after]:
+                        self.wfile.write(event)
+                        self.wfile.flush()
+                    return
+                if status != 200:
                     payload = {"error": {"message": "no", "type": "invalid_request_error"}}
                 else:
                     payload = server.answer(self.path, body)
                 data = json.dumps(payload).encode()
-                self.send_response(server.status)
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

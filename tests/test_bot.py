@@ -7,6 +7,8 @@ import threading
 import pytest
 
 from membot import Bot, ConfigError, Memory, Role, ScriptedLLM, Turn
+from membot.replies import reply_schema
+from membot.templates import DEFAULTS
 
 TURN_KEYS = {
     "response",
@@ -205,3 +207,54 @@ def test_a_missing_api_key_is_a_failed_reply_not_a_crash(memory: Memory) -> None
     turn = Bot(memory, OpenAICompatibleLLM("gpt-4o-mini")).turn("hi", user="alice", thread="t")
     assert turn.response == "" and "set OPENAI_API_KEY" in (turn.error or "")
     assert [line.text for line in memory.history(user="alice")] == ["hi"]
+
+
+# -- streaming ----------------------------------------------------------------------------
+
+
+def streamed_turn(memory: Memory, raw: str, **settings) -> tuple[Turn, list[str], ScriptedLLM]:
+    llm = ScriptedLLM([raw], piece_size=3)
+    shown: list[str] = []
+    memory.configure_bot(threshold=0.1)  # the hashing embedder's scores run low
+    turn = Bot(memory, llm).turn(
+        "Where do I work?", user="alice", thread="t2", settings=settings, on_text=shown.append
+    )
+    return turn, shown, llm
+
+
+def test_a_streamed_reply_shows_the_response_text_and_stores_exactly_that(memory) -> None:
+    first = memory.add("I work in logistics", user="alice", thread="t1")
+    raw = f'{{"response": "You work\\nin \\"logistics\\".", "citation_ids": ["h{first.id}"]}}'
+    turn, shown, llm = streamed_turn(memory, raw)
+    assert len(shown) > 3  # the reply grew on screen, piece by piece
+    assert "".join(shown) == turn.response == turn.bot_line.text == 'You work\nin "logistics".'
+    assert [citation.id for citation in turn.citations] == [f"h{first.id}"]
+    assert llm.streamed == [True] and llm.schemas == [reply_schema([f"h{first.id}"])]
+
+
+def test_a_streamed_plain_text_reply_is_stored_as_shown(memory) -> None:
+    turn, shown, llm = streamed_turn(memory, "  Logistics, I believe.  ", citations=False)
+    assert len(shown) > 3
+    assert "".join(shown) == turn.response == "Logistics, I believe."
+    assert llm.schemas == [None]
+
+
+def test_a_streamed_example_or_fragment_shows_only_the_no_response(memory) -> None:
+    for raw in ('{"response": "what AI says", "citation_ids": []}', '{"citation_ids": ["h'):
+        turn, shown, _ = streamed_turn(memory, raw)
+        assert shown == [turn.response] == [DEFAULTS["no_response"]]
+        assert any("no_response" in note for note in turn.notes)
+
+
+def test_a_stream_failing_midway_is_the_turns_error(memory) -> None:
+    turn, shown, _ = streamed_turn(memory, '{"response": "You work in!error connection lost')
+    assert turn.error == "connection lost"
+    assert "".join(shown) == "You work in"  # what arrived before the failure was shown
+    assert turn.response == "" and turn.bot_line is None
+    assert [line.text for line in memory.history(user="alice")][-1] == "Where do I work?"
+
+
+def test_a_turn_without_on_text_completes_in_one_call(memory) -> None:
+    llm = ScriptedLLM(['{"response": "Hi.", "citation_ids": []}'])
+    turn = Bot(memory, llm).turn("hello", user="alice", thread="t3")
+    assert turn.response == "Hi." and llm.streamed == [False]

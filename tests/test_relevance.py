@@ -6,7 +6,7 @@ import pytest
 
 from membot import ScriptedLLM
 from membot.context import Hint
-from membot.relevance import check_hints, judged_relevant
+from membot.relevance import VERDICT_SCHEMA, check_hints, judged_relevant
 
 HINT = Hint("h4", "history", "lines", "HUMAN: my sister's wedding is in June", 0.6)
 
@@ -38,7 +38,20 @@ def test_the_question_shows_the_message_and_the_hint_and_asks_for_few_tokens() -
     assert "when is my wedding?" in message["content"]
     assert HINT.text in message["content"]
     assert "yes or no" in message["content"]
-    assert llm.json_modes == [False]
+    assert llm.schemas == [VERDICT_SCHEMA]
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict"),
+    [
+        ('{"answer": "yes"}', True),
+        ('{"answer": "no"}', False),
+        ('{"answer": "maybe"}', None),
+        ('{"relevant": true}', None),
+    ],
+)
+def test_the_json_answer_asked_for_is_read(answer: str, verdict: bool | None) -> None:
+    assert judged_relevant(ScriptedLLM([answer]), "when is my wedding?", HINT) is verdict
 
 
 def test_check_hints_drops_the_rejected_and_notes_each_decision() -> None:

@@ -87,9 +87,9 @@ def test_a_failing_model_raises_its_error() -> None:
 
 def test_the_summary_reply_is_short() -> None:
     class Recording(ScriptedLLM):
-        def complete(self, messages, max_tokens, *, json_mode=False):
+        def complete(self, messages, max_tokens, *, schema=None):
             self.max_tokens = max_tokens
-            return super().complete(messages, max_tokens, json_mode=json_mode)
+            return super().complete(messages, max_tokens, schema=schema)
 
     llm = Recording(["s"])
     fold(llm, BotSettings(), "", LINES)

@@ -10,6 +10,7 @@ import pytest
 
 from membot import Bot, Memory, Role, ScriptedLLM, Summary
 from membot.context import JSON_INSTRUCTIONS
+from membot.relevance import VERDICT_SCHEMA
 from membot.store import ThreadKey
 from membot.store.extras import NewChunk
 from membot.templates import DEFAULTS
@@ -168,14 +169,33 @@ def test_a_first_turn_without_memory_uses_the_no_strings(memory: Memory) -> None
     assert data["citations"] == [] and data["score"] is None
 
 
-def test_a_malformed_reply_is_the_response_without_citations(memory: Memory) -> None:
+def test_a_malformed_reply_is_never_shown(memory: Memory) -> None:
+    """Broken JSON is no reply: the bot answers with no_response and says why."""
     first_id, _, _ = furnish(memory)
     text = f'Sure! {{"response": "broken, "citation_ids": ["h{first_id}"'
     turn = Bot(memory, ScriptedLLM([text])).turn(QUERY, user="alice", thread="t2")
     assert turn.error is None
-    assert turn.response == text and turn.bot_line is not None
+    assert turn.response == DEFAULTS["no_response"] and turn.bot_line is not None
     assert turn.citations == ()
+    assert "the reply was broken JSON; not shown; answered with no_response" in turn.notes
+
+
+def test_plain_text_asked_as_json_is_the_response_without_citations(memory: Memory) -> None:
+    furnish(memory)
+    turn = Bot(memory, ScriptedLLM(["Your bees are fine."])).turn(QUERY, user="alice", thread="t2")
+    assert turn.response == "Your bees are fine." and turn.citations == ()
     assert any("not JSON" in note for note in turn.notes)
+
+
+def test_the_prompts_example_is_never_the_reply(memory: Memory) -> None:
+    """SmolLM2 behind llama.cpp's server once answered with the instruction's own example."""
+    furnish(memory)
+    for text in (
+        '{"response": "What AI says", "citation_ids": []}',
+        '{ "response": { "citation_ids": ["the citation IDs of the hints you used"] } }',
+    ):
+        turn = Bot(memory, ScriptedLLM([text])).turn(QUERY, user="alice", thread="t2")
+        assert turn.response == DEFAULTS["no_response"] and turn.citations == ()
 
 
 def test_an_empty_reply_answers_with_no_response(memory: Memory) -> None:
@@ -288,7 +308,8 @@ def test_the_relevance_check_drops_what_the_model_rejects(memory: Memory) -> Non
     turn = bot.turn(QUERY, user="alice", thread="t2", settings={"relevance_check": True})
 
     questions = llm.history[asked:-1]
-    assert len(questions) == 3 and llm.json_modes[asked:] == [False, False, False, True]
+    assert len(questions) == 3 and llm.schemas[asked:-1] == [VERDICT_SCHEMA] * 3
+    assert llm.schemas[-1]["title"] == "reply"
     assert "I keep bees on my roof" in questions[0][0]["content"]
     assert [m["id"] for m in turn.history_matches] == [f"s{summary.id}"]
     assert [m["id"] for m in turn.expertise_matches] == [f"e{chunk_id}"]

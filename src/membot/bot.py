@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -34,7 +34,7 @@ from membot.llm.pool import SHARED, LLMPool
 from membot.memory import LineInput, Memory
 from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
-from membot.replies import Reply, read_reply
+from membot.replies import Reply, instruction_examples, read_reply, relay_reply, reply_schema
 from membot.running_summary import fold, lines_to_fold
 from membot.templates import fill
 
@@ -99,6 +99,7 @@ class Bot:
         dry_run: bool = False,
         settings: dict[str, Any] | None = None,
         now: datetime | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> Turn:
         """Store ``text`` as the person's line and answer it.
 
@@ -108,6 +109,9 @@ class Bot:
         ``Turn.error`` with an empty response. ``now`` (default: the clock) is the moment of
         the turn: the prompt states it, time words in the line ("last week") are read from
         it, and both lines are stored with it (a naive time is taken as local).
+
+        ``on_text``, when given, is called with each piece of the reply's text as the model
+        writes it (never the JSON around it); the stored reply is exactly what it was given.
         """
         clock = _Clock()
         started = time.perf_counter()
@@ -167,13 +171,9 @@ class Bot:
         if not dry_run:
             with clock.step("llm"):
                 try:
-                    raw = llm.complete(
-                        list(prompt.messages), profile.reply_tokens, json_mode=profile.citations
-                    )
+                    reply = self._reply(prompt, profile, on_text, llm)
                 except MembotError as failure:  # down, timeout, bad or missing key
                     error = str(failure)
-                else:
-                    reply = self._read(raw, prompt, profile)
             if reply.note:
                 notes.append(reply.note)
             if error is None:
@@ -229,13 +229,39 @@ class Bot:
                                              min_score=profile.expertise_min_score)  # fmt: skip
         return [chunk_hint(chunk, score) for chunk, score in found]
 
+    def _reply(
+        self,
+        prompt: Prompt,
+        profile: BotSettings,
+        on_text: Callable[[str], None] | None,
+        llm: LLM,
+    ) -> Reply:
+        """The model's reply, read; streamed to ``on_text`` when given."""
+        hint_ids = [hint.id for hint in (*prompt.history, *prompt.expertise)]
+        schema = reply_schema(hint_ids) if profile.citations else None
+        messages, limit = list(prompt.messages), profile.reply_tokens
+        if on_text is None:
+            return self._read(llm.complete(messages, limit, schema=schema), prompt, profile)
+        examples = instruction_examples(profile.bot_name) if profile.citations else ()
+        return relay_reply(
+            llm.stream(messages, limit, schema=schema),
+            on_text,
+            lambda raw: self._read(raw, prompt, profile),
+            json_wanted=profile.citations,
+            examples=examples,
+        )
+
     def _read(self, raw: str, prompt: Prompt, profile: BotSettings) -> Reply:
         known = {hint.id for hint in (*prompt.history, *prompt.expertise)}
-        reply = read_reply(raw, known) if profile.citations else Reply(raw.strip(), ())
+        if profile.citations:
+            reply = read_reply(raw, known, instruction_examples(profile.bot_name))
+        else:
+            reply = Reply(raw.strip(), ())
         if not reply.response:
-            empty = Reply(fill(profile.no_response, prompt.values), (),
-                          "the model gave no response; answered with no_response")  # fmt: skip
-            return empty
+            why = reply.note or "the model gave no response"
+            return Reply(
+                fill(profile.no_response, prompt.values), (), f"{why}; answered with no_response"
+            )
         return reply
 
     def _fold_scrolled_lines(self, newest: Line, profile: BotSettings, llm: LLM) -> list[str]:

@@ -89,6 +89,29 @@ points or details must go (then "summary" holds the notes with them removed and 
 "categories" the labels that still apply), and "drop" when the policy forbids keeping any \
 of it."""
 
+# The shapes read_points and read_policy_check read, asked for by constrained decoding.
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+POINTS_SCHEMA = {
+    "title": "key_points",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"points": _STRINGS, "categories": _STRINGS},
+    "required": ["points", "categories"],
+}
+POLICY_SCHEMA = {
+    "title": "policy_check",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "decision": {"type": "string", "enum": ["keep", "trim", "drop"]},
+        "summary": {"type": "string"},
+        "categories": _STRINGS,
+        "reason": {"type": "string"},
+    },
+    "required": ["decision", "summary", "categories", "reason"],
+}
+SCHEMAS = {"points": POINTS_SCHEMA, "policy": POLICY_SCHEMA}
+
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _LEADING_YEAR = re.compile(r"^\(?\d{4}\b")
 _CATEGORY = re.compile(r"^[a-z][a-z -]{0,23}$")
@@ -316,7 +339,7 @@ def _call(
 ) -> str | None:
     """The model's reply, or None (outcome says why) when the provider failed."""
     try:
-        reply = llm.complete(messages, max_tokens, json_mode=True)
+        reply = llm.complete(messages, max_tokens, schema=SCHEMAS[purpose])
     except ProviderError as error:
         outcome.calls.append(LLMCall(purpose, tuple(messages), None, str(error)))
         outcome.reason = f"the model failed while writing the {purpose}: {error}"

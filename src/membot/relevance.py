@@ -3,7 +3,9 @@
 The score threshold keeps most unrelated lines out, but a line can share words and topic
 with the question and still not help ("my sister's wedding" for "when is my wedding?").
 With the bot setting ``relevance_check`` on, each hint is shown to the model with the new
-line and kept only if the model answers yes. It costs one short LLM call per hint (measured
+line and kept only if the model answers yes: ``{"answer": "yes"}``, held to that shape by
+:data:`VERDICT_SCHEMA` where the model allows, or a plain yes from a model asked in words.
+It costs one short LLM call per hint (measured
 in ``benchmarks/relevance_latency.py``), so it is off by default. An answer that is neither
 yes nor no keeps the hint: this is a filter for precision, and a model that cannot follow
 the instruction should not silently empty the memory.
@@ -17,11 +19,22 @@ from collections.abc import Sequence
 from membot.context import Hint
 from membot.errors import MembotError
 from membot.llm import LLM
+from membot.replies import first_json_object
 
 QUESTION = (
     "A chatbot is answering this message:\n{QUERY}\n\nIt found this in its memory:\n{HINT}\n\n"
-    "Would this memory help the chatbot answer the message? Answer yes or no."
+    "Would this memory help the chatbot answer the message? Answer yes or no, as JSON: "
+    '{"answer": "yes"} or {"answer": "no"}.'
 )
+VERDICT_SCHEMA = {
+    "title": "relevance",
+    "type": "object",
+    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+# {"answer": "yes"} is 6 to 8 SmolLM2 tokens (spaces as the grammar allows).
+VERDICT_TOKENS = 10
 
 _FIRST_WORD = re.compile(r"\W*([a-z]+)")
 
@@ -30,9 +43,14 @@ def judged_relevant(llm: LLM, query: str, hint: Hint) -> bool | None:
     """True or False as the model answers; None when it gave no clear answer or failed."""
     prompt = QUESTION.replace("{QUERY}", query).replace("{HINT}", hint.text)
     try:
-        answer = llm.complete([{"role": "user", "content": prompt}], 3)
+        answer = llm.complete(
+            [{"role": "user", "content": prompt}], VERDICT_TOKENS, schema=VERDICT_SCHEMA
+        )
     except MembotError:
         return None
+    data = first_json_object(answer)
+    if data is not None:  # the shape asked for, or an endpoint's JSON mode
+        answer = str(data.get("answer", ""))
     # The first word, whole: "Not sure" or "None" is no clear answer, not a "no".
     word = _FIRST_WORD.match(answer.lower())
     return {"yes": True, "no": False}.get(word.group(1)) if word else None

@@ -68,3 +68,92 @@ def test_credentials_in_the_url_stay_out_of_names_and_errors() -> None:
     with pytest.raises(ProviderError) as raised:
         llm.complete(MESSAGES, 10)
     assert "pa55" not in str(raised.value)
+
+
+SCHEMA = {
+    "title": "reply",
+    "type": "object",
+    "properties": {"response": {"type": "string"}},
+    "required": ["response"],
+    "additionalProperties": False,
+}
+
+
+def test_a_schema_is_sent_as_a_strict_json_schema_response_format(openai_server) -> None:
+    openai_server.reply = '{"response": "hi"}'
+    llm = OpenAICompatibleLLM("m", openai_server.base_url)
+    assert llm.complete(MESSAGES, 20, schema=SCHEMA) == '{"response": "hi"}'
+    ((_, body, _),) = openai_server.requests
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "reply", "schema": SCHEMA, "strict": True},
+    }
+
+
+def test_without_a_schema_no_response_format_is_sent(openai_server) -> None:
+    OpenAICompatibleLLM("m", openai_server.base_url).complete(MESSAGES, 20)
+    assert "response_format" not in openai_server.requests[0][1]
+
+
+def formats(server) -> list[str | None]:
+    return [(body.get("response_format") or {}).get("type") for _, body, _ in server.requests]
+
+
+def test_an_endpoint_refusing_the_schema_is_asked_for_a_json_object_from_then_on(
+    openai_server,
+) -> None:
+    openai_server.refused_formats = {"json_schema"}
+    llm = OpenAICompatibleLLM("m", openai_server.base_url, max_retries=0)
+    llm.complete(MESSAGES, 20, schema=SCHEMA)
+    llm.complete(MESSAGES, 20, schema=SCHEMA)
+    assert formats(openai_server) == ["json_schema", "json_object", "json_object"]
+    assert llm.json_request == "json_object"
+
+
+def test_an_endpoint_refusing_every_json_format_is_asked_in_words(openai_server) -> None:
+    openai_server.refused_formats = {"json_schema", "json_object"}
+    llm = OpenAICompatibleLLM("m", openai_server.base_url, max_retries=0)
+    assert llm.complete(MESSAGES, 20, schema=SCHEMA) == openai_server.reply
+    llm.complete(MESSAGES, 20, schema=SCHEMA)
+    assert formats(openai_server) == ["json_schema", "json_object", None, None]
+
+
+def test_a_request_refused_in_every_way_fails_and_changes_nothing(openai_server) -> None:
+    """A 400 for another reason (say, too long a prompt) is not taken for a refused format."""
+    openai_server.status = 400
+    llm = OpenAICompatibleLLM("m", openai_server.base_url, max_retries=0)
+    with pytest.raises(ProviderError, match="failed"):
+        llm.complete(MESSAGES, 20, schema=SCHEMA)
+    assert formats(openai_server) == ["json_schema", "json_object", None]
+    assert llm.json_request == "json_schema"
+
+
+def test_a_stream_yields_the_reply_in_pieces(openai_server) -> None:
+    openai_server.reply = "Hello there, Alice."
+    llm = OpenAICompatibleLLM("m", openai_server.base_url)
+    pieces = list(llm.stream(MESSAGES, 20, schema=SCHEMA))
+    assert pieces == ["Hell", "o th", "ere,", " Ali", "ce."]
+    ((_, body, _),) = openai_server.requests
+    assert body["stream"] is True and body["response_format"]["type"] == "json_schema"
+
+
+def test_a_stream_falls_back_like_a_completion(openai_server) -> None:
+    openai_server.refused_formats = {"json_schema"}
+    llm = OpenAICompatibleLLM("m", openai_server.base_url, max_retries=0)
+    assert "".join(llm.stream(MESSAGES, 20, schema=SCHEMA)) == openai_server.reply
+    assert formats(openai_server) == ["json_schema", "json_object"]
+
+
+def test_a_stream_broken_off_mid_reply_is_a_provider_error(openai_server) -> None:
+    openai_server.break_after = 2
+    llm = OpenAICompatibleLLM("m", openai_server.base_url, max_retries=0)
+    received = []
+    with pytest.raises(ProviderError, match="broke off its reply"):
+        for piece in llm.stream(MESSAGES, 20):
+            received.append(piece)
+    assert received == ["Hell", "o fr"]
+
+
+def test_a_stream_to_an_unreachable_server_is_a_provider_error() -> None:
+    with pytest.raises(ProviderError, match="cannot reach"):
+        list(OpenAICompatibleLLM("x", CLOSED_URL, max_retries=0).stream(MESSAGES, 10))

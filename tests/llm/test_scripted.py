@@ -40,6 +40,26 @@ def test_a_script_file_is_consumed_across_objects(tmp_path: Path) -> None:
     assert resolve_llm(f"script:{path}").complete(MESSAGES, 10) == DEFAULT_REPLY
 
 
+def test_a_stream_gives_the_reply_in_pieces_and_records_the_schema() -> None:
+    llm = ScriptedLLM(["Hello there, Alice."], piece_size=5)
+    schema = {"type": "object"}
+    assert list(llm.stream(MESSAGES, 10, schema=schema)) == ["Hello", " ther", "e, Al", "ice."]
+    assert llm.complete(MESSAGES, 10) == DEFAULT_REPLY
+    assert llm.schemas == [schema, None] and llm.json_modes == [True, False]
+    assert llm.streamed == [True, False]
+
+
+def test_a_streamed_error_fails_after_the_text_before_it() -> None:
+    llm = ScriptedLLM(["Hello!error connection lost", "!error down"], piece_size=2)
+    received = []
+    with pytest.raises(ProviderError, match=r"^connection lost$"):
+        for piece in llm.stream(MESSAGES, 10):
+            received.append(piece)
+    assert received == ["He", "ll", "o"]
+    with pytest.raises(ProviderError, match=r"^down$"):
+        next(llm.stream(MESSAGES, 10))
+
+
 @pytest.mark.parametrize("spec", ["gpt-4o", "openai:", "openai:@http://localhost/v1", ""])
 def test_unknown_llm_specs_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):

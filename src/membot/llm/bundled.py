@@ -8,12 +8,12 @@ it and writes about 16 tokens/s. The price is a one-time build of llama-cpp-pyth
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from membot.bundled import load_llama, smollm2_gguf_path
 from membot.errors import ProviderError
-from membot.llm.base import Message
+from membot.llm.base import JsonSchema, Message
 
 TRY_OUT_NOTICE = (
     "membot is answering with SmolLM2-135M, a tiny offline model for trying membot out. "
@@ -47,19 +47,37 @@ class BundledSmolLM2:
         return self._model
 
     def complete(
-        self, messages: Sequence[Message], max_tokens: int, *, json_mode: bool = False
+        self, messages: Sequence[Message], max_tokens: int, *, schema: JsonSchema | None = None
     ) -> str:
-        model = self._load()
-        extra = {"response_format": {"type": "json_object"}} if json_mode else {}
+        result = self._create(messages, max_tokens, schema, stream=False)
+        return (result["choices"][0]["message"]["content"] or "").strip()
+
+    def stream(
+        self, messages: Sequence[Message], max_tokens: int, *, schema: JsonSchema | None = None
+    ) -> Iterator[str]:
+        chunks = self._create(messages, max_tokens, schema, stream=True)
         try:
-            result = model.create_chat_completion(
+            for chunk in chunks:
+                text = chunk["choices"][0]["delta"].get("content")
+                if text:
+                    yield text
+        except (ValueError, RuntimeError) as error:
+            raise ProviderError(f"the bundled model failed: {error}") from error
+
+    def _create(self, messages, max_tokens: int, schema: JsonSchema | None, stream: bool):
+        model = self._load()
+        # llama-cpp-python turns the schema into a grammar: only tokens that keep the reply
+        # valid against it can be sampled.
+        extra = {"response_format": {"type": "json_object", "schema": schema}} if schema else {}
+        try:
+            return model.create_chat_completion(
                 messages=list(messages),
                 max_tokens=max_tokens,
                 temperature=0.2,
                 repeat_penalty=1.2,
                 stop=STOP,
+                stream=stream,
                 **extra,
             )
         except (ValueError, RuntimeError) as error:
             raise ProviderError(f"the bundled model failed: {error}") from error
-        return (result["choices"][0]["message"]["content"] or "").strip()
