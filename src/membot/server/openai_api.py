@@ -286,7 +286,7 @@ async def turn_events(
     while (item := await handed_over.get()) is not _FINISHED:
         if isinstance(item, Exception):
             raise item
-        yield item  # type: ignore[misc]
+        yield item
 
 
 async def _server_sent_events(
