@@ -3,15 +3,18 @@ loopback server."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from datetime import UTC, datetime
 
 import httpx
 import openai
 import pytest
-from conftest import LiveServer
+from conftest import LiveServer, serving
 
-from membot import Memory
+from membot import Bot, Memory, resolve_llm
+from membot.keys import create_key
+from membot.server import create_app
 
 
 def reply(text: str, *cited: str) -> str:
@@ -200,3 +203,116 @@ def test_the_raw_answer_is_openai_json_with_membots_error_shape(live_server, coa
     )
     assert answer.status_code == 422
     assert set(answer.json()["error"]) == {"type", "message"}
+
+
+# -- streaming -------------------------------------------------------------------------------
+
+# Bot.turn hands the reply over as it is written once branch `llm` is in (on_text); until then
+# these wait for it rather than fail.
+needs_streaming = pytest.mark.skipif(
+    "on_text" not in inspect.signature(Bot.turn).parameters,
+    reason="Bot.turn(on_text=...) arrives with branch llm",
+)
+
+
+@needs_streaming
+def test_a_stream_sends_the_reply_as_written_and_stores_exactly_it(live_server, coach):
+    live_server.llm.enqueue(reply("Hello Sam, good to see you again."))
+    stream = coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Hi, it's Sam"}],
+        user="sam",
+        metadata={"thread": "t1"},
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    pieces = [chunk.choices[0].delta.content for chunk in chunks[1:-2]]
+    assert len(pieces) > 1 and "".join(pieces) == "Hello Sam, good to see you again."
+    assert texts(live_server.memory, "sam", "t1") == ["Hi, it's Sam", "".join(pieces)]
+    assert chunks[0].choices[0].delta.role == "assistant"
+    finish = chunks[-2]
+    assert finish.choices[0].finish_reason == "stop"
+    assert finish.model_extra["membot"]["reply_seq"] == 2
+    usage = chunks[-1]
+    assert usage.choices == [] and usage.usage.completion_tokens > 0
+    assert {chunk.id for chunk in chunks} == {chunks[0].id}
+
+
+@needs_streaming
+def test_the_raw_stream_is_server_sent_events_ending_done(live_server, coach):
+    live_server.llm.enqueue(reply("Fine, thanks."))
+    request = {
+        "model": "coach",
+        "user": "sam",
+        "stream": True,
+        "messages": [{"role": "user", "content": "How are you?"}],
+    }
+    key = {"Authorization": f"Bearer {live_server.key(admin=True)}"}
+    url = f"{live_server.url}/v1/chat/completions"
+    with httpx.stream("POST", url, json=request, headers=key) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        lines = list(answer.iter_lines())
+    events = [line for line in lines if line]
+    assert all(event.startswith("data: ") for event in events) and events[-1] == "data: [DONE]"
+    chunks = [json.loads(event.removeprefix("data: ")) for event in events[:-1]]
+    assert {chunk["object"] for chunk in chunks} == {"chat.completion.chunk"}
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all("usage" not in chunk for chunk in chunks)  # only with include_usage
+    said = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in chunks)
+    assert said == "Fine, thanks."
+
+
+@needs_streaming
+def test_a_model_failing_midway_ends_the_stream_with_an_error(live_server, coach):
+    live_server.llm.enqueue('{"response": "Let me think about that for a mom!error connection lost')
+    stream = coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Are you there?"}],
+        user="sam",
+        metadata={"thread": "t1"},
+        stream=True,
+    )
+    shown = []
+    with pytest.raises(openai.APIError, match="did not answer"):
+        for chunk in stream:
+            shown.append(chunk.choices[0].delta.content or "")
+    assert "".join(shown).startswith("Let me think")
+    assert texts(live_server.memory, "sam", "t1") == ["Are you there?"]
+
+
+@needs_streaming
+def test_a_model_down_before_a_stream_begins_is_503_with_the_line_stored_once(live_server, coach):
+    live_server.llm.enqueue("!error the model is down", "!error still down", "!error down")
+    with pytest.raises(openai.InternalServerError) as failed:
+        coach.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "Anyone?"}],
+            user="sam",
+            metadata={"thread": "t1"},
+            stream=True,
+        )
+    assert failed.value.status_code == 503
+    assert texts(live_server.memory, "sam", "t1") == ["Anyone?"]
+
+
+@needs_streaming
+def test_an_openai_compatible_model_streams_through_to_the_client(memory: Memory, openai_server):
+    openai_server.reply = reply("Streamed from the model behind membot.")
+    memory.create_bot("coach")
+    llm = resolve_llm(f"openai:tiny@{openai_server.base_url}")
+    with serving(create_app(memory, llm=llm)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=create_key(memory, admin=True).secret)
+        stream = client.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "Say something"}],
+            user="sam",
+            metadata={"thread": "t1"},
+            stream=True,
+        )
+        pieces = [
+            chunk.choices[0].delta.content for chunk in stream if chunk.choices[0].delta.content
+        ]
+    assert len(pieces) > 1 and "".join(pieces) == "Streamed from the model behind membot."
+    assert openai_server.requests[-1][1]["stream"] is True
+    assert texts(memory, "sam", "t1") == ["Say something", "".join(pieces)]
