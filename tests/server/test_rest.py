@@ -149,6 +149,7 @@ def test_when_the_model_fails_the_line_is_stored_once_and_503_says_so(server: Se
     assert failed.status_code == 503
     error = _error(failed)
     assert error["type"] == "llm_unavailable" and "stored" in error["message"]
+    assert failed.headers["x-should-retry"] == "false"  # a retry would store the line again
     assert [line.text for line in server.memory.history(user="sam")] == ["Are you there?"]
 
 

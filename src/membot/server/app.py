@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
 
 from membot import LLM, LLMPool, Memory, resolve_llm
-from membot.server import rest
+from membot.server import openai_api, rest
 from membot.server.errors import error_response, install_error_handlers
 from membot.server.service import MAX_BODY_BYTES, Service
 
@@ -37,6 +37,7 @@ def create_app(
     app.middleware("http")(_account)
     _add_health_routes(app)
     app.include_router(rest.router)
+    app.include_router(openai_api.router)
     return app
 
 

@@ -66,6 +66,20 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+def model_unavailable(error: str, thread: str, seq: int) -> ApiError:
+    """503 for a turn the model did not answer: the person's line is stored (once), so the
+    client sends the next line rather than this one again."""
+    return ApiError(
+        503,
+        f"the model did not answer: {error}. Your line was stored (thread {thread!r}, "
+        f"seq {seq}); send the next line when the model is back.",
+        kind="llm_unavailable",
+        # OpenAI's clients retry a 5xx on their own, which would store the line again;
+        # they obey this header.
+        headers={"x-should-retry": "false"},
+    )
+
+
 def error_body(kind: str, message: str) -> dict:
     return {"error": {"type": kind, "message": message}}
 

@@ -19,7 +19,7 @@ from membot import (
     read_file,
 )
 from membot.server.auth import caller, need_admin, need_bot, person_of, service_of
-from membot.server.errors import ApiError
+from membot.server.errors import ApiError, model_unavailable
 from membot.server.service import MAX_LINE_CHARS, Service
 
 router = APIRouter(prefix="/v1")
@@ -175,13 +175,7 @@ def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> dict[s
         settings=body.settings,
     )
     if turn.error:
-        raise ApiError(
-            503,
-            f"the model did not answer: {turn.error}. Your line was stored "
-            f"(thread {turn.thread!r}, seq {turn.human_line.seq}); send the next "
-            "line when the model is back.",
-            kind="llm_unavailable",
-        )
+        raise model_unavailable(turn.error, turn.thread, turn.human_line.seq)
     return turn.to_json()
 
 

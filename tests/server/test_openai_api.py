@@ -1,0 +1,318 @@
+"""The OpenAI-compatible endpoint, spoken to by the official ``openai`` client over a real
+loopback server."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from datetime import UTC, datetime
+
+import httpx
+import openai
+import pytest
+from conftest import LiveServer, serving
+
+from membot import Bot, Memory, resolve_llm
+from membot.keys import create_key
+from membot.server import create_app
+
+
+def reply(text: str, *cited: str) -> str:
+    """A model's reply as membot asks for it (JSON with the ids of the hints it used)."""
+    return json.dumps({"response": text, "citation_ids": list(cited)})
+
+
+def client_of(live_server: LiveServer, key: str, **options) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{live_server.url}/v1", api_key=key, **options)
+
+
+def texts(memory: Memory, user: str, thread: str) -> list[str]:
+    return [line.text for line in memory.thread_lines(user=user, bot="coach", thread=thread)]
+
+
+@pytest.fixture
+def coach(live_server: LiveServer) -> openai.OpenAI:
+    """A client with an admin key, and a bot named coach to talk with."""
+    live_server.memory.create_bot("coach")
+    return client_of(live_server, live_server.key(admin=True))
+
+
+def test_models_are_the_bots_the_key_may_use(live_server: LiveServer):
+    for name in ("coach", "other"):
+        live_server.memory.create_bot(name)
+    admin = client_of(live_server, live_server.key(admin=True))
+    assert [model.id for model in admin.models.list()] == ["coach", "other"]
+    listed = client_of(live_server, live_server.key(bot="coach", user="sam")).models.list()
+    assert [(model.id, model.object, model.owned_by) for model in listed] == [
+        ("coach", "model", "membot")
+    ]
+    with pytest.raises(openai.AuthenticationError):
+        client_of(live_server, "mb_nonsense").models.list()
+
+
+def test_a_completion_answers_and_stores_both_lines_in_the_thread(live_server, coach):
+    live_server.llm.enqueue(reply("Hello Sam"))
+    completion = coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Hi, I'm Sam"}],
+        user="sam",
+        metadata={"thread": "t1"},
+    )
+    assert completion.object == "chat.completion" and completion.model == "coach"
+    choice = completion.choices[0]
+    assert (choice.message.role, choice.message.content) == ("assistant", "Hello Sam")
+    assert choice.finish_reason == "stop"
+    usage = completion.usage
+    assert usage.prompt_tokens > 0 and usage.completion_tokens > 0
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    extra = completion.model_extra["membot"]
+    assert (extra["thread"], extra["line_seq"], extra["reply_seq"]) == ("t1", 1, 2)
+    assert texts(live_server.memory, "sam", "t1") == ["Hi, I'm Sam", "Hello Sam"]
+
+
+def test_the_membot_object_gives_recalled_blocks_with_scores_and_citations(live_server, coach):
+    earlier = live_server.memory.add("I live in Lisbon", user="sam", thread="old", bot="coach")
+    hint = f"h{earlier.id}"
+    live_server.llm.enqueue(reply("You live in Lisbon.", hint))
+    completion = coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Where do I live?"}],
+        user="sam",
+        metadata={"thread": "new"},
+    )
+    extra = completion.to_dict()["membot"]
+    [block] = extra["recalled"]
+    assert block["thread"] == "old" and block["score"] > 0
+    assert [line["text"] for line in block["lines"]] == ["I live in Lisbon"]
+    [citation] = extra["citations"]
+    assert citation["id"] == hint and citation["source"] == "history"
+
+
+def test_the_thread_is_the_header_else_one_a_day(live_server, coach):
+    coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Good morning"}],
+        user="sam",
+        extra_headers={"X-Membot-Thread": "mornings"},
+    )
+    assert texts(live_server.memory, "sam", "mornings")[0] == "Good morning"
+    before = datetime.now(UTC)
+    completion = coach.chat.completions.create(
+        model="coach", messages=[{"role": "user", "content": "Hello again"}], user="sam"
+    )
+    days = {f"day-{moment:%Y-%m-%d}" for moment in (before, datetime.now(UTC))}
+    thread = completion.model_extra["membot"]["thread"]
+    assert thread in days and texts(live_server.memory, "sam", thread) == [
+        "Hello again",
+        "(scripted reply)",
+    ]
+
+
+def test_earlier_messages_are_not_stored_again_and_a_system_message_is_not_used(live_server, coach):
+    live_server.llm.enqueue(reply("Hi Sam"), reply("Tea, you said."))
+    said = {"model": "coach", "user": "sam", "metadata": {"thread": "t1"}}
+    coach.chat.completions.create(messages=[{"role": "user", "content": "I like tea"}], **said)
+    completion = coach.chat.completions.create(
+        messages=[
+            {"role": "system", "content": "You are a pirate."},
+            {"role": "user", "content": "I like tea"},
+            {"role": "assistant", "content": "Hi Sam"},
+            {"role": "user", "content": [{"type": "text", "text": "What do I like?"}]},
+        ],
+        **said,
+    )
+    assert texts(live_server.memory, "sam", "t1") == [
+        "I like tea",
+        "Hi Sam",
+        "What do I like?",
+        "Tea, you said.",
+    ]
+    notes = completion.model_extra["membot"]["notes"]
+    assert any("system message was not used" in note for note in notes)
+    assert "pirate" not in json.dumps(live_server.llm.history[-1])
+
+
+def test_the_last_message_must_be_the_persons(live_server, coach):
+    with pytest.raises(openai.BadRequestError, match="last message"):
+        coach.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+            user="sam",
+        )
+    assert live_server.memory.history(user="sam") == []
+
+
+def test_a_person_key_talks_only_as_its_person(live_server, coach):
+    sam = client_of(live_server, live_server.key(bot="coach", user="sam"))
+    answered = sam.chat.completions.create(
+        model="coach", messages=[{"role": "user", "content": "hi"}], metadata={"thread": "t"}
+    )
+    assert answered.model_extra["membot"]["user"] == "sam"
+    with pytest.raises(openai.PermissionDeniedError):
+        sam.chat.completions.create(
+            model="coach", messages=[{"role": "user", "content": "hi"}], user="kim"
+        )
+    with pytest.raises(openai.UnprocessableEntityError, match="user"):
+        coach.chat.completions.create(model="coach", messages=[{"role": "user", "content": "hi"}])
+    assert live_server.memory.history(user="kim") == []
+
+
+def test_a_bot_outside_the_keys_scope_or_unknown_is_not_found(live_server, coach):
+    live_server.memory.create_bot("other")
+    sam = client_of(live_server, live_server.key(bot="coach", user="sam"))
+    with pytest.raises(openai.NotFoundError) as refused:
+        sam.chat.completions.create(model="other", messages=[{"role": "user", "content": "hi"}])
+    assert refused.value.status_code == 404 and refused.value.body["type"] == "not_found"
+    with pytest.raises(openai.NotFoundError):
+        coach.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "hi"}], user="sam"
+        )
+    assert live_server.memory.history(user="sam") == []
+    assert live_server.memory.bots() == ["coach", "other"]
+
+
+def test_when_the_model_is_down_503_and_the_line_is_stored_once(live_server, coach):
+    # The client keeps its default retries: the 503 tells it not to send the line again.
+    live_server.llm.enqueue("!error the model is down", "!error still down", "!error down")
+    with pytest.raises(openai.InternalServerError) as failed:
+        coach.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "Are you there?"}],
+            user="sam",
+            metadata={"thread": "t1"},
+        )
+    assert failed.value.status_code == 503 and "stored" in failed.value.message
+    assert texts(live_server.memory, "sam", "t1") == ["Are you there?"]
+
+
+def test_a_line_too_long_is_refused_before_it_is_stored(live_server, coach):
+    with pytest.raises(openai.APIStatusError) as refused:
+        coach.chat.completions.create(
+            model="coach", messages=[{"role": "user", "content": "x" * 40_000}], user="sam"
+        )
+    assert refused.value.status_code == 413
+    assert live_server.memory.history(user="sam") == []
+
+
+def test_the_raw_answer_is_openai_json_with_membots_error_shape(live_server, coach):
+    key = live_server.key(admin=True)
+    answer = httpx.post(
+        f"{live_server.url}/v1/chat/completions",
+        json={"model": "coach", "messages": [], "user": "sam"},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert answer.status_code == 422
+    assert set(answer.json()["error"]) == {"type", "message"}
+
+
+# -- streaming -------------------------------------------------------------------------------
+
+# Bot.turn hands the reply over as it is written once branch `llm` is in (on_text); until then
+# these wait for it rather than fail.
+needs_streaming = pytest.mark.skipif(
+    "on_text" not in inspect.signature(Bot.turn).parameters,
+    reason="Bot.turn(on_text=...) arrives with branch llm",
+)
+
+
+@needs_streaming
+def test_a_stream_sends_the_reply_as_written_and_stores_exactly_it(live_server, coach):
+    live_server.llm.enqueue(reply("Hello Sam, good to see you again."))
+    stream = coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Hi, it's Sam"}],
+        user="sam",
+        metadata={"thread": "t1"},
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    chunks = list(stream)
+    pieces = [chunk.choices[0].delta.content for chunk in chunks[1:-2]]
+    assert len(pieces) > 1 and "".join(pieces) == "Hello Sam, good to see you again."
+    assert texts(live_server.memory, "sam", "t1") == ["Hi, it's Sam", "".join(pieces)]
+    assert chunks[0].choices[0].delta.role == "assistant"
+    finish = chunks[-2]
+    assert finish.choices[0].finish_reason == "stop"
+    assert finish.model_extra["membot"]["reply_seq"] == 2
+    usage = chunks[-1]
+    assert usage.choices == [] and usage.usage.completion_tokens > 0
+    assert {chunk.id for chunk in chunks} == {chunks[0].id}
+
+
+@needs_streaming
+def test_the_raw_stream_is_server_sent_events_ending_done(live_server, coach):
+    live_server.llm.enqueue(reply("Fine, thanks."))
+    request = {
+        "model": "coach",
+        "user": "sam",
+        "stream": True,
+        "messages": [{"role": "user", "content": "How are you?"}],
+    }
+    key = {"Authorization": f"Bearer {live_server.key(admin=True)}"}
+    url = f"{live_server.url}/v1/chat/completions"
+    with httpx.stream("POST", url, json=request, headers=key) as answer:
+        assert answer.headers["content-type"].startswith("text/event-stream")
+        lines = list(answer.iter_lines())
+    events = [line for line in lines if line]
+    assert all(event.startswith("data: ") for event in events) and events[-1] == "data: [DONE]"
+    chunks = [json.loads(event.removeprefix("data: ")) for event in events[:-1]]
+    assert {chunk["object"] for chunk in chunks} == {"chat.completion.chunk"}
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all("usage" not in chunk for chunk in chunks)  # only with include_usage
+    said = "".join(chunk["choices"][0]["delta"].get("content", "") for chunk in chunks)
+    assert said == "Fine, thanks."
+
+
+@needs_streaming
+def test_a_model_failing_midway_ends_the_stream_with_an_error(live_server, coach):
+    live_server.llm.enqueue('{"response": "Let me think about that for a mom!error connection lost')
+    stream = coach.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Are you there?"}],
+        user="sam",
+        metadata={"thread": "t1"},
+        stream=True,
+    )
+    shown = []
+    with pytest.raises(openai.APIError, match="did not answer"):
+        for chunk in stream:
+            shown.append(chunk.choices[0].delta.content or "")
+    assert "".join(shown).startswith("Let me think")
+    assert texts(live_server.memory, "sam", "t1") == ["Are you there?"]
+
+
+@needs_streaming
+def test_a_model_down_before_a_stream_begins_is_503_with_the_line_stored_once(live_server, coach):
+    live_server.llm.enqueue("!error the model is down", "!error still down", "!error down")
+    with pytest.raises(openai.InternalServerError) as failed:
+        coach.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "Anyone?"}],
+            user="sam",
+            metadata={"thread": "t1"},
+            stream=True,
+        )
+    assert failed.value.status_code == 503
+    assert texts(live_server.memory, "sam", "t1") == ["Anyone?"]
+
+
+@needs_streaming
+def test_an_openai_compatible_model_streams_through_to_the_client(memory: Memory, openai_server):
+    openai_server.reply = reply("Streamed from the model behind membot.")
+    memory.create_bot("coach")
+    llm = resolve_llm(f"openai:tiny@{openai_server.base_url}")
+    with serving(create_app(memory, llm=llm)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key=create_key(memory, admin=True).secret)
+        stream = client.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "Say something"}],
+            user="sam",
+            metadata={"thread": "t1"},
+            stream=True,
+        )
+        pieces = [
+            chunk.choices[0].delta.content for chunk in stream if chunk.choices[0].delta.content
+        ]
+    assert len(pieces) > 1 and "".join(pieces) == "Streamed from the model behind membot."
+    assert openai_server.requests[-1][1]["stream"] is True
+    assert texts(memory, "sam", "t1") == ["Say something", "".join(pieces)]
