@@ -1,18 +1,22 @@
-"""MCP with the SDK's own client: streamable HTTP at ``/mcp`` in process
-(``httpx2.ASGITransport``, the app's lifespan running) with person, bot, admin and bad keys."""
+"""MCP with the SDK's own client over both transports: streamable HTTP at ``/mcp`` in process
+(``httpx2.ASGITransport``, the app's lifespan running) with person, bot, admin and bad keys;
+and ``membot mcp`` over stdio, a real subprocess, calling every tool once."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
 from fastapi import FastAPI
-from mcp import ClientSession, MCPError
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
@@ -24,6 +28,9 @@ pytestmark = pytest.mark.anyio
 
 BASE_URL = "http://membot.test"
 TOOLS = {"remember", "recall", "search", "history", "forget", "end_thread"}
+# Starting `membot mcp` imports the SDK and membot (about 3 s, far more on a busy CI runner);
+# the first embedding loads the model.
+STDIO_SECONDS = 120
 
 
 @pytest.fixture
@@ -267,3 +274,73 @@ async def test_the_app_serves_mcp_again_after_a_restart(app, memory):
     for _ in range(2):
         async with serving(app) as transport, session_with_key(transport, key) as session:
             answer(await session.call_tool("history", {}))
+
+
+@pytest.mark.slow
+async def test_membot_mcp_serves_every_tool_over_stdio(tmp_path: Path, minilm, script):
+    """One real `membot mcp` process, as an MCP client starts it; the store is checked
+    afterwards through Memory."""
+    db = tmp_path / "stdio.db"
+    points = {"points": ["2024-05-01: Uma grows tomatoes"], "categories": ["hobbies"]}
+    command = ["-m", "membot", "--db", str(db), "--llm", script(json.dumps(points))]
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=[*command, "mcp", "--bot", "garden", "--user", "uma"],
+        env=subprocess_environment(minilm),
+    )
+    with (tmp_path / "server.err").open("w") as server_log, anyio.fail_after(STDIO_SECONDS):
+        async with (
+            stdio_client(parameters, errlog=server_log) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            results = await call_every_tool(session)
+
+    assert results["remembered"]["user"] == "uma"
+    assert texts(results["recalled"]["blocks"][0]["lines"])[0] == "I grow tomatoes on the balcony"
+    assert results["found"]["matches"][0]["text"] == "The car needs new brakes"
+    assert [thread["thread"] for thread in results["history"]["threads"]] == ["garden", "car"]
+    assert results["ended"]["decision"] == "kept"
+    assert "only as its own person" in results["someone_else"]
+    assert "confirm: true" in results["unconfirmed"]
+    memory = Memory(db, embedder=minilm)
+    try:
+        said = memory.history(user="uma", bot="garden")
+        assert [(line.thread, line.text) for line in said] == [
+            ("garden", "I grow tomatoes on the balcony"),
+            ("garden", "Tomatoes love the sun"),
+        ]
+        state = memory.thread_state(bot="garden", user="uma", thread="garden")
+        assert state is not None and state.ended_at is not None
+        assert "tomatoes" in memory.summaries(user="uma", bot="garden")[0].text
+    finally:
+        memory.close()
+
+
+async def call_every_tool(session: ClientSession) -> dict[str, Any]:
+    call = session.call_tool
+    garden = {"thread": "garden"}
+    remembered = answer(await call("remember", {"text": "I grow tomatoes on the balcony"} | garden))
+    await call("remember", {"text": "Tomatoes love the sun", "role": "bot"} | garden)
+    await call("remember", {"text": "The car needs new brakes", "thread": "car"})
+    return {
+        "remembered": remembered,
+        "recalled": answer(await call("recall", {"text": "where do I grow tomatoes?"})),
+        "found": answer(await call("search", {"query": "car brakes", "k": 1})),
+        "history": answer(await call("history", {})),
+        "ended": answer(await call("end_thread", {"remember": True} | garden)),
+        "someone_else": refusal(await call("history", {"user": "vic"})),
+        "unconfirmed": refusal(await call("forget", {"confirm": False, "thread": "car"})),
+        "forgot": answer(await call("forget", {"confirm": True, "thread": "car"})),
+    }
+
+
+def subprocess_environment(minilm) -> dict[str, str]:
+    """This test's environment (its private home and cache, PYTHONPATH), with the session's
+    MiniLM cache folder, where the model was converted to ONNX once, so the server does not
+    convert it again (seconds of torch)."""
+    environment = dict(os.environ)
+    onnx_path = getattr(minilm, "onnx_path", None)
+    if onnx_path is not None:
+        environment["MEMBOT_CACHE_DIR"] = str(onnx_path.parent.parent)
+    return environment
