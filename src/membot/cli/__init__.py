@@ -31,6 +31,7 @@ from membot.cli.conversations import register as register_conversations
 from membot.cli.eval import eval_app
 from membot.cli.expertise import expertise_app
 from membot.cli.keys import keys_app
+from membot.cli.mcp import mcp
 from membot.cli.serve import serve
 
 app = typer.Typer(
@@ -233,6 +234,7 @@ def reindex(context: typer.Context) -> None:
 
 register_conversations(app)
 app.command()(serve)
+app.command()(mcp)
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ from fastapi.responses import PlainTextResponse, Response
 from membot import LLM, LLMPool, Memory, resolve_llm
 from membot.server import openai_api, rest
 from membot.server.errors import error_response, install_error_handlers
+from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.service import MAX_BODY_BYTES, Service
 
 DESCRIPTION = """\
@@ -31,13 +32,16 @@ def create_app(
     """The server over ``memory``; ``llm`` answers for bots whose profile names no model
     (default: the bundled SmolLM2); ``rate_limit``: requests a minute per key (0: none)."""
     service = Service(memory, llm=llm, llms=llms, rate_limit=rate_limit, public_url=public_url)
-    app = FastAPI(title="membot", version="0.1.0", description=DESCRIPTION)
+    app = FastAPI(
+        title="membot", version="0.1.0", description=DESCRIPTION, lifespan=run_mcp_sessions
+    )
     app.state.service = service
     install_error_handlers(app)
     app.middleware("http")(_account)
     _add_health_routes(app)
     app.include_router(rest.router)
     app.include_router(openai_api.router)
+    mount_mcp(app, service)
     return app
 
 

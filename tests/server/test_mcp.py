@@ -1,0 +1,346 @@
+"""MCP with the SDK's own client over both transports: streamable HTTP at ``/mcp`` in process
+(``httpx2.ASGITransport``, the app's lifespan running) with person, bot, admin and bad keys;
+and ``membot mcp`` over stdio, a real subprocess, calling every tool once."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from fastapi import FastAPI
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
+
+from membot import Memory, ScriptedLLM
+from membot.keys import create_key, revoke_key
+from membot.server import create_app
+
+pytestmark = pytest.mark.anyio
+
+BASE_URL = "http://membot.test"
+TOOLS = {"remember", "recall", "search", "history", "forget", "end_thread"}
+# Starting `membot mcp` imports the SDK and membot (about 3 s, far more on a busy CI runner);
+# the first embedding loads the model.
+STDIO_SECONDS = 120
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def serving(app: FastAPI) -> AsyncIterator[httpx2.ASGITransport]:
+    """The app in process with its lifespan running (MCP's session manager lives there)."""
+    async with app.router.lifespan_context(app):
+        yield httpx2.ASGITransport(app=app)
+
+
+@asynccontextmanager
+async def session_with_key(
+    transport: httpx2.ASGITransport, key: str
+) -> AsyncIterator[ClientSession]:
+    headers = {"Authorization": f"Bearer {key}"}
+    with anyio.fail_after(30):
+        async with (
+            httpx2.AsyncClient(transport=transport, base_url=BASE_URL, headers=headers) as http,
+            streamable_http_client(f"{BASE_URL}/mcp", http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+def answer(result: CallToolResult) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def refusal(result: CallToolResult) -> str:
+    assert result.is_error, result.structured_content
+    return result.content[0].text
+
+
+def texts(lines: list[dict[str, Any]]) -> list[str]:
+    return [line["text"] for line in lines]
+
+
+@pytest.fixture
+def llm() -> ScriptedLLM:
+    return ScriptedLLM()
+
+
+@pytest.fixture
+def app(memory: Memory, llm: ScriptedLLM) -> FastAPI:
+    return create_app(memory, llm=llm)
+
+
+async def test_the_tools_are_listed_with_their_results_and_hints(app, memory):
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+
+    assert set(tools) == TOOLS
+    assert all(tool.output_schema for tool in tools.values())
+    assert tools["forget"].input_schema["required"] == ["confirm"]
+    assert tools["forget"].annotations.destructive_hint is True
+    assert tools["recall"].annotations.read_only_hint is True
+    remember_arguments = set(tools["remember"].input_schema["properties"])
+    assert remember_arguments == {"text", "thread", "role", "user", "bot"}
+
+
+async def test_a_person_key_uses_every_tool_on_its_own_memory(app, memory, llm):
+    key = create_key(memory, bot="b", user="alice").secret
+    llm.enqueue(json.dumps({"points": ["2024-05-01: Alice loves green tea"], "categories": []}))
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        call = session.call_tool
+        stored = answer(await call("remember", {"text": "I love green tea", "thread": "t1"}))
+        await call("remember", {"text": "Green tea it is", "thread": "t1", "role": "bot"})
+        await call("remember", {"text": "My bike has a flat tyre", "thread": "t2"})
+        lines_before = memory.count_lines()
+        recalled = answer(await call("recall", {"text": "which tea do I love?"}))
+        lines_after_recall = memory.count_lines()
+        found = answer(await call("search", {"query": "flat tyre", "k": 1}))
+        one_thread = answer(await call("history", {"thread": "t1"}))
+        everything = answer(await call("history", {}))
+        ended = answer(await call("end_thread", {"thread": "t1", "remember": True}))
+        refused = refusal(await call("forget", {"confirm": False, "thread": "t2"}))
+        forgot = answer(await call("forget", {"confirm": True, "thread": "t2"}))
+
+    assert (stored["bot"], stored["user"]) == ("b", "alice")
+    assert stored["line"]["thread"] == "t1" and stored["line"]["seq"] == 1
+    assert stored["line"]["role"] == "human"
+    (block,) = recalled["blocks"]
+    assert block["thread"] == "t1" and block["score"] > 0 and block["matched_seqs"] == [1]
+    assert texts(block["lines"]) == ["I love green tea", "Green tea it is"]
+    assert lines_after_recall == lines_before  # recall stores nothing
+    (match,) = found["matches"]
+    assert (match["thread"], match["text"]) == ("t2", "My bike has a flat tyre")
+    assert match["score"] > 0
+    assert texts(one_thread["lines"]) == ["I love green tea", "Green tea it is"]
+    assert [thread["thread"] for thread in everything["threads"]] == ["t1", "t2"]
+    assert len(everything["lines"]) == 3
+    assert ended["decision"] == "kept" and "green tea" in ended["remembered"]
+    assert memory.thread_state(bot="b", user="alice", thread="t1").ended_at is not None
+    assert "confirm: true" in refused
+    assert forgot["removed"]["lines"] == 1
+    left = memory.history(user="alice", bot="b")
+    assert [line.text for line in left] == ["I love green tea", "Green tea it is"]
+
+
+async def test_a_person_key_never_reaches_another_persons_text(app, memory):
+    memory.add("The safe code is 4321", user="bob", thread="secrets", bot="b")
+    memory.add("The safe code is 9876", user="alice", thread="elsewhere", bot="other")
+    memory.add("My safe is blue", user="alice", thread="home", bot="b")
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        call = session.call_tool
+        answers = [
+            answer(await call("search", {"query": "safe code"})),
+            answer(await call("recall", {"text": "what is the safe code?"})),
+            answer(await call("history", {})),
+        ]
+        refusals = [
+            refusal(await call("search", {"query": "safe code", "user": "bob"})),
+            refusal(await call("history", {"user": "bob"})),
+            refusal(await call("history", {"thread": "secrets"})),
+            refusal(await call("recall", {"text": "safe code", "bot": "other"})),
+            refusal(await call("forget", {"confirm": True, "user": "bob"})),
+        ]
+
+    said = json.dumps(answers) + " ".join(refusals)
+    assert "My safe is blue" in said
+    assert "4321" not in said and "9876" not in said
+    assert "only as its own person" in refusals[0]
+    assert "no bot named 'other'" in refusals[3]
+    assert [line.text for line in memory.history(user="bob", bot="b")] == ["The safe code is 4321"]
+
+
+async def test_concurrent_calls_of_two_people_each_see_their_own(app, memory):
+    """The key reaches the tools through a context variable: calls in flight together must
+    not see each other's."""
+    for user in ("alice", "bob"):
+        memory.add(f"{user} was here", user=user, thread="t", bot="b")
+    seen: dict[str, set[str]] = {"alice": set(), "bob": set()}
+
+    async def look_as(user: str, transport: httpx2.ASGITransport) -> None:
+        key = create_key(memory, bot="b", user=user).secret
+        async with session_with_key(transport, key) as session:
+            for _ in range(5):
+                said = answer(await session.call_tool("search", {"query": "who was here"}))
+                seen[user].update(texts(said["matches"]))
+
+    async with serving(app) as transport, anyio.create_task_group() as group:
+        group.start_soon(look_as, "alice", transport)
+        group.start_soon(look_as, "bob", transport)
+
+    assert seen == {"alice": {"alice was here"}, "bob": {"bob was here"}}
+
+
+async def test_a_bot_key_names_the_person_within_its_bot(app, memory):
+    memory.add("Bob likes chess", user="bob", thread="t", bot="b")
+    key = create_key(memory, bot="b").secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        call = session.call_tool
+        unnamed = refusal(await call("search", {"query": "chess"}))
+        found = answer(await call("search", {"query": "chess", "user": "bob"}))
+        stored = answer(await call("remember", {"text": "Hi", "thread": "t", "user": "carol"}))
+        other_bot = refusal(await call("history", {"user": "bob", "bot": "c"}))
+
+    assert "name the person" in unnamed
+    assert found["user"] == "bob" and texts(found["matches"]) == ["Bob likes chess"]
+    assert (stored["bot"], stored["user"]) == ("b", "carol")
+    assert "no bot named 'c'" in other_bot
+
+
+async def test_an_admin_key_names_the_bot_and_the_person(app, memory):
+    memory.add("Dana plays the cello", user="dana", thread="t", bot="music")
+    key = create_key(memory, admin=True).secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        call = session.call_tool
+        no_bot = refusal(await call("history", {"user": "dana"}))
+        no_user = refusal(await call("history", {"bot": "music"}))
+        history = answer(await call("history", {"bot": "music", "user": "dana"}))
+
+    assert "name the bot" in no_bot and "name the person" in no_user
+    assert texts(history["lines"]) == ["Dana plays the cello"]
+
+
+async def test_membot_errors_reach_the_client_with_their_message(app, memory):
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        unknown_thread = refusal(await session.call_tool("history", {"thread": "nope"}))
+        nothing_to_end = refusal(
+            await session.call_tool("end_thread", {"thread": "nope", "remember": False})
+        )
+        no_confirm = refusal(await session.call_tool("forget", {"thread": "nope"}))
+
+    assert "'alice' has no thread 'nope'" in unknown_thread
+    assert "has no thread 'nope'" in nothing_to_end
+    assert "confirm" in no_confirm
+
+
+async def test_requests_without_an_active_key_get_the_servers_401(app, memory):
+    revoked = create_key(memory, bot="b", user="alice")
+    revoke_key(memory, revoked.key.id)
+    async with serving(app) as transport:
+        async with httpx2.AsyncClient(transport=transport, base_url=BASE_URL) as raw:
+            missing = await raw.post("/mcp", json={})
+            unknown = await raw.post("/mcp", json={}, headers={"Authorization": "Bearer mb_no"})
+            refused = await raw.post(
+                "/mcp", json={}, headers={"Authorization": f"Bearer {revoked.secret}"}
+            )
+        with pytest.raises(ExceptionGroup) as caught:
+            async with session_with_key(transport, "mb_not_a_key"):
+                pass
+
+    for response in (missing, unknown, refused):
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert set(response.json()) == {"error"}
+        assert response.json()["error"]["type"] == "unauthorized"
+    assert "revoked" in refused.json()["error"]["message"]
+    assert caught.group_contains(MCPError, depth=None)
+
+
+async def test_a_key_past_its_rate_limit_gets_429(memory):
+    app = create_app(memory, llm=ScriptedLLM(), rate_limit=1)
+    headers = {"Authorization": f"Bearer {create_key(memory, admin=True).secret}"}
+    async with (
+        serving(app) as transport,
+        httpx2.AsyncClient(transport=transport, base_url=BASE_URL) as raw,
+    ):
+        await raw.post("/mcp", json={}, headers=headers)
+        limited = await raw.post("/mcp", json={}, headers=headers)
+
+    assert limited.status_code == 429 and limited.headers["retry-after"]
+    assert limited.json()["error"]["type"] == "rate_limited"
+
+
+async def test_the_app_serves_mcp_again_after_a_restart(app, memory):
+    """Each start runs a fresh session manager (one runs only once): tests and reloads
+    start the same app more than once."""
+    key = create_key(memory, bot="b", user="alice").secret
+    for _ in range(2):
+        async with serving(app) as transport, session_with_key(transport, key) as session:
+            answer(await session.call_tool("history", {}))
+
+
+@pytest.mark.slow
+async def test_membot_mcp_serves_every_tool_over_stdio(tmp_path: Path, minilm, script):
+    """One real `membot mcp` process, as an MCP client starts it; the store is checked
+    afterwards through Memory."""
+    db = tmp_path / "stdio.db"
+    points = {"points": ["2024-05-01: Uma grows tomatoes"], "categories": ["hobbies"]}
+    command = ["-m", "membot", "--db", str(db), "--llm", script(json.dumps(points))]
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=[*command, "mcp", "--bot", "garden", "--user", "uma"],
+        env=subprocess_environment(minilm),
+    )
+    with (tmp_path / "server.err").open("w") as server_log, anyio.fail_after(STDIO_SECONDS):
+        async with (
+            stdio_client(parameters, errlog=server_log) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            results = await call_every_tool(session)
+
+    assert results["remembered"]["user"] == "uma"
+    assert texts(results["recalled"]["blocks"][0]["lines"])[0] == "I grow tomatoes on the balcony"
+    assert results["found"]["matches"][0]["text"] == "The car needs new brakes"
+    assert [thread["thread"] for thread in results["history"]["threads"]] == ["garden", "car"]
+    assert results["ended"]["decision"] == "kept"
+    assert "only as its own person" in results["someone_else"]
+    assert "confirm: true" in results["unconfirmed"]
+    memory = Memory(db, embedder=minilm)
+    try:
+        said = memory.history(user="uma", bot="garden")
+        assert [(line.thread, line.text) for line in said] == [
+            ("garden", "I grow tomatoes on the balcony"),
+            ("garden", "Tomatoes love the sun"),
+        ]
+        state = memory.thread_state(bot="garden", user="uma", thread="garden")
+        assert state is not None and state.ended_at is not None
+        assert "tomatoes" in memory.summaries(user="uma", bot="garden")[0].text
+    finally:
+        memory.close()
+
+
+async def call_every_tool(session: ClientSession) -> dict[str, Any]:
+    call = session.call_tool
+    garden = {"thread": "garden"}
+    remembered = answer(await call("remember", {"text": "I grow tomatoes on the balcony"} | garden))
+    await call("remember", {"text": "Tomatoes love the sun", "role": "bot"} | garden)
+    await call("remember", {"text": "The car needs new brakes", "thread": "car"})
+    return {
+        "remembered": remembered,
+        "recalled": answer(await call("recall", {"text": "where do I grow tomatoes?"})),
+        "found": answer(await call("search", {"query": "car brakes", "k": 1})),
+        "history": answer(await call("history", {})),
+        "ended": answer(await call("end_thread", {"remember": True} | garden)),
+        "someone_else": refusal(await call("history", {"user": "vic"})),
+        "unconfirmed": refusal(await call("forget", {"confirm": False, "thread": "car"})),
+        "forgot": answer(await call("forget", {"confirm": True, "thread": "car"})),
+    }
+
+
+def subprocess_environment(minilm) -> dict[str, str]:
+    """This test's environment (its private home and cache, PYTHONPATH), with the session's
+    MiniLM cache folder, where the model was converted to ONNX once, so the server does not
+    convert it again (seconds of torch)."""
+    environment = dict(os.environ)
+    onnx_path = getattr(minilm, "onnx_path", None)
+    if onnx_path is not None:
+        environment["MEMBOT_CACHE_DIR"] = str(onnx_path.parent.parent)
+    return environment
