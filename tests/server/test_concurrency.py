@@ -7,6 +7,7 @@ written through one worker recalled through the other.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -206,3 +207,30 @@ def test_a_line_stored_through_one_worker_is_recalled_through_the_other(cli, min
         assert said in json.dumps(trace["recalled"]), trace["recalled"]
     finally:
         server.stop()
+
+
+def test_the_workers_socket_answers_kept_alive_connections_without_nagle():
+    from membot.cli.serve import listening_socket
+
+    config = uvicorn.Config("membot.server:app_from_environment", host="127.0.0.1", port=0)
+    listener = listening_socket(config)
+
+    async def accepted_nodelay() -> int:
+        loop = asyncio.get_running_loop()
+        accepted: asyncio.Future[int] = loop.create_future()
+
+        class Accept(asyncio.Protocol):
+            def connection_made(self, transport) -> None:
+                sock = transport.get_extra_info("socket")
+                accepted.set_result(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await loop.create_server(Accept, sock=listener)
+        _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        try:
+            return await asyncio.wait_for(accepted, 10)
+        finally:
+            writer.close()
+            server.close()
+
+    assert asyncio.run(accepted_nodelay()) != 0  # asyncio set TCP_NODELAY on the connection
