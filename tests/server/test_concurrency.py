@@ -102,6 +102,18 @@ def test_fifty_turns_at_once_store_every_line_once_in_order(served: str, memory:
         assert stored[said["id"]].text == said["text"]
 
 
+def test_turns_on_different_threads_never_wait_for_each_others_lock(memory: Memory):
+    service = create_app(memory, llm=ScriptedLLM()).state.service
+    held = service.thread_lock("coach", "sam", "t1")
+    with held:
+        assert service.thread_lock("coach", "sam", "t1") is held
+        others = [service.thread_lock("coach", f"person {n}", "t1") for n in range(2000)]
+        free = [lock.acquire(blocking=False) for lock in others]
+        assert all(free)  # no other thread's lock is the one held
+        for lock in others:
+            lock.release()
+
+
 class ServeProcess:
     """``membot serve`` as a subprocess in its own process group, stopped as a group."""
 
