@@ -7,6 +7,7 @@ import os
 
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, LLMPool, Memory, resolve_llm
 from membot.server import openai_api, rest
@@ -37,7 +38,7 @@ def create_app(
     )
     app.state.service = service
     install_error_handlers(app)
-    app.middleware("http")(_account)
+    app.add_middleware(RequestAccounting)
     _add_health_routes(app)
     app.include_router(rest.router)
     app.include_router(openai_api.router)
@@ -61,25 +62,46 @@ def app_from_environment() -> FastAPI:
     )
 
 
-async def _account(request: Request, call_next) -> Response:
-    """Refuse bodies past the documented size, and count every request in the metrics."""
-    size = request.headers.get("content-length", "")
-    if size.isdigit() and int(size) > MAX_BODY_BYTES:
-        response = error_response(
-            413, "too_large", f"request bodies are limited to {MAX_BODY_BYTES // (1024 * 1024)} MB"
-        )
-        request.state.error_type = "too_large"
-    else:
-        response = await call_next(request)
-    route = request.scope.get("route")
-    service: Service = request.app.state.service
-    service.metrics.count_request(
-        request.method,
-        getattr(route, "path", "unmatched"),
-        response.status_code,
-        getattr(request.state, "error_type", None),
-    )
-    return response
+class RequestAccounting:
+    """Refuse bodies past the documented size, and count every request in the metrics.
+
+    Plain ASGI rather than ``BaseHTTPMiddleware``, which runs the rest of each request in a
+    task of its own behind in-memory streams: work every request paid for nothing."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        service: Service = scope["app"].state.service
+        state = scope.setdefault("state", {})
+        status = 500
+
+        async def noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        size = dict(scope["headers"]).get(b"content-length", b"")
+        try:
+            if size.isdigit() and int(size) > MAX_BODY_BYTES:
+                limit = MAX_BODY_BYTES // (1024 * 1024)
+                response = error_response(
+                    413, "too_large", f"request bodies are limited to {limit} MB"
+                )
+                state["error_type"] = "too_large"
+                await response(scope, receive, noting_status)
+            else:
+                await self.app(scope, receive, noting_status)
+        except Exception:
+            state.setdefault("error_type", "internal")  # answered 500 by the outermost layer
+            raise
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            service.metrics.count_request(scope["method"], route, status, state.get("error_type"))
 
 
 def _add_health_routes(app: FastAPI) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, File, Query, Request, Response, UploadFile
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from membot import (
@@ -154,8 +155,8 @@ async def import_profile(bot: str, key: Key, request: Request) -> dict[str, Any]
 # -- talking ---------------------------------------------------------------------------
 
 
-@router.post("/bots/{bot}/turns", tags=["talk"])
-def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> dict[str, Any]:
+@router.post("/bots/{bot}/turns", tags=["talk"], response_model=dict[str, Any])
+def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> Response:
     """Store the person's line, recall, answer: the whole trace (`membot say --json`). When
     the model fails: 503, and the line stays stored once."""
     user = person_of(key, bot, body.user)
@@ -176,7 +177,9 @@ def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> dict[s
     )
     if turn.error:
         raise model_unavailable(turn.error, turn.thread, turn.human_line.seq)
-    return turn.to_json()
+    # Encoded here: a trace is tens of kilobytes, which FastAPI would otherwise check against
+    # the declared type in another trip through the thread pool before encoding it.
+    return JSONResponse(turn.to_json())
 
 
 @router.post("/bots/{bot}/tool-results", status_code=201, tags=["talk"])

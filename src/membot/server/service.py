@@ -7,6 +7,7 @@ any worker can answer any request.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -14,9 +15,6 @@ from membot import LLM, Bot, LLMPool, Memory, Turn
 from membot.server.metrics import Metrics
 from membot.server.ratelimit import RateLimiter
 
-# Turns on one thread are taken one at a time in a process, so a reply is stored right after
-# the line it answers; 256 stripes bound the locks however many threads there are.
-THREAD_LOCK_STRIPES = 256
 # Documented limits (README, "membot serve"): past them a request gets 413.
 MAX_BODY_BYTES = 20 * 1024 * 1024
 MAX_LINE_CHARS = 32_000
@@ -38,13 +36,23 @@ class Service:
         self.limiter = RateLimiter(rate_limit)
         self.metrics = Metrics()
         self.public_url = public_url
-        self._thread_locks = [threading.Lock() for _ in range(THREAD_LOCK_STRIPES)]
+        # Turns on one thread are taken one at a time in a process, so a reply is stored right
+        # after the line it answers. A lock per thread, kept while a request holds it: with
+        # 256 shared stripes, 32 turns at once would hold two unrelated ones on one stripe 86%
+        # of the time, one waiting out the other's LLM call.
+        self._thread_locks: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._thread_locks_guard = threading.Lock()
 
     def bot(self, name: str) -> Bot:
         return Bot(self.memory, self.llm, name, llms=self.llms)
 
     def thread_lock(self, bot: str, user: str, thread: str) -> threading.Lock:
-        return self._thread_locks[hash((bot, user, thread)) % THREAD_LOCK_STRIPES]
+        """The lock of one conversation thread (hold the lock object while using it)."""
+        with self._thread_locks_guard:
+            lock = self._thread_locks.get((bot, user, thread))
+            if lock is None:
+                lock = self._thread_locks[(bot, user, thread)] = threading.Lock()
+            return lock
 
     def turn(
         self,
