@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -172,26 +173,46 @@ class Memory:
         run again, an import adds only what is missing. Returns the number of lines added;
         ``progress`` is told of every line read, added or skipped."""
         added = 0
+        # The next batch is embedded while this one is stored (token counts, inserts,
+        # commit): the cores the embedder leaves idle meanwhile get work.
+        with ThreadPoolExecutor(1, thread_name_prefix="membot-embed") as embedding:
+            pending = None
+            for batch in self._batches(items, batch_size):
+                missing = self._not_stored(batch)
+                upcoming = (batch, missing, embedding.submit(self._embed_lines, missing))
+                if pending:
+                    added += self._store_batch(*pending, progress)
+                pending = upcoming
+            if pending:
+                added += self._store_batch(*pending, progress)
+        return added
+
+    def _batches(self, items: Iterable[LineInput], size: int) -> Iterator[list[LineInput]]:
         batch: list[LineInput] = []
         for item in items:
             batch.append(self.validate_line(item))
-            if len(batch) >= batch_size:
-                added += self._add_batch(batch, progress)
+            if len(batch) >= size:
+                yield batch
                 batch = []
         if batch:
-            added += self._add_batch(batch, progress)
-        return added
+            yield batch
 
-    def _add_batch(self, batch: list[LineInput], progress: Callable[[int], None] | None) -> int:
-        missing = self._not_stored(batch)
+    def _embed_lines(self, lines: list[LineInput]) -> np.ndarray | None:
+        # The embedder sorts the lines by length itself: less padding, same order out.
+        return self.embed([line.text for line in lines]) if lines else None
+
+    def _store_batch(
+        self,
+        batch: list[LineInput],
+        missing: list[LineInput],
+        vectors: Future[np.ndarray | None],
+        progress: Callable[[int], None] | None,
+    ) -> int:
+        embedded = vectors.result()
         stored = []
-        if missing:
-            # The embedder sorts the batch by length itself: less padding, same order out.
-            vectors = self.embed([item.text for item in missing])
-            news = [
-                self._new_line(item, vector) for item, vector in zip(missing, vectors, strict=True)
-            ]
-            stored = self.store.add_lines(news, self._vectors_by(vectors))
+        if embedded is not None:
+            news = [self._new_line(line, v) for line, v in zip(missing, embedded, strict=True)]
+            stored = self.store.add_lines(news, self._vectors_by(embedded))
         if progress:
             progress(len(batch))
         return len(stored)

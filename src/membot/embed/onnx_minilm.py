@@ -190,8 +190,10 @@ class OnnxMiniLMEmbedder:
         if len(chunks) == 1:  # a turn's line or two: no hand-off to another thread
             run(chunks[0])
         else:
+            # Longest chunks first: the last ones to finish are short, so no core waits
+            # long for another at the end of the batch.
             with ThreadPoolExecutor(_workers()) as pool:
-                list(pool.map(run, chunks))  # list(): re-raise the first failure
+                list(pool.map(run, reversed(chunks)))  # list(): re-raise the first failure
         return normalize(result)
 
 
