@@ -1,5 +1,6 @@
-"""Embedding cost of the bundled all-MiniLM-L6-v2: ONNX Runtime (membot's default) against
-sentence-transformers on torch, for one line (a turn) and for a batch (an import).
+"""Embedding cost of the bundled all-MiniLM-L6-v2: ONNX Runtime (membot's default), its int8
+copy (``minilm-int8``) and sentence-transformers on torch, for one line (a turn) and for a batch
+(an import); and how close the int8 vectors are to the full model's.
 
     .venv/bin/python benchmarks/embed_speed.py
 """
@@ -54,13 +55,19 @@ def main() -> None:
     lines = dialog_lines()
     with tempfile.TemporaryDirectory() as folder:
         onnx = OnnxMiniLMEmbedder(Path(folder))
+        int8 = OnnxMiniLMEmbedder(Path(folder), quantized=True)
         torch_path = bundled_minilm()
-        for name, embedder in (("onnxruntime", onnx), ("torch", torch_path)):
+        for name, embedder in (("onnxruntime", onnx), ("onnx int8", int8), ("torch", torch_path)):
             one = median_ms(embedder.embed, lines)
             rate = batch_rate(embedder.embed, lines)
             print(f"{name:<12} one line {one:6.2f} ms (median of 50)   batch {rate:6.0f} lines/s")
-        gap = np.abs(onnx.embed(lines[:200]) - torch_path.embed(lines[:200])).max()
-        print(f"largest difference between the two, over 200 lines: {gap:.1e}")
+        full = onnx.embed(lines)
+        gap = np.abs(full[:200] - torch_path.embed(lines[:200])).max()
+        print(f"largest difference between onnxruntime and torch, over 200 lines: {gap:.1e}")
+        cosines = np.sum(int8.embed(lines) * full, axis=1)
+        print(
+            f"cosine of int8 and full vectors: mean {cosines.mean():.4f}, min {cosines.min():.4f}"
+        )
         print(f"({len(lines)} LoCoMo dialog lines)")
 
 

@@ -8,6 +8,7 @@ tested with the installed script in ``test_cli_main.py``.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -217,6 +218,15 @@ def test_import_locomo_then_search_and_history(cli, tmp_path: Path) -> None:
 
     found = cli.json("search", "LGBTQ support group", "--user", "Caroline", "-k", "1")
     assert found[0]["ref"] == "D1:3"
+
+
+def test_importing_a_file_again_adds_nothing_and_says_so(cli, tmp_path: Path) -> None:
+    path = str(locomo_slice(tmp_path / "slice.json"))
+    first = flat(cli.ok("import", path, "--format", "locomo").stderr)
+    assert re.search(r"imported 6 lines in 2 threads: \d+ lines/s, [\d.]+ s", first)
+    again = flat(cli.ok("import", path, "--format", "locomo").stderr)
+    assert "imported 0 lines in 2 threads (6 were stored already)" in again
+    assert len(cli.json("history", "--user", "Caroline")) == 6
 
 
 def test_a_malformed_import_stores_nothing(cli, tmp_path: Path) -> None:

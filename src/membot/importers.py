@@ -9,13 +9,21 @@
   session id, dated as given; user turns are human lines, assistant turns bot lines, ``ref`` =
   ``<session_id>:<turn index>``. The person is ``--user`` or the question id, so haystacks of
   different questions stay apart.
+
+Each line gets a ``source_key``: ``ref:`` and its ref when the format gives one (a ref names
+one line: the same ref twice in a thread is one line, stored once, and with two different
+texts the file is refused), else ``line:<n>:<hash>``, its place among its thread's lines in
+the file and a hash of its text. An import run again, after it was stopped or when the file
+has grown, adds only the lines whose key their thread does not hold.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,13 +50,32 @@ def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
         raise ImportFormatError(f"no such file: {path}")
     reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
     try:
-        lines = list(reader(path, bot, user))
+        lines = list(with_source_keys(path, reader(path, bot, user)))
     except UnicodeDecodeError as error:
         raise ImportFormatError(f"{path} is not UTF-8 text: {error}") from error
     if not lines:
         raise ImportFormatError(f"{path} holds no lines to import as {fmt}")
     threads = len({(line.user, line.thread) for line in lines})
     return ImportPlan(lines, threads)
+
+
+def with_source_keys(path: Path, lines: Iterable[LineInput]) -> Iterator[LineInput]:
+    """The lines with their ``source_key`` (the module's docstring says which)."""
+    places: Counter[tuple[str, str, str]] = Counter()
+    ref_texts: dict[tuple[tuple[str, str, str], str], str] = {}
+    for line in lines:
+        thread = (line.bot, line.user, line.thread)
+        places[thread] += 1
+        if line.ref is None:
+            digest = hashlib.sha256(line.text.encode("utf-8")).hexdigest()[:16]
+            yield replace(line, source_key=f"line:{places[thread]}:{digest}")
+            continue
+        if ref_texts.setdefault((thread, line.ref), line.text) != line.text:
+            raise ImportFormatError(
+                f"{path}: ref {line.ref!r} names two different lines in thread "
+                f"{line.thread!r}; a ref must name one line"
+            )
+        yield replace(line, source_key=f"ref:{line.ref}")
 
 
 def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
@@ -68,7 +95,7 @@ def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
                     bot=record.get("bot") or bot,
                     created_at=parse_time(record["created_at"]) if "created_at" in record else None,
                     speaker=record.get("speaker"),
-                    ref=record.get("ref"),
+                    ref=None if record.get("ref") is None else str(record["ref"]),
                 )
             except (json.JSONDecodeError, KeyError, ValueError, TypeError) as error:
                 raise ImportFormatError(f"{path}:{number}: not a valid line: {error}") from error

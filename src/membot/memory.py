@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +35,7 @@ from membot.model import (
 from membot.recall import push_to_buffer
 from membot.recall.chat import check_strategy, recall_for_turn
 from membot.search import Scope, VectorIndex, best_scored
-from membot.store import BufferEntry, NewLine, Store, ThreadKey, open_store
+from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
 from membot.store.base import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
 
@@ -52,7 +53,9 @@ def summary_parts(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class LineInput:
-    """A line to add in bulk (imports)."""
+    """A line to add in bulk (imports). ``source_key`` says where it came from (the
+    importers set it: ``ref:`` and its ref, or its place and text in the file); a thread holds
+    each key once, so :meth:`Memory.add_many` skips a line whose key is stored already."""
 
     text: str
     user: str
@@ -62,6 +65,13 @@ class LineInput:
     created_at: datetime | None = None
     speaker: str | None = None
     ref: str | None = None
+    source_key: str | None = None
+
+
+def _source_key(item: LineInput) -> SourceKey | None:
+    if item.source_key is None:
+        return None
+    return SourceKey(ThreadKey(item.bot, item.user, item.thread), item.source_key)
 
 
 @dataclass(frozen=True)
@@ -157,25 +167,63 @@ class Memory:
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
     ) -> int:
-        """Bulk add in batches: one embedding call and one transaction per batch."""
+        """Bulk add in batches: one embedding call and one transaction per batch, so a run
+        stopped at any point has stored whole batches and nothing of the one in flight.
+        Lines whose ``source_key`` their thread holds already are skipped before embedding:
+        run again, an import adds only what is missing. Returns the number of lines added;
+        ``progress`` is told of every line read, added or skipped."""
         added = 0
+        # The next batch is embedded while this one is stored (token counts, inserts,
+        # commit): the cores the embedder leaves idle meanwhile get work.
+        with ThreadPoolExecutor(1, thread_name_prefix="membot-embed") as embedding:
+            pending = None
+            for batch in self._batches(items, batch_size):
+                missing = self._not_stored(batch)
+                upcoming = (batch, missing, embedding.submit(self._embed_lines, missing))
+                if pending:
+                    added += self._store_batch(*pending, progress)
+                pending = upcoming
+            if pending:
+                added += self._store_batch(*pending, progress)
+        return added
+
+    def _batches(self, items: Iterable[LineInput], size: int) -> Iterator[list[LineInput]]:
         batch: list[LineInput] = []
         for item in items:
             batch.append(self.validate_line(item))
-            if len(batch) >= batch_size:
-                added += self._add_batch(batch, progress)
+            if len(batch) >= size:
+                yield batch
                 batch = []
         if batch:
-            added += self._add_batch(batch, progress)
-        return added
+            yield batch
 
-    def _add_batch(self, batch: list[LineInput], progress: Callable[[int], None] | None) -> int:
-        vectors = self.embed([item.text for item in batch])
-        news = [self._new_line(item, vector) for item, vector in zip(batch, vectors, strict=True)]
-        self.store.add_lines(news, self._vectors_by(vectors))
+    def _embed_lines(self, lines: list[LineInput]) -> np.ndarray | None:
+        # The embedder sorts the lines by length itself: less padding, same order out.
+        return self.embed([line.text for line in lines]) if lines else None
+
+    def _store_batch(
+        self,
+        batch: list[LineInput],
+        missing: list[LineInput],
+        vectors: Future[np.ndarray | None],
+        progress: Callable[[int], None] | None,
+    ) -> int:
+        embedded = vectors.result()
+        stored = []
+        if embedded is not None:
+            news = [self._new_line(line, v) for line, v in zip(missing, embedded, strict=True)]
+            stored = self.store.add_lines(news, self._vectors_by(embedded))
         if progress:
             progress(len(batch))
-        return len(batch)
+        return len(stored)
+
+    def _not_stored(self, batch: list[LineInput]) -> list[LineInput]:
+        """The lines of ``batch`` not stored by an earlier run (those without a key are new)."""
+        keys = [_source_key(item) for item in batch]
+        held = self.store.stored_source_keys(key for key in keys if key is not None)
+        return [
+            item for item, key in zip(batch, keys, strict=True) if key is None or key not in held
+        ]
 
     def validate_line(self, item: LineInput) -> LineInput:
         """The line with its role parsed; ``ConfigError`` saying what is wrong otherwise."""
@@ -197,7 +245,7 @@ class Memory:
     def _new_line(self, item: LineInput, vector: np.ndarray) -> NewLine:
         key = ThreadKey(item.bot, item.user, item.thread)
         return NewLine(key, Role(item.role), item.text, vector, self.tokens.count(item.text),
-                       item.created_at, item.speaker, item.ref)  # fmt: skip
+                       item.created_at, item.speaker, item.ref, item.source_key)  # fmt: skip
 
     # -- bots -----------------------------------------------------------------------------
 

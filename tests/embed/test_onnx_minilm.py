@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from membot import Memory, resolve_embedder
+from membot import EmbedderMismatchError, Memory, resolve_embedder
 from membot.embed import CachedEmbedder, OnnxMiniLMEmbedder, bundled_minilm
 from membot.embed.sentence import BUNDLED_NAME
 
@@ -81,3 +81,29 @@ def test_embedding_writes_nothing_outside_membots_folders(tmp_path: Path) -> Non
     env = {"HOME": str(home), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
     assert list(home.rglob("*")) == []
+
+
+def test_minilm_int8_is_a_quantised_copy_beside_the_full_model_with_a_name_of_its_own(
+    minilm, tmp_path: Path
+) -> None:
+    folder = minilm.onnx_path.parent  # the session's export, quantised here once
+    int8 = OnnxMiniLMEmbedder(folder, quantized=True)
+    assert int8.name != minilm.name and int8.onnx_path.parent == folder
+    vectors = int8.embed(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    # close to the full model's vectors, not the same (0.96 for "ok thanks" here)
+    cosines = np.sum(vectors * minilm.embed(TEXTS), axis=1)
+    assert cosines.min() > 0.95 and cosines.mean() > 0.97 and cosines.max() < 0.9999
+    assert int8.onnx_path.stat().st_size < minilm.onnx_path.stat().st_size * 0.7
+
+
+def test_a_store_made_with_minilm_refuses_minilm_int8_vectors(minilm, isolated_home: Path) -> None:
+    """Never mixed silently: the store names the embedder its vectors came from."""
+    memory = Memory(isolated_home / "m.db", embedder=minilm)
+    memory.add("I work in logistics.", user="alice", thread="t1")
+    memory.close()
+    quantised = resolve_embedder("minilm-int8")
+    assert isinstance(quantised, OnnxMiniLMEmbedder) and quantised.quantized
+    with pytest.raises(EmbedderMismatchError, match="run `membot reindex`"):
+        Memory(isolated_home / "m.db", embedder=quantised).search("work", user="alice")

@@ -7,11 +7,22 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import Progress
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from membot import (
     DEFAULT_BOT,
@@ -56,7 +67,10 @@ def global_options(
         ),
     ] = None,
     embedder: Annotated[
-        str, typer.Option(envvar="MEMBOT_EMBEDDER", help="minilm | st:NAME | openai:MODEL[@URL]")
+        str,
+        typer.Option(
+            envvar="MEMBOT_EMBEDDER", help="minilm | minilm-int8 | st:NAME | openai:MODEL[@URL]"
+        ),
     ] = DEFAULT_EMBEDDER,
     llm: Annotated[
         str | None,
@@ -196,13 +210,42 @@ def import_(
     bot: BotOption = DEFAULT_BOT,
     user: Annotated[str | None, typer.Option("--user", "-u", help="Owner of the lines.")] = None,
 ) -> None:
-    """Bulk import a conversation file, embedding in batches."""
+    """Bulk import a conversation file, embedding in batches. Run again (after a stop, or on
+    a file that grew), it adds only the lines not stored yet."""
     plan = read_file(file, fmt, bot, user)
     memory = options_of(context).memory()
-    with Progress(console=err, transient=False) as progress:
+    started = time.perf_counter()
+    with import_progress() as progress:
         task = progress.add_task(f"importing {file.name}", total=len(plan.lines))
         added = memory.add_many(plan.lines, progress=lambda n: progress.advance(task, n))
-    err.print(f"imported {added} lines in {plan.threads} threads")
+    seconds = time.perf_counter() - started
+    skipped = len(plan.lines) - added
+    already = f" ({skipped} were stored already)" if skipped else ""
+    err.print(
+        f"imported {added} lines in {plan.threads} threads{already}: "
+        f"{len(plan.lines) / max(seconds, 1e-9):.0f} lines/s, {seconds:.1f} s"
+    )
+
+
+class LinesPerSecondColumn(ProgressColumn):
+    """How fast lines go by, averaged over the last 30 s (rich's estimate)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("" if speed is None else f"{speed:,.0f} lines/s", style="progress.data.speed")
+
+
+def import_progress() -> Progress:
+    """A bar with lines done, lines per second and the time left, on stderr."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        LinesPerSecondColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err,
+    )
 
 
 @app.command()

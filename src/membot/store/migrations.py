@@ -136,6 +136,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX lines_by_scope ON lines (bot_id, person_id, id);
     """,
+    # 5: where an imported line came from (its ref, or its place and text in the file), unique
+    # per thread, so an import run again skips the lines it already stored. Lines imported
+    # before keep their ref as their key (the first of a thread's duplicates, where an import
+    # was run twice); lines said in a turn have none.
+    """
+    ALTER TABLE lines ADD COLUMN source_key TEXT;
+    UPDATE lines SET source_key = 'ref:' || ref WHERE id IN (
+        SELECT MIN(id) FROM lines WHERE ref IS NOT NULL GROUP BY thread_id, ref
+    );
+    CREATE UNIQUE INDEX lines_by_source ON lines (thread_id, source_key)
+        WHERE source_key IS NOT NULL;
+    """,
 )
 
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from membot.errors import EmbedderMismatchError, StoreError
 from membot.model import Line, Role, ThreadInfo, utc_now
-from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows
+from membot.store.base import BufferEntry, NewLine, SourceKey, ThreadKey, VectorRows
 from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
@@ -272,7 +272,8 @@ class SqliteStore(StoreExtras, StoreKeys):
     def add_lines(
         self, lines: Iterable[NewLine], vectors_by: tuple[str, int] | None = None
     ) -> list[Line]:
-        """Store lines with their vectors and lexical rows, all in one transaction.
+        """Store lines with their vectors and lexical rows, all in one transaction; a line
+        whose ``source_key`` its thread holds already is skipped (it is not in the result).
 
         ``vectors_by`` (model name, dimension) is checked against the store's and recorded
         on the first write, inside the same transaction, so two writers with different
@@ -281,10 +282,15 @@ class SqliteStore(StoreExtras, StoreKeys):
         with self._write() as db:
             self._check_and_record_embedder(db, vectors_by)
             refs: dict[ThreadKey, ThreadRef] = {}
+            resumed: set[int] = set()
             for new in lines:
                 ref = refs.get(new.key)
                 if ref is None:
                     ref = refs[new.key] = self._ensure_thread(db, new.key)
+                if new.source_key is not None and self._holds_key(db, ref.id, new.source_key):
+                    continue
+                if ref.id not in resumed:
+                    resumed.add(ref.id)
                     # A line in an ended thread takes the conversation up again.
                     db.execute(
                         "UPDATE threads SET ended_at = NULL WHERE id = ? AND ended_at IS NOT NULL",
@@ -292,6 +298,32 @@ class SqliteStore(StoreExtras, StoreKeys):
                     )
                 stored.append(self._insert_line(db, ref, new))
         return stored
+
+    @staticmethod
+    def _holds_key(db: sqlite3.Connection, thread_id: int, source_key: str) -> bool:
+        sql = "SELECT 1 FROM lines WHERE thread_id = ? AND source_key = ?"
+        return db.execute(sql, (thread_id, source_key)).fetchone() is not None
+
+    def stored_source_keys(self, keys: Iterable[SourceKey]) -> set[SourceKey]:
+        """Which of ``keys`` their threads hold: asked before embedding, so lines stored by
+        an earlier run of an import are neither embedded nor stored again."""
+        by_thread: dict[ThreadKey, list[str]] = {}
+        for key in keys:
+            by_thread.setdefault(key.thread, []).append(key.key)
+        held: set[SourceKey] = set()
+        for thread, wanted in by_thread.items():
+            thread_id = self.thread_id(thread)
+            if thread_id is None:
+                continue
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = self._query(
+                    "SELECT source_key FROM lines WHERE thread_id = ? "
+                    f"AND source_key IN ({','.join('?' * len(chunk))})",
+                    [thread_id, *chunk],
+                )
+                held.update(SourceKey(thread, row[0]) for row in rows)
+        return held
 
     def _check_and_record_embedder(
         self, db: sqlite3.Connection, vectors_by: tuple[str, int] | None
@@ -310,7 +342,7 @@ class SqliteStore(StoreExtras, StoreKeys):
         created = (new.created_at or utc_now()).astimezone(UTC)
         line_id = db.execute(
             "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, "
-            "created_at, tokens, ref) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "created_at, tokens, ref, source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 ref.id,
                 ref.bot_id,
@@ -322,6 +354,7 @@ class SqliteStore(StoreExtras, StoreKeys):
                 created.isoformat(),
                 new.tokens,
                 new.ref,
+                new.source_key,
             ),
         ).lastrowid
         vector = np.ascontiguousarray(new.vector, dtype=np.float32)
