@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import HashingEmbedder
 
 from membot import ImportFormatError, Memory
 from membot.eval import shared_data_dir
@@ -28,17 +27,21 @@ LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 SOURCE_KEY_MIGRATION = 5  # the migration that made lines.source_key
 
 
-class StopsAfter(HashingEmbedder):
-    """The hashing embedder, failing on its ``batches + 1``-th call, as a killed run would."""
+class StopsAfter:
+    """Embeds with ``inner`` for ``batches`` calls, then stops as a Ctrl-C would."""
 
-    def __init__(self, batches: int) -> None:
-        super().__init__()
-        self.batches = batches
+    def __init__(self, inner, batches: int) -> None:
+        self.inner, self.name, self.batches, self.calls = inner, inner.name, batches, 0
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if len(self.calls) == self.batches:
+        if self.calls == self.batches:
             raise KeyboardInterrupt("stopped")
-        return super().embed(texts)
+        self.calls += 1
+        return self.inner.embed(texts)
 
 
 def stored(memory: Memory, lines) -> dict[tuple[str, str], list[tuple[int, str | None, str]]]:
@@ -62,8 +65,7 @@ def expected(lines) -> dict[tuple[str, str], list[tuple[int, str | None, str]]]:
 LINES = read_file(LOCOMO, "locomo", "membot", None).lines[:1000]
 
 
-def test_the_same_file_imported_twice_adds_nothing_the_second_time(make_memory) -> None:
-    embedder = HashingEmbedder()
+def test_the_same_file_imported_twice_adds_nothing_the_second_time(make_memory, embedder) -> None:
     memory = make_memory(embedder)
     assert memory.add_many(LINES, batch_size=128) == 1000
     embedded = len(embedder.embedded)
@@ -75,22 +77,22 @@ def test_the_same_file_imported_twice_adds_nothing_the_second_time(make_memory) 
 
 @pytest.mark.parametrize("batches", [0, 1, 3, 7])
 def test_an_import_stopped_after_some_batches_and_run_again_adds_what_is_missing(
-    make_memory, tmp_path: Path, batches: int
+    make_memory, make_embedder, tmp_path: Path, batches: int
 ) -> None:
-    first = make_memory(StopsAfter(batches), tmp_path / "m.db")
+    first = make_memory(StopsAfter(make_embedder(), batches), tmp_path / "m.db")
     with pytest.raises(KeyboardInterrupt):
         first.add_many(LINES, batch_size=128)
     assert first.count_lines() == 128 * batches  # whole batches, none of the one in flight
     first.close()
 
-    again = make_memory(HashingEmbedder(), tmp_path / "m.db")
+    again = make_memory(make_embedder(), tmp_path / "m.db")
     assert again.add_many(LINES, batch_size=128) == 1000 - 128 * batches
     assert stored(again, LINES) == expected(LINES)  # each line once, in order, seqs 1..n
 
 
 def test_a_store_failure_mid_batch_stores_none_of_the_batch(make_memory, tmp_path: Path) -> None:
     """A line the store refuses rolls its whole batch back; the rerun stores them all."""
-    memory = make_memory(HashingEmbedder(), tmp_path / "m.db")
+    memory = make_memory(path=tmp_path / "m.db")
     with sqlite3.connect(tmp_path / "m.db") as db:  # the 200th line's insert fails
         db.execute(
             "CREATE TRIGGER refuse BEFORE INSERT ON lines WHEN (SELECT COUNT(*) FROM lines) = 199 "
@@ -156,11 +158,11 @@ def test_a_ref_names_one_line(make_memory, tmp_path: Path) -> None:
         read_file(write_jsonl(tmp_path / "other.jsonl", other), "jsonl", "membot", "al")
 
 
-def test_a_store_imported_before_keys_keeps_its_refs_as_keys(tmp_path: Path) -> None:
+def test_a_store_imported_before_keys_keeps_its_refs_as_keys(make_memory, tmp_path: Path) -> None:
     """An older store where a LoCoMo file was imported twice: the first of each duplicate
     gets the ref's key, so importing again adds nothing more (the duplicates stay)."""
     path = tmp_path / "older.db"
-    memory = Memory(path, embedder=HashingEmbedder())
+    memory = make_memory(path=path)
     old_lines = LINES[:300]
     for _ in range(2):  # as the importer did before: no keys
         memory.add_many([replace(line, source_key=None) for line in old_lines])
@@ -172,11 +174,10 @@ def test_a_store_imported_before_keys_keeps_its_refs_as_keys(tmp_path: Path) -> 
     db.close()
     assert len(MIGRATIONS) >= SOURCE_KEY_MIGRATION
 
-    memory = Memory(path, embedder=HashingEmbedder())
+    memory = make_memory(path=path)
     assert memory.count_lines() == 600
     assert memory.add_many(LINES) == 700  # only the lines never imported
     assert memory.count_lines() == 1300
-    memory.close()
 
 
 @pytest.mark.slow
