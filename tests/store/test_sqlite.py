@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from membot import Role, StoreError
-from membot.store import BufferEntry, NewLine, SqliteStore, ThreadKey
+from membot.store import BufferEntry, NewLine, SourceKey, SqliteStore, ThreadKey
 
 ALICE_T1 = ThreadKey("membot", "alice", "t1")
 ALICE_T2 = ThreadKey("membot", "alice", "t2")
@@ -315,3 +316,40 @@ def test_re_embedding_is_refused_when_lines_came_in_meanwhile(store: SqliteStore
         store.replace_vectors(new_vectors, {"embedder": "model-b", "dimension": "8"},
                               last_id=first.id, generation=generation)  # fmt: skip
     assert store.get_meta("embedder") == "model-a"
+
+
+def keyed(key: ThreadKey, text: str, source_key: str) -> NewLine:
+    return replace(new_line(key, text), source_key=source_key)
+
+
+def test_a_line_whose_source_key_its_thread_holds_is_skipped(store: SqliteStore) -> None:
+    """Checked inside the write: a line another import stored meanwhile is not stored again."""
+    first = store.add_lines(
+        [keyed(ALICE_T1, "one", "ref:D1:1"), keyed(ALICE_T1, "two", "ref:D1:2")]
+    )
+    assert [line.seq for line in first] == [1, 2]
+    again = store.add_lines(
+        [
+            keyed(ALICE_T1, "one", "ref:D1:1"),
+            keyed(ALICE_T1, "three", "ref:D1:3"),
+            keyed(ALICE_T2, "one", "ref:D1:1"),  # another thread: a key of its own
+        ]
+    )
+    assert [(line.thread, line.seq, line.text) for line in again] == [
+        ("t1", 3, "three"),
+        ("t2", 1, "one"),
+    ]
+    wanted = [SourceKey(ALICE_T1, "ref:D1:1"), SourceKey(ALICE_T1, "ref:D9:9")]
+    wanted += [SourceKey(BOB_T1, "ref:D1:1")]  # a thread that does not exist
+    assert store.stored_source_keys(wanted) == {SourceKey(ALICE_T1, "ref:D1:1")}
+    assert store.stored_source_keys([]) == set()
+
+
+def test_the_store_holds_a_source_key_once_per_thread(store: SqliteStore) -> None:
+    store.add_lines([keyed(ALICE_T1, "one", "ref:x")])
+    with sqlite3.connect(store.path) as db, pytest.raises(sqlite3.IntegrityError):
+        db.execute(
+            "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, text, created_at, "
+            "tokens, source_key) SELECT thread_id, bot_id, person_id, 2, role, text, "
+            "created_at, tokens, source_key FROM lines"
+        )
