@@ -17,7 +17,7 @@ reply would cost about one more ``embed ms``. ``server`` and ``driver CPU ms`` a
 time a turn of the server's processes and of this script, which share the same cores.
 
     .venv/bin/python benchmarks/serve_load.py [--workers 1 2] [--clients 1 8 32]
-        [--turns 600] [--seconds 30] [--json]
+        [--turns 600] [--seconds 30] [--repeat 1] [--json]
 
 The store is built once (about a minute) into ``$TMPDIR/membot-serve-load`` and copied for
 each measurement.
@@ -88,9 +88,10 @@ class Result:
     server_cpu_ms: float  # a turn
     driver_cpu_ms: float  # a turn
     turns_by_worker: list[int]
+    load: float  # the machine's 1-minute load average as the measurement began
 
     @classmethod
-    def of(cls, workers: int, clients: int, run: Run, by_worker: list[int]) -> Result:
+    def of(cls, workers: int, clients: int, run: Run, by_worker: list[int], load: float) -> Result:
         done = len(run.latencies_ms)
         return cls(
             workers=workers,
@@ -106,6 +107,7 @@ class Result:
             server_cpu_ms=round(run.server_cpu_s * 1000 / done, 1),
             driver_cpu_ms=round(run.driver_cpu_s * 1000 / done, 1),
             turns_by_worker=by_worker,
+            load=round(load, 1),
         )
 
 
@@ -122,6 +124,7 @@ COLUMNS = (
     ("embed ms", "embed_ms", "{:>8}"),
     ("server CPU ms", "server_cpu_ms", "{:>13}"),
     ("driver CPU ms", "driver_cpu_ms", "{:>13}"),
+    ("load", "load", "{:>4}"),
     ("turns by worker", "turns_by_worker", "{}"),
 )
 
@@ -302,6 +305,7 @@ def drive(served: Served, clients: int, asks: list[str], seconds: float) -> Run:
 
 def measure(store: Path, workers: int, clients: int, turns: int, seconds: float) -> Result:
     asks = questions()[:turns]
+    load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="membot-load-") as folder:
         served = Served(store, workers, Path(folder))
         try:
@@ -312,7 +316,7 @@ def measure(store: Path, workers: int, clients: int, turns: int, seconds: float)
         finally:
             served.stop()
     by_worker = sorted((int(after[pid] - before.get(pid, 0)) for pid in after), reverse=True)
-    return Result.of(workers, clients, run, by_worker)
+    return Result.of(workers, clients, run, by_worker, load)
 
 
 def main() -> None:
@@ -321,18 +325,21 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--turns", type=int, default=600, help="most turns a measurement")
     parser.add_argument("--seconds", type=float, default=30, help="longest a measurement")
+    parser.add_argument("--repeat", type=int, default=1, help="measure everything N times")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     store = built_store()
     results = []
     if not args.json:
         print(row([title for title, _, _ in COLUMNS]), flush=True)
-    for workers in args.workers:
-        for clients in args.clients:
-            result = measure(store, workers, clients, args.turns, args.seconds)
-            results.append(result)
-            if not args.json:
-                print(row([getattr(result, name) for _, name, _ in COLUMNS]), flush=True)
+    # Worker counts side by side for each client count, so a busy spell on a shared machine
+    # slows both alike.
+    cells = [(w, c) for _ in range(args.repeat) for c in args.clients for w in args.workers]
+    for workers, clients in cells:
+        result = measure(store, workers, clients, args.turns, args.seconds)
+        results.append(result)
+        if not args.json:
+            print(row([getattr(result, name) for _, name, _ in COLUMNS]), flush=True)
     if args.json:
         print(json.dumps([asdict(result) for result in results], indent=2))
 
