@@ -74,3 +74,14 @@ def test_the_default_llm_is_the_bundled_model() -> None:
 def test_the_bundled_model_answers_offline() -> None:
     reply = BundledSmolLM2().complete([{"role": "user", "content": "Say hello."}], 8)
     assert isinstance(reply, str) and reply.strip()
+
+
+@pytest.mark.slow
+def test_the_bundled_model_streams_json_held_to_the_schema() -> None:
+    """llama-cpp-python's grammar: the 135M model can only write the shape asked for."""
+    from membot.relevance import VERDICT_SCHEMA
+
+    question = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
+    pieces = list(BundledSmolLM2().stream(question, 16, schema=VERDICT_SCHEMA))
+    assert len(pieces) > 1
+    assert json.loads("".join(pieces))["answer"] in {"yes", "no"}

@@ -31,8 +31,11 @@ class BundledSmolLM2:
     """SmolLM2-135M-Instruct, loaded on first use; no network, no key."""
 
     name = "smollm2"
-    # Held to JSON by a grammar, the 135M model writes well-formed nonsense; in plain text it
-    # at least answers. Bots using it reply in text, without citations.
+    # Measured, not assumed (benchmarks/reply_shape.py, docs/performance.md): held to the
+    # reply schema by a grammar, it cites a hint in 40% of 50 LoCoMo turns, but only 38% of
+    # its replies are fit to show (it copies the prompt's example, "what AI says"); in plain
+    # text all 50 are. Bots using it reply in text, without citations; set this True on an
+    # instance to have it cite anyway.
     writes_json = False
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
