@@ -8,6 +8,7 @@ it and writes about 16 tokens/s. The price is a one-time build of llama-cpp-pyth
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -42,6 +43,9 @@ class BundledSmolLM2:
         self.path = path
         self.context_tokens = context_tokens
         self._model = None
+        # One llama.cpp context answers one request at a time: a server's threads share this
+        # model (through the LLM pool), so each reply holds the lock from load to last token.
+        self._lock = threading.RLock()
 
     def _load(self):
         if self._model is None:
@@ -52,20 +56,22 @@ class BundledSmolLM2:
     def complete(
         self, messages: Sequence[Message], max_tokens: int, *, schema: JsonSchema | None = None
     ) -> str:
-        result = self._create(messages, max_tokens, schema, stream=False)
+        with self._lock:
+            result = self._create(messages, max_tokens, schema, stream=False)
         return (result["choices"][0]["message"]["content"] or "").strip()
 
     def stream(
         self, messages: Sequence[Message], max_tokens: int, *, schema: JsonSchema | None = None
     ) -> Iterator[str]:
-        chunks = self._create(messages, max_tokens, schema, stream=True)
-        try:
-            for chunk in chunks:
-                text = chunk["choices"][0]["delta"].get("content")
-                if text:
-                    yield text
-        except (ValueError, RuntimeError) as error:
-            raise ProviderError(f"the bundled model failed: {error}") from error
+        with self._lock:
+            chunks = self._create(messages, max_tokens, schema, stream=True)
+            try:
+                for chunk in chunks:
+                    text = chunk["choices"][0]["delta"].get("content")
+                    if text:
+                        yield text
+            except (ValueError, RuntimeError) as error:
+                raise ProviderError(f"the bundled model failed: {error}") from error
 
     def _create(self, messages, max_tokens: int, schema: JsonSchema | None, stream: bool):
         model = self._load()
