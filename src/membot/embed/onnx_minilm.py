@@ -108,8 +108,13 @@ def quantize_onnx(source: Path, target: Path) -> Path:
     level = root.level
     root.setLevel(logging.ERROR)  # a note, logged to the root logger, about pre-processing
     try:
-        quantize_dynamic(str(source), str(partial), op_types_to_quantize=["MatMul"],
-                         per_channel=True, weight_type=QuantType.QInt8)  # fmt: skip
+        quantize_dynamic(
+            str(source),
+            str(partial),
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+        )
     finally:
         root.setLevel(level)
     partial.replace(target)
@@ -198,7 +203,10 @@ class OnnxMiniLMEmbedder:
 
 
 def _workers() -> int:
-    return max(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1, 1)
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(len(os.sched_getaffinity(0)), 1)
+    return os.cpu_count() or 1
 
 
 def _pooled(session, rows: list[list[int]]) -> np.ndarray:
