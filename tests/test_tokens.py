@@ -26,3 +26,28 @@ def test_truncate_keeps_the_longest_prefix_that_fits(token_counter) -> None:
     cut = token_counter.truncate(text, 20)
     assert text.startswith(cut) and token_counter.count(cut) <= 20
     assert token_counter.count(text[: len(cut) + 8]) > 20
+
+
+def _sample_texts() -> list[str]:
+    """Dialog-like lines, the repo's own docs and random strings over awkward characters."""
+    import random
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [*TEXTS, *(path.read_text() for path in sorted(root.glob("docs/*.md")))]
+    rng = random.Random(7)
+    alphabet = " \n\n\n\t\r abcXYZ019٣éü東京🙂''\"-_.,!?<>|@#:()[]\u00a0\u2028\u200b\u0301"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80))) for _ in range(800)]
+    lines = [line for text in texts for line in text.splitlines() if line.strip()]
+    texts += ["\n".join(rng.sample(lines, rng.randint(2, 12))) for _ in range(400)]
+    return texts
+
+
+def test_a_text_counts_as_the_sum_of_its_independent_pieces(token_counter) -> None:
+    from membot.tokens import split_independent
+
+    texts = _sample_texts()
+    assert sum(len(split_independent(text)) > 1 for text in texts) > 300
+    for text in texts:
+        assert "".join(split_independent(text)) == text
+        assert token_counter.count(text) == len(token_counter._ids(text)), text[:200]
