@@ -108,12 +108,10 @@ async function showThread(ui, state) {
   // Closed while the thread loads: a line sent meanwhile would be shown twice.
   ui.input.disabled = ui.send.disabled = true;
   ui.messages.replaceChildren();
-  await loadThreads(ui, state);
+  const threads = await loadThreads(ui, state);
   let lines = [];
-  try {
+  if (threads.some((each) => each.thread === state.thread)) { // a new thread has no lines yet
     ({ lines } = await api("GET", path`/v1/bots/${state.bot}/users/${state.user}/threads/${state.thread}/lines?limit=1000`));
-  } catch (error) {
-    if (error.status !== 404) throw error; // a new thread: no lines yet
   }
   const known = traces.get(traceKey(state)) ?? new Map();
   for (const line of lines) ui.messages.append(message(ui, line, known.get(line.seq)));

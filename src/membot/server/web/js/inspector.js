@@ -20,7 +20,10 @@ export function inspector(turn) {
     section("Step timings", timings(turn.timings_ms)),
     turn.notes?.length ? section("Notes", h("ul", {}, turn.notes.map((note) => h("li", { text: note })))) : null,
     h("details", { class: "prompt" }, h("summary", { text: "The exact prompt" }),
-      h("pre", { class: "prompt-text", tabindex: "0", text: turn.prompt })));
+      // The messages the model was sent, as sent; the filled template alone without them.
+      (turn.messages?.length ? turn.messages : [{ role: "prompt", content: turn.prompt }]).map((message) =>
+        h("div", { class: "prompt-message" }, h("p", { class: "meta", text: message.role }),
+          h("pre", { class: "prompt-text", tabindex: "0", text: message.content })))));
 }
 
 function section(title, body) {

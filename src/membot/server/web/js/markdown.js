@@ -59,15 +59,16 @@ export function renderMarkdown(text) {
   return fragment;
 }
 
-function inline(parent, text) {
+function inline(parent, text, inLink = false) {
   let rest = text;
   while (rest) {
     const m = INLINE.exec(rest);
     if (!m) { plain(parent, rest); break; }
     plain(parent, rest.slice(0, m.index));
     if (m[1]) parent.append(h("code", { text: m[2] }));
-    else if (m[3] || m[4]) parent.append(inline(h("strong"), m[3] || m[4]));
-    else if (m[5] || m[6]) parent.append(inline(h("em"), m[5] || m[6]));
+    else if (m[3] || m[4]) parent.append(inline(h("strong"), m[3] || m[4], inLink));
+    else if (m[5] || m[6]) parent.append(inline(h("em"), m[5] || m[6], inLink));
+    else if (inLink) plain(parent, m[0]); // no link inside a link
     else if (m[7]) parent.append(link(m[7], m[8]));
     else parent.append(link(m[9], m[9]));
     rest = rest.slice(m.index + m[0].length);
@@ -89,5 +90,5 @@ function link(label, target) {
   if (!url || !["http:", "https:"].includes(url.protocol)) {
     return document.createTextNode(label === target ? label : `${label} (${target})`);
   }
-  return inline(h("a", { href: url.href, rel: "noopener noreferrer nofollow", target: "_blank" }), label);
+  return inline(h("a", { href: url.href, rel: "noopener noreferrer nofollow", target: "_blank" }), label, true);
 }
