@@ -59,7 +59,7 @@ def _events(response) -> list[dict]:
 
 def test_a_streamed_turn_sends_the_reply_as_written_then_the_whole_trace(server: Server, admin):
     server.client.post("/v1/bots", json={"name": "coach"}, headers=admin)
-    server.llm.enqueue('{"response": "Hello Sam, nice to meet you again.", "citations": []}')
+    server.llm.enqueue('{"response": "Hello Sam, nice to meet you again.", "citation_ids": []}')
     response = server.client.post(
         "/v1/bots/coach/turns",
         json={"user": "sam", "thread": "t1", "text": "Hi, I am Sam", "stream": True},

@@ -109,7 +109,7 @@ class App:
 
     def reply(self, response: str, citations: tuple[str, ...] = ()) -> None:
         """Queue the model's next reply, in the JSON shape a bot with citations asks for."""
-        self.server.llm.enqueue(json.dumps({"response": response, "citations": list(citations)}))
+        self.server.llm.enqueue(json.dumps({"response": response, "citation_ids": list(citations)}))
 
     def say(self, text: str) -> None:
         box = self.page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
