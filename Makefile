@@ -28,8 +28,8 @@ serve: $(STAMP)
 	$(BIN)/membot serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 # The web app's browser tests drive Debian's chromium (Playwright's own browser download is
 # not used); installed here where it is missing.

@@ -30,12 +30,22 @@ DESKTOP = {"width": 1440, "height": 960}
 PHONE = {"width": 360, "height": 740}
 REPLIES = [
     {"response": "Nice to meet you, Sam! Flat whites are a **fine** choice.", "citation_ids": []},
-    {"response": "Grind it *a little finer than table salt*: 18 grams for a double shot.",
-     "citation_ids": ["e1"]},  # fmt: skip
-    {"points": ["2026-03-02: Sam's birthday is on 14 March.", "2026-03-02: Sam loves flat whites."],
-     "categories": ["preferences", "events"]},  # fmt: skip
-    {"response": "Welcome back, Sam! A **flat white**, as always:\n\n- a double shot\n"
-                 "- about 120 ml of steamed milk", "citation_ids": ["h1", "e1"]},  # fmt: skip
+    {
+        "response": "Grind it *a little finer than table salt*: 18 grams for a double shot.",
+        "citation_ids": ["e1"],
+    },
+    {
+        "points": [
+            "2026-03-02: Sam's birthday is on 14 March.",
+            "2026-03-02: Sam loves flat whites.",
+        ],
+        "categories": ["preferences", "events"],
+    },
+    {
+        "response": "Welcome back, Sam! A **flat white**, as always:\n\n- a double shot\n"
+        "- about 120 ml of steamed milk",
+        "citation_ids": ["h1", "e1"],
+    },
     {"response": "Hello! I'm Bea.", "citation_ids": []},
 ]
 
@@ -48,8 +58,12 @@ def main() -> None:
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
                     executable_path=shutil.which("chromium"),
-                    args=["--headless", "--no-sandbox", "--disable-gpu",
-                          "--disable-background-networking"],  # fmt: skip
+                    args=[
+                        "--headless",
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--disable-background-networking",
+                    ],
                 )
                 desktop = browser.new_page(viewport=DESKTOP)
                 desktop.set_default_timeout(30_000)
@@ -72,12 +86,23 @@ def serve(folder: Path) -> tuple[subprocess.Popen, str]:
     script = folder / "replies.json"
     script.write_text(json.dumps([json.dumps(reply) for reply in REPLIES]))
     log = folder / "serve.log"
-    command = [sys.executable, "-m", "membot", "--db", str(folder / "shots.db"),
-               "--llm", f"script:{script}", "serve", "--port", str(port)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "membot",
+        "--db",
+        str(folder / "shots.db"),
+        "--llm",
+        f"script:{script}",
+        "serve",
+        "--port",
+        str(port),
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMBOT_CACHE_DIR": str(folder / "cache")}
     with log.open("w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env,
-                                   start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         found = re.search(r"http://\S+#signin=\S+", log.read_text())

@@ -19,8 +19,13 @@ def test_the_page_and_its_assets_come_from_the_package_with_a_strict_policy(serv
     page = server.client.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     policy = page.headers["content-security-policy"]
-    for rule in ("default-src 'self'", "script-src 'self'", "frame-ancestors 'none'",
-                 "object-src 'none'", "base-uri 'none'"):  # fmt: skip
+    for rule in (
+        "default-src 'self'",
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+        "base-uri 'none'",
+    ):
         assert rule in policy
     assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
     assert page.headers["x-content-type-options"] == "nosniff"
@@ -54,7 +59,9 @@ def test_the_scripts_never_parse_text_as_html():
 
 
 def _events(response) -> list[dict]:
-    return [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+    return [
+        json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")
+    ]
 
 
 def test_a_streamed_turn_sends_the_reply_as_written_then_the_whole_trace(server: Server, admin):
@@ -150,5 +157,7 @@ def test_the_signin_link_key_is_traded_once_for_a_session_key(server: Server, ad
     assert other.status_code == 401 and "sign-in link" in other.json()["error"]["message"]
     first = create_signin_key(server.memory)
     second = create_signin_key(server.memory)  # a new link retires the one before
-    assert server.client.post("/v1/web/signin", headers=server.as_key(first.secret)).status_code == 401
+    assert (
+        server.client.post("/v1/web/signin", headers=server.as_key(first.secret)).status_code == 401
+    )
     assert server.client.post("/v1/web/signin", headers=server.as_key(second.secret)).is_success

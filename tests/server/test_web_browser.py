@@ -173,7 +173,9 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
 
     # Thread one: what Sam says (markup included) is shown as text; the reply as Markdown.
     app.open("#/chat/barista/sam/monday")
-    app.reply(f"Noted, **Sam**! {XSS_IMG} [a trap](javascript:alert(2)) [the guide](https://example.org/guide)")
+    app.reply(
+        f"Noted, **Sam**! {XSS_IMG} [a trap](javascript:alert(2)) [the guide](https://example.org/guide)"
+    )
     app.say(f"I love flat whites {XSS_IMG} {XSS_SCRIPT}")
     messages = page.locator(".messages")
     expect(messages.locator(".msg.human")).to_contain_text(f"I love flat whites {XSS_IMG}")
@@ -187,8 +189,12 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
 
     # End it with yes: the summary is kept (with the stranger's markup, as text).
     app.server.llm.enqueue(
-        json.dumps({"points": [f"2026-01-05: HUMAN loves flat whites {XSS_IMG} {XSS_SCRIPT}"],
-                    "categories": ["preferences"]})  # fmt: skip
+        json.dumps(
+            {
+                "points": [f"2026-01-05: HUMAN loves flat whites {XSS_IMG} {XSS_SCRIPT}"],
+                "categories": ["preferences"],
+            }
+        )
     )
     page.get_by_role("button", name="End thread").click()
     page.get_by_role("button", name="Yes, remember it").click()
@@ -207,7 +213,9 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     expect(inspector.locator(".hints")).to_contain_text(XSS_IMG)
     inspector.get_by_role("button", name="Show hint h1").click()
     expect(inspector.locator("[id$='-hint-h1']")).to_be_focused()
-    expect(inspector.get_by_role("img", name=re.compile(r"prompt \d+ of \d+ tokens"))).to_be_visible()
+    expect(
+        inspector.get_by_role("img", name=re.compile(r"prompt \d+ of \d+ tokens"))
+    ).to_be_visible()
     expect(inspector.locator(".timings")).to_contain_text("memory_total")
     inspector.get_by_text("The exact prompt").click()
     expect(inspector.locator(".prompt")).to_contain_text("Which coffee do I love")
@@ -324,11 +332,26 @@ def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
     script = tmp_path / "replies.json"
     script.write_text("[]")
     log = tmp_path / "serve.log"
-    command = [sys.executable, "-m", "membot", "--db", str(tmp_path / "served.db"),
-               "--llm", f"script:{script}", "serve", "--port", str(port)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "membot",
+        "--db",
+        str(tmp_path / "served.db"),
+        "--llm",
+        f"script:{script}",
+        "serve",
+        "--port",
+        str(port),
+    ]
     with log.open("w") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
-                                   start_new_session=True, env=os.environ.copy())  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=os.environ.copy(),
+        )
     try:
         link = _wait_for_link(process, log)
         _wait_until_up(Served(process, port, log))
