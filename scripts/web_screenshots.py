@@ -141,7 +141,7 @@ def tour(page, link: str) -> None:
     expect(page.locator(".document .title")).to_have_text(["espresso.md"])
     page.get_by_role("button", name="Passages").click()
     template = page.get_by_label("story_fmt", exact=True)
-    template.fill("{STORY} {NOPE}")
+    template.fill("The story so far: {FEED} {NOPE}")
     page.get_by_role("button", name="Save profile").click()
     expect(template).to_have_attribute("aria-invalid", "true")
     template.scroll_into_view_if_needed()

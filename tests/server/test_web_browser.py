@@ -150,6 +150,7 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     app.watch.allow("/v1/bots/barista", 400)
     template = page.get_by_label("story_fmt", exact=True)
     original = template.input_value()
+    assert "{" in original  # the stored template, shown to be edited
     template.fill("Story so far: {NOPE}")
     page.get_by_role("button", name="Save profile").click()
     expect(template).to_have_attribute("aria-invalid", "true")

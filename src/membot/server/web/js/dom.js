@@ -11,6 +11,7 @@ export function h(tag, props = {}, ...children) {
     if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else if (name === "text") node.textContent = value;
     else if (name === "class") node.className = value;
+    else if (name === "value") node.value = value; // a textarea has no value attribute
     else if (typeof value !== "string" && name in node) node[name] = value;
     else node.setAttribute(name, value === true ? "" : String(value));
   }
