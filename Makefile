@@ -1,14 +1,15 @@
 # Two commands do everything on a fresh machine:
-#   make chat   set up what is missing, then talk with a bot that remembers (offline)
-#   make test   set up what is missing, then run ruff and the whole test suite
-#   make serve  set up what is missing, then serve REST, OpenAI-compatible and MCP on 127.0.0.1:8080
+#   make serve  set up what is missing, then serve the web app (and REST, OpenAI-compatible,
+#               MCP) on http://127.0.0.1:8080/ with the bundled offline model
+#   make test   set up what is missing (Debian's chromium too), then run ruff and every test
+#   make chat   set up what is missing, then talk with a bot in the terminal (offline)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.membot-installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup chat serve test lint bench clean
+.PHONY: setup chat serve test lint bench clean chromium screenshots
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -27,11 +28,24 @@ serve: $(STAMP)
 	$(BIN)/membot serve
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
-test: $(STAMP) lint
+# The web app's browser tests drive Debian's chromium (Playwright's own browser download is
+# not used); installed here where it is missing.
+chromium:
+	@command -v chromium >/dev/null || { \
+	  if ! command -v apt-get >/dev/null; then \
+	    echo "warning: no chromium and no apt-get: the browser tests will be skipped"; exit 0; fi; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update && \
+	  $$SUDO apt-get install -y --no-install-recommends chromium chromium-driver; }
+
+test: $(STAMP) lint chromium
 	$(BIN)/pytest
+
+screenshots: $(STAMP) chromium
+	$(BIN)/python scripts/web_screenshots.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/turn_latency.py

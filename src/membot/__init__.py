@@ -39,7 +39,16 @@ from membot.errors import (
 )
 from membot.importers import FORMATS as IMPORT_FORMATS
 from membot.importers import ImportPlan, read_file
-from membot.keys import ApiKey, NewKey, authenticate, create_key, list_keys, revoke_key
+from membot.keys import (
+    ApiKey,
+    NewKey,
+    authenticate,
+    create_key,
+    create_signin_key,
+    list_keys,
+    redeem_signin_key,
+    revoke_key,
+)
 from membot.llm import (
     LLM,
     TRY_OUT_NOTICE,
@@ -111,6 +120,7 @@ __all__ = [
     "Turn",
     "authenticate",
     "create_key",
+    "create_signin_key",
     "data_dir",
     "default_db_path",
     "end_conversation",
@@ -121,6 +131,7 @@ __all__ = [
     "profile_from_toml",
     "profile_to_toml",
     "read_file",
+    "redeem_signin_key",
     "resolve_embedder",
     "resolve_llm",
     "revoke_key",

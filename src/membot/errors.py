@@ -5,7 +5,7 @@ Front ends catch :class:`MembotError` and show its message; anything else is a b
 
 from typing import Literal
 
-AuthReason = Literal["missing", "malformed", "unknown", "revoked", "expired"]
+AuthReason = Literal["missing", "malformed", "unknown", "revoked", "expired", "not_signin"]
 
 
 class MembotError(Exception):

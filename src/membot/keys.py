@@ -31,6 +31,8 @@ KEY_PATTERN = re.compile(r"mb_(?P<id>[0-9a-f]{12})_[A-Za-z0-9_-]{43}")
 # Writing on every request would put a write lock in each one; a minute is precise enough to
 # tell a key in use from a forgotten one.
 LAST_USED_EVERY = timedelta(minutes=1)
+SIGNIN_LABEL = "one-time sign-in link (membot serve)"
+SESSION_LABEL = "browser session (from the sign-in link)"
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,30 @@ def create_key(
     secret = f"mb_{stored.id}_{secrets.token_urlsafe(32)}"
     _key_store(memory).add_key(stored, _digest(secret))
     return NewKey(ApiKey.from_stored(stored), secret)
+
+
+def create_signin_key(memory: Memory) -> NewKey:
+    """A one-time admin key for the sign-in link ``membot serve`` prints on a loopback-only
+    server; earlier links not yet used stop working. It expires in a day, and
+    :func:`redeem_signin_key` trades it, once, for the browser's own key."""
+    for key in list_keys(memory):
+        if key.label == SIGNIN_LABEL and key.state() == "active":
+            revoke_key(memory, key.id)
+    return create_key(memory, admin=True, label=SIGNIN_LABEL, expires_days=1)
+
+
+def redeem_signin_key(memory: Memory, token: str | None) -> NewKey:
+    """Trade a sign-in link's key for a new admin key of a browser session (valid a day);
+    the link's key is revoked, so a link copied from a terminal or a history works once."""
+    key = authenticate(memory, token)
+    if key.label != SIGNIN_LABEL or not key.can_admin:
+        raise AuthError("not_signin", "that key is not a sign-in link's; sign in with it instead")
+    when = utc_now()
+    # A second revoke keeps the first time: of two tabs opening one link at once, one wins.
+    stored = _key_store(memory).revoke_key(key.id, when)
+    if stored is None or stored.revoked_at != when:
+        raise AuthError("revoked", "that sign-in link was already used; restart membot serve")
+    return create_key(memory, admin=True, label=SESSION_LABEL, expires_days=1)
 
 
 def list_keys(memory: Memory) -> list[ApiKey]:

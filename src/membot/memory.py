@@ -369,6 +369,10 @@ class Memory:
         """A person's threads (with one bot, or every bot), oldest first."""
         return self.store.threads(bot, user)
 
+    def people(self, bot: str) -> list[str]:
+        """The people who have talked with ``bot``, by name."""
+        return self.store.people(bot)
+
     def thread_state(self, *, bot: str, user: str, thread: str) -> ThreadState | None:
         """A thread's bookkeeping (ended, running summary), or None if it does not exist."""
         return self.store.thread_state(ThreadKey(bot, user, thread))
@@ -635,6 +639,13 @@ class Memory:
 
     def remove_document(self, name: str, *, bot: str = DEFAULT_BOT) -> bool:
         return self.store.remove_document(bot, name)
+
+    def document_chunks(self, name: str, *, bot: str = DEFAULT_BOT) -> list[ExpertiseChunk]:
+        """The passages a document was cut into, in order; ``NotFoundError`` if the bot has
+        no document of that name."""
+        if not any(info.name == name for info in self.store.documents(bot)):
+            raise NotFoundError(f"{bot} has no document named {name!r}")
+        return self.store.chunks_between(name, bot, 0, 2**62)
 
     def search_expertise(
         self, vector: np.ndarray, *, bot: str, k: int, min_score: float

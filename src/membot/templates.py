@@ -97,7 +97,12 @@ def check_template(name: str, template: str) -> str:
     """``template`` if every placeholder it uses is allowed in ``name``; else a ConfigError
     that names the placeholder and lists the allowed ones."""
     allowed = ALLOWED[name]
-    for used in placeholders(template):
+    try:
+        used_names = placeholders(template)
+    except ConfigError as error:
+        # Named, so a form shows the error beside the template it is about.
+        raise ConfigError(f"{name}: {error}") from None
+    for used in used_names:
         if used not in allowed:
             where = ", ".join(f"{{{each}}}" for each in allowed)
             raise ConfigError(f"{name} may not use {{{used}}}; it may use {where}")

@@ -100,7 +100,8 @@ def test_serve_prints_its_url_and_a_first_key_and_the_readme_curls_work(served: 
     printed = served.output()
     assert f"http://127.0.0.1:{served.port}/" in printed
     keys = KEY.findall(printed)
-    assert len(keys) == 1, printed
+    # The first admin key, then the web app's one-time sign-in link (a loopback-only server).
+    assert len(keys) == 2 and f"/#signin={keys[1]}" in printed, printed
     lines = readme_curl_lines()
     assert len(lines) >= 5
     env = {**os.environ, "MEMBOT_KEY": keys[0]}

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from membot import Memory, create_key, list_keys
+from membot import Memory, create_key, create_signin_key, list_keys
 from membot.cli.common import err, options_of
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -49,13 +49,17 @@ def serve(
         os.environ["MEMBOT_LLM_KEY_ENV"] = options.llm_key_env
     if public_url:
         os.environ["MEMBOT_PUBLIC_URL"] = public_url
-    _first_key(options.memory())
+    memory = options.memory()
+    _first_key(memory)
     shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
     err.print(
-        f"membot serving {options.db} at http://{shown}:{port}/ (API docs at /docs)",
+        f"membot serving {options.db} at {url} (the web app; API docs at /docs)",
         highlight=False,
     )
-    if host not in LOOPBACK:
+    if host in LOOPBACK:
+        _signin_link(memory, url)
+    else:
         err.print("[yellow]note:[/] listening beyond this machine; every request needs a key")
     app = "membot.server:app_from_environment"
     if workers == 1:
@@ -99,4 +103,15 @@ def _first_key(memory: Memory) -> None:
         f"no API keys yet: made an admin key, shown only this once:\n  {new.secret}\n"
         "keep it secret; `membot keys create` makes narrower ones (a bot's, a person's)",
         highlight=False,
+    )
+
+
+def _signin_link(memory: Memory, url: str) -> None:
+    """Only on a loopback-only server: whoever reads this terminal is on this machine. The key
+    rides in the fragment, which browsers never send to a server or put in a Referer."""
+    link = create_signin_key(memory)
+    err.print(
+        f"sign in to the web app (this link works once, for a day):\n  {url}#signin={link.secret}",
+        highlight=False,
+        soft_wrap=True,
     )

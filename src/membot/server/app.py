@@ -14,6 +14,7 @@ from membot.server import openai_api, rest
 from membot.server.errors import error_response, install_error_handlers
 from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.service import MAX_BODY_BYTES, Service
+from membot.server.webapp import mount_web
 
 DESCRIPTION = """\
 membot's memory over HTTP. Every request but `/healthz` carries a key:
@@ -43,6 +44,7 @@ def create_app(
     app.include_router(rest.router)
     app.include_router(openai_api.router)
     mount_mcp(app, service)
+    mount_web(app)
     return app
 
 

@@ -3,24 +3,30 @@ forgetting, documents and imports. Each route answers the object ``membot … --
 
 from __future__ import annotations
 
+import json
 import tempfile
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, File, Query, Request, Response, UploadFile
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from membot import (
     ApiKey,
     ConfigError,
+    MembotError,
     NotFoundError,
+    Turn,
     profile_from_toml,
     profile_to_toml,
     read_file,
 )
 from membot.server.auth import caller, need_admin, need_bot, person_of, service_of
-from membot.server.errors import ApiError, model_unavailable
+from membot.server.errors import ApiError, error_body, model_unavailable, status_of
+from membot.server.openai_api import STREAM_HEADERS, turn_events
 from membot.server.service import MAX_LINE_CHARS, Service
 
 router = APIRouter(prefix="/v1")
@@ -44,6 +50,7 @@ class TurnRequest(BaseModel):
     settings: dict[str, Any] | None = Field(
         default=None, description="Bot settings for this turn only (admin and bot keys)."
     )
+    stream: bool = Field(default=False, description="Answer with Server-Sent Events.")
 
 
 class ToolResult(BaseModel):
@@ -156,30 +163,72 @@ async def import_profile(bot: str, key: Key, request: Request) -> dict[str, Any]
 
 
 @router.post("/bots/{bot}/turns", tags=["talk"], response_model=dict[str, Any])
-def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> Response:
+async def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> Response:
     """Store the person's line, recall, answer: the whole trace (`membot say --json`). When
-    the model fails: 503, and the line stays stored once."""
+    the model fails: 503, and the line stays stored once. With ``stream``, Server-Sent Events:
+    ``{"text"}`` for each piece of the reply as the model writes it, then ``{"turn"}`` with
+    the whole trace (or ``{"error"}`` when the model fails midway)."""
+    service = service_of(request)
+    user = await run_in_threadpool(_check_turn, service, key, bot, body)
+
+    def run(on_text: Callable[[str], None] | None) -> Turn:
+        return service.turn(
+            bot,
+            user=user,
+            thread=body.thread,
+            text=body.text,
+            dry_run=body.dry_run,
+            settings=body.settings,
+            on_text=on_text,
+        )
+
+    if not body.stream:
+        turn = await run_in_threadpool(run, None)
+        if turn.error:
+            raise model_unavailable(turn.error, turn.thread, turn.human_line.seq)
+        # Encoded here: a trace is tens of kilobytes, which FastAPI would otherwise check
+        # against the declared type in another trip through the thread pool first.
+        return JSONResponse(turn.to_json())
+    events = turn_events(run)
+    first = await anext(events)  # a turn failing before any text still gets its status
+    if isinstance(first, Turn) and first.error:
+        raise model_unavailable(first.error, first.thread, first.human_line.seq)
+    return StreamingResponse(
+        _turn_stream(first, events), media_type="text/event-stream", headers=STREAM_HEADERS
+    )
+
+
+def _check_turn(service: Service, key: ApiKey, bot: str, body: TurnRequest) -> str:
+    """The person the turn is for, once the request may take it; a bad setting fails
+    here, before the line is stored."""
     user = person_of(key, bot, body.user)
     _check_text(body.text)
     if body.settings:
         if key.user is not None:
             raise ApiError(403, "a person's key cannot change the bot's settings")
         _check_settings(key, body.settings)
-    service = service_of(request)
-    service.memory.bot_settings(bot, body.settings)  # a bad setting fails before the line is stored
-    turn = service.turn(
-        bot,
-        user=user,
-        thread=body.thread,
-        text=body.text,
-        dry_run=body.dry_run,
-        settings=body.settings,
-    )
-    if turn.error:
-        raise model_unavailable(turn.error, turn.thread, turn.human_line.seq)
-    # Encoded here: a trace is tens of kilobytes, which FastAPI would otherwise check against
-    # the declared type in another trip through the thread pool before encoding it.
-    return JSONResponse(turn.to_json())
+    service.memory.bot_settings(bot, body.settings)
+    return user
+
+
+async def _turn_stream(first: str | Turn, events: AsyncIterator[str | Turn]):
+    pending: str | Turn | None = first
+    try:
+        while pending is not None:
+            yield f"data: {json.dumps(_stream_data(pending), ensure_ascii=False)}\n\n"
+            pending = await anext(events, None)
+    except MembotError as error:  # the status was sent with the first piece
+        body = error_body(status_of(error)[1], str(error))
+        yield f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+def _stream_data(item: str | Turn) -> dict[str, Any]:
+    if not isinstance(item, Turn):
+        return {"text": item}
+    if item.error:  # the model failed after part of the reply was sent
+        failed = model_unavailable(item.error, item.thread, item.human_line.seq)
+        return error_body(failed.kind, failed.message)
+    return {"turn": item.to_json()}
 
 
 @router.post("/bots/{bot}/tool-results", status_code=201, tags=["talk"])
@@ -218,6 +267,22 @@ def search(
 
 
 # -- threads and memories ----------------------------------------------------------------
+
+
+@router.get("/me", tags=["bots"])
+def who_am_i(key: Key) -> dict[str, Any]:
+    """The key's scope: which bot and person it acts for (never its secret)."""
+    return key.to_json()
+
+
+@router.get("/bots/{bot}/users", tags=["memory"])
+def list_people(bot: str, key: Key, request: Request) -> dict[str, list[str]]:
+    """The people who talked with the bot; with a person key, only that person."""
+    need_bot(key, bot)
+    memory = service_of(request).memory
+    memory.require_bot(bot)
+    people = memory.people(bot)
+    return {"users": people if key.user is None else [p for p in people if p == key.user]}
 
 
 @router.get("/bots/{bot}/users/{user}/threads", tags=["memory"])
@@ -304,6 +369,14 @@ def list_documents(bot: str, key: Key, request: Request) -> dict[str, Any]:
     return {"documents": [d.to_json() for d in service_of(request).memory.documents(bot)]}
 
 
+@router.get("/bots/{bot}/documents/{name}/chunks", tags=["documents"])
+def document_chunks(bot: str, name: str, key: Key, request: Request) -> dict[str, Any]:
+    """The passages the document was cut into, in order."""
+    need_bot(key, bot)
+    chunks = service_of(request).memory.document_chunks(name, bot=bot)
+    return {"chunks": [chunk.to_json() for chunk in chunks]}
+
+
 @router.delete("/bots/{bot}/documents/{name}", tags=["documents"])
 def remove_document(bot: str, name: str, key: Key, request: Request) -> dict[str, Any]:
     _need_builder(key, bot)
@@ -342,6 +415,4 @@ async def _saved(upload: UploadFile, folder: Path) -> Path:
 
 
 async def _in_thread(function, *args, **kwargs):
-    from starlette.concurrency import run_in_threadpool
-
     return await run_in_threadpool(function, *args, **kwargs)

@@ -238,6 +238,15 @@ class SqliteStore(StoreExtras, StoreKeys):
             ThreadInfo(*row[:4], _moment(row[4]), _moment(row[5]), _moment(row[6])) for row in rows
         ]
 
+    def people(self, bot: str) -> list[str]:
+        """The people with a thread with ``bot``, by name."""
+        rows = self._query(
+            "SELECT DISTINCT p.name FROM threads t JOIN bots b ON b.id = t.bot_id "
+            "JOIN people p ON p.id = t.person_id WHERE b.name = ? ORDER BY p.name",
+            (bot,),
+        )
+        return [row[0] for row in rows]
+
     def delete_bot(self, bot: str) -> dict[str, int]:
         """Remove a bot with everything it holds: profile, threads, lines, vectors, lexical
         rows, buffers, summaries and documents. People left with nothing are removed too."""

@@ -1,0 +1,110 @@
+// Memory: one person's threads and lines, the summaries kept (dates, categories), a search
+// box, and forgetting a thread or the person, each asked first.
+import { api, path, session } from "./api.js";
+import { h, field, say, when } from "./dom.js";
+import { confirmDanger } from "./dialogs.js";
+
+export async function renderMemory(section, args) {
+  const me = session.me;
+  section.append(h("h1", { tabindex: "-1", text: "Memory" }));
+  const bots = session.builds ? (await api("GET", "/v1/bots")).bots : [me.bot];
+  const bot = args[0] ?? bots[0];
+  const user = args[1] ?? me.user;
+  if (session.builds) section.append(await chooser(bots, bot, user));
+  if (!bot || !user) return;
+  // Read first: a page of someone this key may not see shows the refusal and nothing else.
+  const [{ threads }, { memories }] = await Promise.all([
+    api("GET", path`/v1/bots/${bot}/users/${user}/threads`),
+    api("GET", path`/v1/bots/${bot}/users/${user}/memories`),
+  ]);
+  section.querySelector("h1").textContent = `Memory of ${user} with ${bot}`;
+  section.append(
+    searchCard(bot, user),
+    summariesCard(memories),
+    threadsCard(bot, user, threads),
+    h("section", { class: "card danger-zone", "aria-labelledby": "forget-title" },
+      h("h2", { id: "forget-title", text: "Forget" }),
+      h("button", { type: "button", class: "danger", text: `Forget ${user}`, onclick: async () => {
+        if (!await confirmDanger(`Forget ${user}`, `Forget everything ${user} said to ${bot}, every thread and every summary? This cannot be undone.`, "Forget everything")) return;
+        const removed = await api("DELETE", path`/v1/bots/${bot}/users/${user}`);
+        say(`Forgot ${removed.threads} threads, ${removed.lines} lines, ${removed.summaries} summaries.`);
+        window.dispatchEvent(new HashChangeEvent("hashchange"));
+      } })));
+}
+
+async function chooser(bots, bot, user) {
+  const botSelect = h("select", { name: "bot" }, bots.map((name) =>
+    h("option", { value: name, selected: name === bot, text: name })));
+  const people = bot ? (await api("GET", path`/v1/bots/${bot}/users`)).users : [];
+  const listId = "people-list";
+  const person = h("input", { name: "user", list: listId, autocomplete: "off", value: user ?? "", required: true });
+  return h("form", { class: "card chooser", onsubmit: (event) => {
+    event.preventDefault();
+    location.hash = `#/memory/${encodeURIComponent(botSelect.value)}/${encodeURIComponent(person.value.trim())}`;
+  } }, h("div", { class: "grid" }, field("Bot", botSelect), field("Person", person,
+    { help: people.length ? `${people.length} people talked with ${bot}.` : "No one has talked with this bot yet." })),
+  h("datalist", { id: listId }, people.map((name) => h("option", { value: name }))),
+  h("div", { class: "actions" }, h("button", { type: "submit", text: "Show memory" })));
+}
+
+function searchCard(bot, user) {
+  const query = h("input", { type: "search", name: "q", required: true, autocomplete: "off" });
+  const results = h("ol", { class: "plain results" });
+  return h("section", { class: "card", "aria-labelledby": "search-title" },
+    h("h2", { id: "search-title", text: "Search" }),
+    h("form", { role: "search", class: "inline", onsubmit: async (event) => {
+      event.preventDefault();
+      const { matches } = await api("GET", `${path`/v1/bots/${bot}/search`}?${new URLSearchParams({ user, q: query.value, k: "10" })}`);
+      results.replaceChildren(...(matches.length ? matches.map((match) => h("li", { class: "match" },
+        h("p", { class: "meta", text: `score ${match.score.toFixed(3)} · thread ${match.thread} · ${when(match.created_at)} · ${match.role}` }),
+        h("p", { class: "pre", text: match.text })))
+        : [h("li", { class: "muted", text: "Nothing found." })]));
+    } }, field(`Search what ${user} and the bot said`, query), h("button", { type: "submit", text: "Search" })),
+    results);
+}
+
+function summariesCard(memories) {
+  return h("section", { class: "card", "aria-labelledby": "summaries-title" },
+    h("h2", { id: "summaries-title", text: "Summaries kept" }),
+    memories.length ? h("ul", { class: "plain summaries" }, memories.map((kept) => h("li", { class: "summary" },
+      h("p", { class: "meta", text: `from thread ${kept.thread} · ${when(kept.covers_from)} → ${when(kept.covers_to)} · kept ${when(kept.created_at)}` }),
+      kept.categories.length ? h("ul", { class: "tags", "aria-label": "categories" }, kept.categories.map((tag) => h("li", { text: tag }))) : null,
+      h("p", { class: "pre summary-text", text: kept.text }))))
+      : h("p", { class: "muted", text: "No summaries kept: a thread ended with “remember” leaves one." }));
+}
+
+function threadsCard(bot, user, threads) {
+  return h("section", { class: "card", "aria-labelledby": "threads-title" },
+    h("h2", { id: "threads-title", text: "Threads" }),
+    threads.length ? h("ul", { class: "plain" }, threads.map((thread) => threadItem(bot, user, thread)))
+      : h("p", { class: "muted", text: "No threads." }));
+}
+
+function threadItem(bot, user, thread) {
+  const lines = h("ol", { class: "lines", hidden: true });
+  const toggle = h("button", { type: "button", class: "quiet", "aria-expanded": "false", text: "Lines",
+    onclick: async () => {
+      const open = toggle.getAttribute("aria-expanded") === "true";
+      toggle.setAttribute("aria-expanded", String(!open));
+      lines.hidden = open;
+      if (open || lines.childElementCount) return;
+      const answer = await api("GET", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}/lines?limit=1000`);
+      lines.append(...answer.lines.map((line) => h("li", { class: `line ${line.role}` },
+        h("span", { class: "seq", text: `${line.seq}` }),
+        h("span", { class: "role", text: line.speaker || line.role }),
+        h("span", { class: "text", text: line.text }),
+        h("time", { text: when(line.created_at) }))));
+    } });
+  const forget = h("button", { type: "button", class: "danger", text: "Forget thread", onclick: async () => {
+    if (!await confirmDanger("Forget thread", `Forget thread ${thread.thread}: its ${thread.lines} lines and any summary kept from it?`, "Forget thread")) return;
+    await api("DELETE", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}`);
+    say(`Forgot thread ${thread.thread}.`);
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  } });
+  return h("li", { class: "thread-item" },
+    h("div", { class: "row" },
+      h("span", { class: "title", text: thread.thread }),
+      h("span", { class: "meta", text: `${thread.lines} lines · ${when(thread.created_at)} → ${when(thread.last_line_at)}${thread.ended_at ? ` · ended ${when(thread.ended_at)}` : ""}` }),
+      h("span", { class: "links" }, toggle, forget)),
+    lines);
+}

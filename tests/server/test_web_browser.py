@@ -1,0 +1,390 @@
+"""The web app in a real browser: Debian's Chromium driven by Playwright, against the server
+on a loopback port (a real store, the hashing embedder, the scripted model).
+
+Every page is watched: a JavaScript dialog (what ``alert(1)`` in a stranger's text would
+open), an uncaught error, a console error (a blocked inline handler is one) or a request
+outside the app's own paths fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from conftest import LiveServer
+
+CHROMIUM = shutil.which("chromium")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="Debian's chromium is not installed (make test installs it: apt-get install chromium)",
+)
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
+expect = playwright_api.expect
+
+XSS_IMG = "<img src=x onerror=alert(1)>"
+XSS_SCRIPT = "<script>alert('script')</script>"
+APP_PATH = re.compile(r"^/($|web/|v1/)")
+
+
+@dataclass
+class Watch:
+    """What a page did that it must not: dialogs, errors, requests elsewhere."""
+
+    origin: str
+    dialogs: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    strays: list[str] = field(default_factory=list)
+    allowed_failures: set[tuple[str, int]] = field(default_factory=set)
+
+    def attach(self, page) -> None:
+        def on_dialog(dialog) -> None:
+            self.dialogs.append(dialog.message)
+            dialog.dismiss()
+
+        def on_console(message) -> None:
+            if message.type != "error":
+                return
+            where = message.location.get("url", "")
+            status = re.search(r"status of (\d{3})", message.text)
+            path = where.removeprefix(self.origin).split("?")[0]
+            if status and (path, int(status[1])) in self.allowed_failures:
+                return  # a refusal the test asked for
+            self.errors.append(f"{message.text} ({where})")
+
+        def on_request(request) -> None:
+            url = request.url
+            if url.startswith(("data:", "blob:")):
+                return
+            if not url.startswith(self.origin) or not APP_PATH.match(url[len(self.origin) :]):
+                self.strays.append(url)
+
+        page.on("dialog", on_dialog)
+        page.on("console", on_console)
+        page.on("pageerror", lambda error: self.errors.append(f"page error: {error}"))
+        page.on("request", on_request)
+
+    def allow(self, path: str, status: int) -> None:
+        self.allowed_failures.add((path, status))
+
+    def assert_clean(self) -> None:
+        assert self.dialogs == [], f"a dialog opened: {self.dialogs}"
+        assert self.errors == [], self.errors
+        assert self.strays == [], f"requests outside the app: {self.strays}"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+        )
+        yield launched
+        launched.close()
+
+
+@dataclass
+class App:
+    server: LiveServer
+    page: object
+    watch: Watch
+
+    def open(self, fragment: str = "") -> None:
+        self.page.goto(f"{self.server.url}/{fragment}")
+
+    def sign_in(self, key: str) -> None:
+        self.open()
+        self.page.get_by_label("API key").fill(key)
+        self.page.get_by_role("button", name="Sign in").click()
+        expect(self.page.get_by_role("button", name="Sign out")).to_be_visible()
+
+    def reply(self, response: str, citations: tuple[str, ...] = ()) -> None:
+        """Queue the model's next reply, in the JSON shape a bot with citations asks for."""
+        self.server.llm.enqueue(json.dumps({"response": response, "citation_ids": list(citations)}))
+
+    def say(self, text: str) -> None:
+        box = self.page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+        box.fill(text)
+        box.press("Enter")
+        expect(self.page.locator(".msg.bot[aria-busy]")).to_have_count(0)
+
+
+def _app(browser, live_server: LiveServer, **context) -> Iterator[App]:
+    page = browser.new_page(**context)
+    page.set_default_timeout(15_000)
+    watch = Watch(live_server.url)
+    watch.attach(page)
+    yield App(live_server, page, watch)
+    page.close()
+
+
+@pytest.fixture
+def app(browser, live_server: LiveServer) -> Iterator[App]:
+    yield from _app(browser, live_server, viewport={"width": 1400, "height": 1000})
+
+
+@pytest.fixture
+def phone(browser, live_server: LiveServer) -> Iterator[App]:
+    yield from _app(browser, live_server, viewport={"width": 360, "height": 740})
+
+
+def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, tmp_path: Path):
+    page = app.page
+    app.sign_in(app.server.key(admin=True))
+
+    # Build: a bot, a template error shown beside its field, a threshold saved.
+    page.get_by_label("Name", exact=True).fill("barista")
+    page.get_by_label("The bot's name in the prompt").fill("Bea")
+    page.get_by_role("button", name="Create bot").click()
+    expect(page.get_by_role("heading", name="Bot barista")).to_be_visible()
+    expect(page.get_by_label("bot_name", exact=True)).to_have_value("Bea")
+    app.watch.allow("/v1/bots/barista", 400)
+    template = page.get_by_label("story_fmt", exact=True)
+    original = template.input_value()
+    assert "{" in original  # the stored template, shown to be edited
+    template.fill("Story so far: {NOPE}")
+    page.get_by_role("button", name="Save profile").click()
+    expect(template).to_have_attribute("aria-invalid", "true")
+    expect(page.locator(f"#{template.get_attribute('id')}-error")).to_contain_text(
+        "story_fmt may not use {NOPE}"
+    )
+    template.fill(original)
+    page.get_by_label("threshold", exact=True).fill("0.2")
+    page.get_by_role("button", name="Save profile").click()
+    expect(page.get_by_role("status")).to_contain_text("Saved")
+    assert app.server.memory.bot_settings("barista").threshold == 0.2
+
+    # A document: uploaded, listed, its passages shown as text.
+    document = tmp_path / "espresso.txt"  # plain text keeps its markup as it is
+    document.write_text(f"Grind fine for a flat white. {XSS_SCRIPT}\n")
+    page.get_by_label("Upload documents (text, Markdown, HTML, PDF)").set_input_files(document)
+    page.get_by_role("button", name="Upload", exact=True).click()
+    expect(page.locator(".document .title")).to_have_text(["espresso.txt"])
+    page.get_by_role("button", name="Passages").click()
+    expect(page.locator(".chunks")).to_contain_text(XSS_SCRIPT)
+
+    # Thread one: what Sam says (markup included) is shown as text; the reply as Markdown.
+    app.open("#/chat/barista/sam/monday")
+    app.reply(
+        f"Noted, **Sam**! {XSS_IMG} [a trap](javascript:alert(2)) [the guide](https://example.org/guide)"
+    )
+    app.say(f"I love flat whites {XSS_IMG} {XSS_SCRIPT}")
+    messages = page.locator(".messages")
+    expect(messages.locator(".msg.human")).to_contain_text(f"I love flat whites {XSS_IMG}")
+    reply = messages.locator(".msg.bot").last
+    expect(reply.locator("strong")).to_have_text("Sam")
+    expect(reply).to_contain_text(XSS_IMG)
+    expect(reply.locator("a")).to_have_count(1)  # javascript: stays text
+    expect(reply.locator("a")).to_have_attribute("href", "https://example.org/guide")
+    expect(reply.locator("a")).to_have_attribute("rel", re.compile("noopener"))
+    assert page.locator("main img, main script").count() == 0
+
+    # End it with yes: the summary is kept (with the stranger's markup, as text).
+    app.server.llm.enqueue(
+        json.dumps(
+            {
+                "points": [f"2026-01-05: HUMAN loves flat whites {XSS_IMG} {XSS_SCRIPT}"],
+                "categories": ["preferences"],
+            }
+        )
+    )
+    page.get_by_role("button", name="End thread").click()
+    page.get_by_role("button", name="Yes, remember it").click()
+    ending = page.locator(".msg.ending")
+    expect(ending).to_contain_text("Remembered")
+    expect(ending).to_contain_text(XSS_IMG)
+
+    # Thread two: the first thread's line is recalled in the inspector, cited, marked.
+    page.get_by_role("button", name="New thread").click()
+    app.reply("You love flat whites.", citations=("h1",))
+    app.say("Which coffee do I love, flat whites?")
+    inspector = page.locator(".inspector")
+    expect(inspector).to_contain_text("thread monday")
+    matched = inspector.locator("mark")
+    expect(matched.first).to_contain_text("I love flat whites")
+    expect(inspector.locator(".hints")).to_contain_text(XSS_IMG)
+    inspector.get_by_role("button", name="Show hint h1").click()
+    expect(inspector.locator("[id$='-hint-h1']")).to_be_focused()
+    expect(
+        inspector.get_by_role("img", name=re.compile(r"prompt \d+ of \d+ tokens"))
+    ).to_be_visible()
+    expect(inspector.locator(".timings")).to_contain_text("memory_total")
+    inspector.get_by_text("The exact prompt").click()
+    expect(inspector.locator(".prompt")).to_contain_text("Which coffee do I love")
+
+    # Memory: the summary with its dates and categories, search, then forget the thread.
+    app.open("#/memory/barista/sam")
+    summaries = page.locator(".summaries")
+    expect(summaries).to_contain_text("HUMAN loves flat whites")
+    expect(summaries.locator(".tags")).to_have_text("preferences")
+    page.get_by_label("Search what sam and the bot said").fill("flat whites")
+    page.get_by_role("button", name="Search", exact=True).click()
+    expect(page.locator(".results .match").first).to_contain_text("flat whites")
+    monday = page.locator(".thread-item", has_text="monday")
+    monday.get_by_role("button", name="Forget thread").click()
+    page.get_by_role("dialog").get_by_role("button", name="Forget thread").click()
+    expect(page.locator(".thread-item", has_text="monday")).to_have_count(0)
+    expect(page.get_by_text("No summaries kept")).to_be_visible()
+    assert app.server.memory.summaries(user="sam", bot="barista") == []
+    assert page.locator("main img, main script").count() == 0
+    app.watch.assert_clean()
+
+
+def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
+    memory = app.server.memory
+    memory.create_bot("coach")
+    memory.add("Bob's secret: the safe code is 4711", user="bob", bot="coach", thread="t1")
+    app.sign_in(app.server.key(bot="coach", user="sam"))
+    page = app.page
+    expect(page.locator("#nav a")).to_have_text(["Chat", "Memory"])  # no building
+    expect(page.locator(".who-talks")).to_contain_text("You are sam, talking with coach")
+    app.reply("Hello Sam.")
+    app.say("Hi there")
+    expect(page.locator(".msg.bot").last).to_contain_text("Hello Sam.")
+
+    app.watch.allow("/v1/bots/coach/users/bob/threads", 403)
+    app.watch.allow("/v1/bots/coach/users/bob/memories", 403)
+    app.open("#/memory/coach/bob")
+    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
+    expect(page.get_by_role("alert")).to_contain_text("only as its own person")
+    assert "4711" not in page.content()
+    app.open("#/bots/coach")  # building is not a person key's: the chat instead
+    expect(page.get_by_role("heading", name="Chat")).to_be_visible()
+    app.open("#/memory")
+    expect(page.get_by_role("heading", name="Memory of sam with coach")).to_be_visible()
+    app.watch.assert_clean()
+
+
+def _fits(page) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 360, f"the page is {width} px wide at a 360 px viewport"
+
+
+def _unlabelled(page) -> list[str]:
+    return page.evaluate(
+        """[...document.querySelectorAll('input, select, textarea, button')]
+        .filter(c => !(c.labels && c.labels.length) && !c.getAttribute('aria-label')
+                     && !(c.textContent || '').trim())
+        .map(c => c.outerHTML.slice(0, 80))"""
+    )
+
+
+def test_at_phone_width_from_the_keyboard(phone: App):
+    page = phone.page
+    phone.server.memory.create_bot("coach")
+    phone.open()
+    expect(page.get_by_label("API key")).to_be_focused()
+    page.keyboard.type(phone.server.key(admin=True))
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Bots")).to_be_visible()
+    _fits(page)
+    assert _unlabelled(page) == []
+
+    page.get_by_role("link", name="coach", exact=True).focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Bot coach")).to_be_visible()
+    _fits(page)
+    assert _unlabelled(page) == []
+
+    phone.open("#/chat/coach/sam/t1")
+    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+    expect(box).to_be_enabled()
+    box.focus()
+    phone.reply("Hi Sam, *welcome*.")
+    page.keyboard.type("Hello, I am Sam")
+    page.keyboard.press("Enter")
+    expect(page.locator(".msg.bot em")).to_have_text("welcome")
+    _fits(page)
+    assert _unlabelled(page) == []
+    # Tab from the message box reaches the buttons in order; Enter and Escape work on them.
+    page.get_by_role("button", name="End thread").focus()
+    page.keyboard.press("Enter")
+    dialog = page.get_by_role("dialog")
+    expect(dialog.get_by_role("button", name="Yes, remember it")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(dialog).to_have_count(0)
+    assert phone.server.memory.thread_state(bot="coach", user="sam", thread="t1").ended_at is None
+    page.get_by_role("button", name=re.compile("Inspect the memory of reply")).focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".inspector")).to_contain_text("Token budget")
+    _fits(page)
+
+    phone.open("#/memory/coach/sam")
+    expect(page.get_by_role("heading", name="Memory of sam with coach")).to_be_visible()
+    _fits(page)
+    assert _unlabelled(page) == []
+    phone.watch.assert_clean()
+
+
+@pytest.mark.slow
+def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
+    from test_serve_command import Served, _wait_until_up, free_port
+
+    port = free_port()
+    script = tmp_path / "replies.json"
+    script.write_text("[]")
+    log = tmp_path / "serve.log"
+    command = [
+        sys.executable,
+        "-m",
+        "membot",
+        "--db",
+        str(tmp_path / "served.db"),
+        "--llm",
+        f"script:{script}",
+        "serve",
+        "--port",
+        str(port),
+    ]
+    with log.open("w") as sink:
+        process = subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=os.environ.copy(),
+        )
+    try:
+        link = _wait_for_link(process, log)
+        _wait_until_up(Served(process, port, log))
+        assert link.startswith(f"http://127.0.0.1:{port}/#signin=mb_")
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        watch = Watch(f"http://127.0.0.1:{port}")
+        watch.attach(page)
+        page.goto(link)
+        expect(page.get_by_role("heading", name="Bots")).to_be_visible()
+        expect(page.locator("#who")).to_have_text("admin")
+        assert "signin" not in page.url  # the code left the address bar
+        watch.allow("/v1/web/signin", 401)
+        other = browser.new_page()
+        watch.attach(other)
+        other.goto(link)  # the same link again: it worked once
+        expect(other.get_by_text("The sign-in link did not work")).to_be_visible()
+        watch.assert_clean()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=20)
+
+
+def _wait_for_link(process: subprocess.Popen, log: Path, seconds: float = 90) -> str:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = re.search(r"http://\S+#signin=\S+", log.read_text(errors="replace"))
+        if found:
+            return found[0]
+        if process.poll() is not None:
+            pytest.fail(f"membot serve exited:\n{log.read_text()}")
+        time.sleep(0.3)
+    pytest.fail(f"membot serve printed no sign-in link:\n{log.read_text()}")
