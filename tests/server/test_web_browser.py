@@ -145,7 +145,7 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     page.get_by_label("Name", exact=True).fill("barista")
     page.get_by_label("The bot's name in the prompt").fill("Bea")
     page.get_by_role("button", name="Create bot").click()
-    expect(page.get_by_role("heading", name="Bot barista")).to_be_visible()
+    expect(page.get_by_role("heading", name="Bot barista", exact=True)).to_be_visible()
     expect(page.get_by_label("bot_name", exact=True)).to_have_value("Bea")
     app.watch.allow("/v1/bots/barista", 400)
     template = page.get_by_label("story_fmt", exact=True)
@@ -254,13 +254,13 @@ def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
     app.watch.allow("/v1/bots/coach/users/bob/threads", 403)
     app.watch.allow("/v1/bots/coach/users/bob/memories", 403)
     app.open("#/memory/coach/bob")
-    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
+    expect(page.get_by_role("heading", name="Not allowed", exact=True)).to_be_visible()
     expect(page.get_by_role("alert")).to_contain_text("only as its own person")
     assert "4711" not in page.content()
     app.open("#/bots/coach")  # building is not a person key's: the chat instead
-    expect(page.get_by_role("heading", name="Chat")).to_be_visible()
+    expect(page.get_by_role("heading", name="Chat", exact=True)).to_be_visible()
     app.open("#/memory")
-    expect(page.get_by_role("heading", name="Memory of sam with coach")).to_be_visible()
+    expect(page.get_by_role("heading", name="Memory of sam with coach", exact=True)).to_be_visible()
     app.watch.assert_clean()
 
 
@@ -285,13 +285,13 @@ def test_at_phone_width_from_the_keyboard(phone: App):
     expect(page.get_by_label("API key")).to_be_focused()
     page.keyboard.type(phone.server.key(admin=True))
     page.keyboard.press("Enter")
-    expect(page.get_by_role("heading", name="Bots")).to_be_visible()
+    expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()
     _fits(page)
     assert _unlabelled(page) == []
 
     page.get_by_role("link", name="coach", exact=True).focus()
     page.keyboard.press("Enter")
-    expect(page.get_by_role("heading", name="Bot coach")).to_be_visible()
+    expect(page.get_by_role("heading", name="Bot coach", exact=True)).to_be_visible()
     _fits(page)
     assert _unlabelled(page) == []
 
@@ -319,7 +319,7 @@ def test_at_phone_width_from_the_keyboard(phone: App):
     _fits(page)
 
     phone.open("#/memory/coach/sam")
-    expect(page.get_by_role("heading", name="Memory of sam with coach")).to_be_visible()
+    expect(page.get_by_role("heading", name="Memory of sam with coach", exact=True)).to_be_visible()
     _fits(page)
     assert _unlabelled(page) == []
     phone.watch.assert_clean()
@@ -362,7 +362,7 @@ def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
         watch = Watch(f"http://127.0.0.1:{port}")
         watch.attach(page)
         page.goto(link)
-        expect(page.get_by_role("heading", name="Bots")).to_be_visible()
+        expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()
         expect(page.locator("#who")).to_have_text("admin")
         assert "signin" not in page.url  # the code left the address bar
         watch.allow("/v1/web/signin", 401)
