@@ -413,3 +413,14 @@ def test_records_older_than_a_day_are_dropped(memory: Memory):
         db.execute("UPDATE sms_messages SET received_at = ?", (day_ago,))
     claim_sms(memory, IncomingText("SM-new", "coach", "sms-x", "hi"))
     assert claim_sms(memory, old) is None  # forgotten, so new again
+
+
+def test_the_number_is_set_on_the_command_line(cli):
+    cli.ok("bot", "create", "coach")
+    cli.ok("bot", "set", "coach", "sms_number", BOT_NUMBER)
+    assert cli.json("bot", "show", "coach")["settings"]["sms_number"] == BOT_NUMBER
+    cli.ok("bot", "create", "other")
+    taken = cli.run("bot", "set", "other", "sms_number", BOT_NUMBER)
+    assert taken.exit_code != 0 and "one number, one bot" in str(taken.exception)
+    spaced = cli.run("bot", "set", "other", "sms_number", "+1 555 010 9999")
+    assert spaced.exit_code != 0 and "E.164" in str(spaced.exception)

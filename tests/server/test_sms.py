@@ -150,6 +150,19 @@ def test_a_forged_request_is_refused_and_nothing_stored(sms: Sms, forge):
     assert (sms.stored(), sms.records(), sms.llm.history) == (0, 0, [])
 
 
+def test_the_query_string_twilio_was_given_is_signed_too(sms: Sms):
+    form = message("hello")
+    signed = signature(form, url=URL + "?source=console")
+    response = sms.client.post(
+        PATH + "?source=console", data=form, headers={"X-Twilio-Signature": signed}
+    )
+    assert response.status_code == 200
+    response = sms.client.post(
+        PATH + "?source=other", data=message("hello again"), headers={"X-Twilio-Signature": signed}
+    )
+    assert response.status_code == 403
+
+
 def test_a_replayed_text_is_stored_once_and_answered_the_same_way(sms: Sms):
     sms.llm.enqueue("First answer.", "A second answer nobody should see.")
     form = message("hello")

@@ -117,14 +117,15 @@ class SmsGateway:
             return f"SMS is not set up on this server: set {', '.join(missing)} (README, SMS)"
         return None
 
-    def signed(self, form: FormData, signature: str | None) -> bool:
-        """Whether Twilio signed this form for our URL with our auth token."""
+    def signed(self, form: FormData, signature: str | None, query: str = "") -> bool:
+        """Whether Twilio signed this form for our URL (its query string included, as
+        Twilio signs it) with our auth token."""
         from twilio.request_validator import RequestValidator
 
         if not signature:
             return False
-        validator = RequestValidator(self.settings.auth_token)
-        return validator.validate(self.public_url + PATH, form, signature)
+        url = self.public_url + PATH + (f"?{query}" if query else "")
+        return RequestValidator(self.settings.auth_token).validate(url, form, signature)
 
     def reply(self, service: Service, webhook: Webhook) -> list[str]:
         """The texts for the webhook's answer (blocks at most ``reply_wait_seconds``)."""
@@ -245,7 +246,7 @@ async def twilio_webhook(request: Request) -> Response:
     if problem:
         raise ApiError(503, problem, kind="sms_unavailable")
     form = await request.form()
-    if not gateway.signed(form, request.headers.get("X-Twilio-Signature")):
+    if not gateway.signed(form, request.headers.get("X-Twilio-Signature"), request.url.query):
         raise ApiError(403, "the request is not signed by Twilio for this URL")
     webhook = read_webhook(form)
     service: Service = request.app.state.service
