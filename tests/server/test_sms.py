@@ -253,6 +253,7 @@ class MessagesApi:
     def __init__(self) -> None:
         self.sent: list[tuple[str, dict[str, str], str | None]] = []
         self.arrived = threading.Event()
+        self.refuse = False  # answer as Twilio does to a number that said STOP
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -260,19 +261,30 @@ class MessagesApi:
                 size = int(self.headers.get("Content-Length") or 0)
                 form = {k: v[0] for k, v in parse_qs(self.rfile.read(size).decode()).items()}
                 api.sent.append((self.path, form, self.headers.get("Authorization")))
-                body = json.dumps(
+                status, body = (
+                    201,
                     {
                         "sid": f"SM{len(api.sent):032x}",
                         "status": "queued",
                         "body": form.get("Body"),
                         "account_sid": ACCOUNT,
-                    }
-                ).encode()
-                self.send_response(201)
+                    },
+                )
+                if api.refuse:
+                    status, body = (
+                        400,
+                        {
+                            "code": 21610,
+                            "status": 400,
+                            "message": f"Attempt to send to unsubscribed recipient {PERSON}",
+                        },
+                    )
+                data = json.dumps(body).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(body)
+                self.wfile.write(data)
                 api.arrived.set()
 
             def log_message(self, *args) -> None:  # keep the test output quiet
@@ -358,3 +370,34 @@ def test_a_slow_model_is_answered_through_the_messages_api(
     assert sent == {"To": PERSON, "From": BOT_NUMBER, "Body": "A considered answer."}
     assert auth is not None and auth.startswith("Basic ")
     assert memory.count_lines() == 2 and len(llm.history) == 1
+
+
+def _slow_text(memory, messages_api, serve, caplog, wanted: str, **changes) -> None:
+    """A text whose reply comes late; waits until ``wanted`` is logged."""
+    memory.create_bot("coach", sms_number=BOT_NUMBER)
+    llm = SlowLLM("A considered answer.")
+    twilio = settings(api_url=messages_api.url, reply_wait_seconds=0.2, **changes)
+    with serve(create_app(memory, llm=llm, public_url=PUBLIC_URL, twilio=twilio)) as url:
+        assert replies(_post(url, message("a hard question"))) == []
+        llm.go.set()
+        deadline = time.monotonic() + 10
+        while wanted not in caplog.text and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert wanted in caplog.text
+
+
+def test_a_late_reply_twilio_refuses_is_logged_without_numbers(
+    memory: Memory, messages_api: MessagesApi, serve, caplog
+):
+    messages_api.refuse = True
+    _slow_text(memory, messages_api, serve, caplog, "code 21610")
+    assert len(messages_api.sent) == 1
+    assert "5550100001" not in caplog.text and "5550109999" not in caplog.text
+
+
+def test_a_late_reply_without_the_account_sid_is_not_sent_and_says_why(
+    memory: Memory, messages_api: MessagesApi, serve, caplog
+):
+    _slow_text(memory, messages_api, serve, caplog, "set TWILIO_ACCOUNT_SID", account_sid="")
+    assert messages_api.sent == []
+    assert memory.count_lines() == 2  # the text and the reply are kept all the same

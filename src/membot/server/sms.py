@@ -171,16 +171,19 @@ class SmsGateway:
         from twilio.base.exceptions import TwilioException, TwilioRestException
         from twilio.rest import Client
 
+        if not self.settings.account_sid:
+            log.error("the reply to text %s was not sent: set TWILIO_ACCOUNT_SID", sid)
+            return
         client = Client(
             self.settings.account_sid, self.settings.auth_token, http_client=self._http()
         )
-        for number, body in enumerate(replies, start=1):
+        for index, body in enumerate(replies, start=1):
             try:
                 client.messages.create(to=to, from_=sender, body=body)
             except TwilioRestException as error:  # its text can hold the numbers
                 log.error(
                     "reply %d to text %s was refused by Twilio: HTTP %s, code %s",
-                    number,
+                    index,
                     sid,
                     error.status,
                     error.code,
@@ -188,7 +191,7 @@ class SmsGateway:
                 return
             except (TwilioException, OSError) as error:
                 log.error(
-                    "reply %d to text %s could not be sent: %s", number, sid, type(error).__name__
+                    "reply %d to text %s could not be sent: %s", index, sid, type(error).__name__
                 )
                 return
 
