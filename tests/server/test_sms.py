@@ -401,3 +401,26 @@ def test_a_late_reply_without_the_account_sid_is_not_sent_and_says_why(
     _slow_text(memory, messages_api, serve, caplog, "set TWILIO_ACCOUNT_SID", account_sid="")
     assert messages_api.sent == []
     assert memory.count_lines() == 2  # the text and the reply are kept all the same
+
+
+def test_a_retry_while_the_first_try_is_answered_gets_the_same_answer(memory: Memory, serve):
+    """Twilio gave up on the first connection and sent the text again: the retry waits for
+    the first try's answer and carries it; the model is asked once."""
+    memory.create_bot("coach", sms_number=BOT_NUMBER)
+    llm = SlowLLM("The one answer.")
+    twilio = settings(reply_wait_seconds=10)
+    form = message("hello")
+    with serve(create_app(memory, llm=llm, public_url=PUBLIC_URL, twilio=twilio)) as url:
+        answers: list[list[str]] = []
+        tries = [
+            threading.Thread(target=lambda: answers.append(replies(_post(url, form))))
+            for _ in range(2)
+        ]
+        for attempt in tries:
+            attempt.start()
+            time.sleep(0.3)  # the second arrives while the first is being answered
+        llm.go.set()
+        for attempt in tries:
+            attempt.join(20)
+    assert answers == [["The one answer."], ["The one answer."]]
+    assert len(llm.history) == 1 and memory.count_lines() == 2

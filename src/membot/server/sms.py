@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,6 +31,7 @@ from starlette.datastructures import FormData
 from membot import (
     ConfigError,
     IncomingText,
+    SmsRecord,
     TextConversations,
     bot_for_sms_number,
     claim_sms,
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 
 PATH = "/sms/twilio"
 TWILIO_API = "https://api.twilio.com"
+# How often a retry looks whether the first try of its text has been answered.
+RETRY_POLL_SECONDS = 0.1
 INSTALL_HINT = "SMS needs the twilio package: pip install 'membot[sms]'"
 router = APIRouter(tags=["sms"])
 
@@ -139,7 +143,7 @@ class SmsGateway:
         text = IncomingText(webhook.sid, bot, sender, webhook.body, webhook.media)
         seen = claim_sms(memory, text)
         if seen is not None:  # Twilio sent it again: answer as before, store nothing
-            return list(seen.replies or ()) if seen.via == "twiml" else []
+            return self._answered_before(service, text, seen)
         work = self.workers.submit(self._answer, service, text)
         try:
             replies = work.result(timeout=self.settings.reply_wait_seconds)
@@ -149,6 +153,17 @@ class SmsGateway:
             return []
         record_sms_answer(memory, text.sid, replies, "twiml")
         return replies
+
+    def _answered_before(self, service: Service, text: IncomingText, seen: SmsRecord) -> list[str]:
+        """The answer a text had, for Twilio's retry. One still being answered is waited for
+        (as long as a reply may take): the first request's connection may be the one Twilio
+        gave up on, and its TwiML would reach no one. Replies sent through the Messages API
+        are not sent twice."""
+        deadline = time.monotonic() + self.settings.reply_wait_seconds
+        while seen.via is None and time.monotonic() < deadline:
+            time.sleep(RETRY_POLL_SECONDS)
+            seen = claim_sms(service.memory, text) or seen
+        return list(seen.replies or ()) if seen.via == "twiml" else []
 
     @staticmethod
     def _answer(service: Service, text: IncomingText) -> list[str]:
