@@ -153,9 +153,10 @@ MIGRATIONS: tuple[str, ...] = (
     # "remember the last one?" question they owe an answer to, with the text that came
     # meanwhile. Each text received is recorded by Twilio's MessageSid, with what it was
     # answered, so a text sent again is answered the same way and stored once; records are
-    # kept a day (Twilio retries within minutes).
+    # kept a day (Twilio retries within minutes). IF NOT EXISTS: a store taken back to an older
+    # schema version by hand (tests/test_import_resume.py does) still has these tables.
     """
-    CREATE TABLE sms_senders (
+    CREATE TABLE IF NOT EXISTS sms_senders (
         bot TEXT NOT NULL,
         sender TEXT NOT NULL,
         thread TEXT,
@@ -165,7 +166,7 @@ MIGRATIONS: tuple[str, ...] = (
         held_sid TEXT,
         PRIMARY KEY (bot, sender)
     );
-    CREATE TABLE sms_messages (
+    CREATE TABLE IF NOT EXISTS sms_messages (
         sid TEXT PRIMARY KEY,
         bot TEXT NOT NULL,
         sender TEXT NOT NULL,
@@ -173,8 +174,8 @@ MIGRATIONS: tuple[str, ...] = (
         replies TEXT,
         via TEXT CHECK (via IN ('twiml', 'api'))
     );
-    CREATE INDEX sms_messages_by_time ON sms_messages (received_at);
-    CREATE INDEX sms_messages_by_sender ON sms_messages (sender);
+    CREATE INDEX IF NOT EXISTS sms_messages_by_time ON sms_messages (received_at);
+    CREATE INDEX IF NOT EXISTS sms_messages_by_sender ON sms_messages (sender);
     """,
 )
 
