@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING
 from membot.config import E164, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError
 from membot.memory import LineInput
-from membot.model import Role, utc_now
+from membot.model import Role, Turn, utc_now
 from membot.store.base import SmsRecord, SmsSender, SmsStore
 
 if TYPE_CHECKING:
@@ -243,10 +244,13 @@ def _sms_store(memory: Memory) -> SmsStore:
 class TextConversations:
     """One bot's conversations by text: each text in, the texts that answer it out."""
 
-    def __init__(self, bot: Bot) -> None:
+    def __init__(self, bot: Bot, take_turn: Callable[..., Turn] | None = None) -> None:
+        """``take_turn(text, user=, thread=, source_key=)`` takes each turn: by default the
+        bot's own ``turn``; a server passes one that holds the thread's lock and counts it."""
         self.bot = bot
         self.memory = bot.memory
         self.store = _sms_store(bot.memory)
+        self.take_turn = take_turn or bot.turn
 
     def answer(self, text: IncomingText, now: datetime | None = None) -> list[str]:
         """The texts that answer ``text`` (none for STOP or while silenced), decided in the
@@ -364,7 +368,7 @@ class TextConversations:
     def _turn(self, body: str, sid: str, user: str, thread: str) -> list[str]:
         """The bot's answer to ``body`` in ``thread``, cut into texts."""
         try:
-            turn = self.bot.turn(body, user=user, thread=thread, source_key=SOURCE_PREFIX + sid)
+            turn = self.take_turn(body, user=user, thread=thread, source_key=SOURCE_PREFIX + sid)
         except ConflictError:  # stored by an earlier try of this text, and answered then
             return []
         if turn.error is not None:

@@ -122,6 +122,17 @@ def test_a_signed_text_is_answered_in_twiml(sms: Sms):
     ]
 
 
+def test_texts_are_counted_like_any_turn(sms: Sms):
+    sms.llm.enqueue("One.", "!error down")
+    sms.text("hello")
+    sms.text("again")
+    sms.text("HELP")  # not a turn
+    metrics = sms.client.get("/metrics").text
+    assert 'membot_turns_total{bot="coach",outcome="answered"' in metrics
+    assert 'membot_turns_total{bot="coach",outcome="llm_failed"' in metrics
+    assert f'route="{PATH}",status="200"' in metrics
+
+
 def test_the_reply_is_escaped_in_the_xml(sms: Sms):
     sms.llm.enqueue("Use <b>bold</b> & see.")
     assert sms.text("format?") == ["Use <b>bold</b> & see."]

@@ -33,6 +33,7 @@ from membot import (
     IncomingText,
     SmsRecord,
     TextConversations,
+    Turn,
     bot_for_sms_number,
     claim_sms,
     is_phone_number,
@@ -167,10 +168,15 @@ class SmsGateway:
 
     @staticmethod
     def _answer(service: Service, text: IncomingText) -> list[str]:
+        def take_turn(body: str, *, user: str, thread: str, source_key: str) -> Turn:
+            return service.turn(
+                text.bot, user=user, thread=thread, text=body, source_key=source_key
+            )
+
         # One text of a person at a time: the question, the held text and the thread change
         # together. A lock of the service's, on a name no thread can have.
         with service.thread_lock(text.bot, text.sender, "\0sms"):
-            return TextConversations(service.bot(text.bot)).answer(text)
+            return TextConversations(service.bot(text.bot), take_turn).answer(text)
 
     def _send_late(self, done: Future, service: Service, webhook: Webhook) -> None:
         try:
