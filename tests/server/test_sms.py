@@ -254,6 +254,17 @@ def test_settings_come_from_the_environment():
     assert TwilioSettings.from_environment({}).reply_wait_seconds == 10.0
 
 
+def test_membot_serve_says_where_the_webhook_goes(capsys):
+    from membot.cli.serve import sms_note
+
+    sms_note(PUBLIC_URL + "/", {"TWILIO_AUTH_TOKEN": TOKEN})
+    assert f"webhook is {URL} (HTTP POST)" in capsys.readouterr().err
+    sms_note(None, {"TWILIO_AUTH_TOKEN": TOKEN})
+    assert "--public-url is not" in " ".join(capsys.readouterr().err.split())
+    sms_note(PUBLIC_URL, {})
+    assert capsys.readouterr().err == ""
+
+
 # -- a real server, and Twilio's Messages API standing by on 127.0.0.1 --------------------
 
 
