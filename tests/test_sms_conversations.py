@@ -424,3 +424,39 @@ def test_the_number_is_set_on_the_command_line(cli):
     assert taken.exit_code != 0 and "one number, one bot" in str(taken.exception)
     spaced = cli.run("bot", "set", "other", "sms_number", "+1 555 010 9999")
     assert spaced.exit_code != 0 and "E.164" in str(spaced.exception)
+
+
+def test_a_state_changed_by_another_process_is_read_again_and_no_text_is_lost(
+    make_memory, embedder, monkeypatch
+):
+    """Two server processes answer one person's texts: B asks the remember question (holding
+    the first text) after A read the state but before A wrote it. A's write is refused, A
+    decides again on B's state, and its text settles the question: both texts are kept."""
+    a = Texter(make_memory(embedder), ScriptedLLM())
+    a.memory.create_bot("coach", sms_number=BOT_NUMBER, idle_timeout_minutes=60)
+    a.llm.enqueue("Noted.")
+    a.text("I run on Sundays.")
+    b = Texter(make_memory(embedder), ScriptedLLM())  # the same file, another connection
+    b._sids = count(100)  # Twilio's MessageSids are unique
+    store = a.conversations.store
+    stale = store.sms_sender("coach", a.sender)
+    assert b.text("first text after a while", later=timedelta(hours=2)) == [QUESTION]
+    reads = iter([stale])
+    real_read = store.sms_sender
+    monkeypatch.setattr(store, "sms_sender", lambda *key: next(reads, None) or real_read(*key))
+    a.llm.enqueue("Both answered.")
+    assert a.text("second text", later=timedelta(hours=2)) == [TAKEN_AS_NO, "Both answered."]
+    texts = [text for _, _, text in a.lines()]
+    assert texts[-3:] == ["first text after a while", "second text", "Both answered."]
+
+
+def test_a_stale_write_of_the_sender_state_is_refused(memory: Memory):
+    from membot.store.base import SmsSender
+
+    blank = SmsSender("coach", "sms-x")
+    assert memory.store.save_sms_sender(blank, None)
+    assert not memory.store.save_sms_sender(blank, None)  # one is stored now
+    stopped = SmsSender("coach", "sms-x", stopped=True)
+    assert memory.store.save_sms_sender(stopped, blank)
+    assert not memory.store.save_sms_sender(SmsSender("coach", "sms-x", thread="t"), blank)
+    assert memory.store.sms_sender("coach", "sms-x") == stopped

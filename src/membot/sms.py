@@ -59,6 +59,7 @@ MESSAGE_LIMIT = 1600
 # replies kept for it are the person's words, so they are not kept longer.
 KEEP_RECORDS = timedelta(days=1)
 SOURCE_PREFIX = "twilio:"
+STATE_RETRIES = 5
 MIN_SECRET_CHARS = 16
 
 STOP_WORDS = frozenset({"stop", "stopall", "unsubscribe", "cancel", "end", "quit"})
@@ -254,17 +255,27 @@ class TextConversations:
 
     def answer(self, text: IncomingText, now: datetime | None = None) -> list[str]:
         """The texts that answer ``text`` (none for STOP or while silenced), decided in the
-        order the module's docstring gives."""
-        now = now or utc_now()
-        state = self.store.sms_sender(self.bot.name, text.sender)
-        state = state or SmsSender(self.bot.name, text.sender)
+        order the module's docstring gives.
+
+        The sender's state is changed only if no one changed it since it was read (another
+        server process answering their previous text): else the text is decided again on
+        the state as it is now, so a held text is never overwritten."""
+        for _ in range(STATE_RETRIES):
+            try:
+                return self._answer(text, now or utc_now())
+            except _StateChanged:
+                continue
+        raise ConflictError(f"text {text.sid}: the sender's state kept changing; try again")
+
+    def _answer(self, text: IncomingText, now: datetime) -> list[str]:
+        state = self._state(text.sender)
         word = keyword(text.body)
         if word == "stop":
-            self.store.save_sms_sender(replace(state, stopped=True))
+            self._save(state, replace(state, stopped=True))
             return []
         if state.stopped:
             if word == "start" or _single_word(text.body) == "yes":
-                self.store.save_sms_sender(replace(state, stopped=False))
+                self._save(state, replace(state, stopped=False))
             return []
         if word == "start":
             return []
@@ -278,10 +289,24 @@ class TextConversations:
         if self._thread_is_over(state, settings, now):
             return self._ask_or_begin(state, text, now)
         if state.thread is None:
-            state = replace(state, thread=self._new_thread(text.sender, now))
-            self.store.save_sms_sender(state)
+            state = self._save(state, replace(state, thread=self._new_thread(text.sender, now)))
         assert state.thread is not None
         return self._turn(text.body, text.sid, text.sender, state.thread)
+
+    def _state(self, sender: str) -> SmsSender:
+        """The sender's stored state, made blank on their first text."""
+        stored = self.store.sms_sender(self.bot.name, sender)
+        if stored is None:
+            self.store.save_sms_sender(SmsSender(self.bot.name, sender), None)
+            stored = self.store.sms_sender(self.bot.name, sender)
+        assert stored is not None
+        return stored
+
+    def _save(self, read: SmsSender, new: SmsSender) -> SmsSender:
+        """Store ``new`` if the state is still as ``read``; else :class:`_StateChanged`."""
+        if not self.store.save_sms_sender(new, read):
+            raise _StateChanged
+        return new
 
     def _new_thread(self, user: str, now: datetime) -> str:
         return self.memory.new_thread_name(bot=self.bot.name, user=user, now=now)
@@ -306,13 +331,13 @@ class TextConversations:
         nothing to ask about (forgotten, or summarised already), begin anew at once."""
         old, new = state.thread, self._new_thread(text.sender, now)
         if old is None or not self._worth_asking(text.sender, old):
-            self.store.save_sms_sender(replace(state, thread=new))
+            self._save(state, replace(state, thread=new))
             return self._turn(text.body, text.sid, text.sender, new)
         self.bot.end_thread(user=text.sender, thread=old, remember=False)
         asking = replace(
             state, thread=new, asking_about=old, held_text=text.body, held_sid=text.sid
         )
-        self.store.save_sms_sender(asking)
+        self._save(state, asking)
         return [QUESTION]
 
     def _worth_asking(self, user: str, thread: str) -> bool:
@@ -346,7 +371,9 @@ class TextConversations:
             if held.strip():
                 self._say(held, held_sid, user, thread)
             replies = self._turn(text.body, text.sid, user, thread)
-        self.store.save_sms_sender(replace(state, asking_about=None, held_text=None, held_sid=None))
+        # Settled either way: if another process settled it meanwhile, its state stands.
+        settled = replace(state, asking_about=None, held_text=None, held_sid=None)
+        self.store.save_sms_sender(settled, state)
         return [acknowledgement, *replies]
 
     def _remember(self, user: str, thread: str) -> bool:
@@ -374,6 +401,10 @@ class TextConversations:
         if turn.error is not None:
             return [UNANSWERED]
         return split_sms(turn.response)
+
+
+class _StateChanged(Exception):
+    """The sender's state changed between reading and writing it."""
 
 
 def _single_word(body: str) -> str | None:

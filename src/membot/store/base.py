@@ -312,7 +312,11 @@ class SmsStore(Protocol):
     received, so a text Twilio sends again is answered once."""
 
     def sms_sender(self, bot: str, sender: str) -> SmsSender | None: ...
-    def save_sms_sender(self, state: SmsSender) -> None: ...
+    def save_sms_sender(self, state: SmsSender, expected: SmsSender | None) -> bool:
+        """Store ``state`` only if the stored one is still ``expected`` (None: none is
+        stored), in one transaction; whether it was stored."""
+        ...
+
     def claim_sms_message(self, record: SmsRecord, forget_before: datetime) -> SmsRecord | None:
         """Record a text not seen before (None), or return the record of one seen; records
         received before ``forget_before`` are deleted first."""

@@ -17,6 +17,11 @@ from membot.store.base import SmsRecord, SmsSender
 
 _SENDER_COLUMNS = "bot, sender, thread, stopped, asking_about, held_text, held_sid"
 _RECORD_COLUMNS = "sid, bot, sender, received_at, replies, via"
+_SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = ? AND sender = ?"
+
+
+def _sender(row: Sequence) -> SmsSender:
+    return SmsSender(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6])
 
 
 def _record(row: Sequence) -> SmsRecord:
@@ -34,17 +39,16 @@ class StoreSms:
     _query: Callable[..., list[tuple]]
 
     def sms_sender(self, bot: str, sender: str) -> SmsSender | None:
-        rows = self._query(
-            f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = ? AND sender = ?",
-            (bot, sender),
-        )
-        if not rows:
-            return None
-        row = rows[0]
-        return SmsSender(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6])
+        rows = self._query(_SENDER_SQL, (bot, sender))
+        return _sender(rows[0]) if rows else None
 
-    def save_sms_sender(self, state: SmsSender) -> None:
+    def save_sms_sender(self, state: SmsSender, expected: SmsSender | None) -> bool:
+        """``state`` stored if the stored one is still ``expected`` (compare and set: two
+        processes answering one person's texts cannot overwrite each other's change)."""
         with self._write() as db:
+            row = db.execute(_SENDER_SQL, (state.bot, state.sender)).fetchone()
+            if (_sender(row) if row else None) != expected:
+                return False
             db.execute(
                 f"INSERT OR REPLACE INTO sms_senders ({_SENDER_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -58,6 +62,7 @@ class StoreSms:
                     state.held_sid,
                 ),
             )
+        return True
 
     def claim_sms_message(self, record: SmsRecord, forget_before: datetime) -> SmsRecord | None:
         """None when ``record`` is new (it is stored, in flight); else the record held. One
