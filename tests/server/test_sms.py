@@ -18,7 +18,7 @@ import pytest
 from fastapi.testclient import TestClient
 from twilio.request_validator import RequestValidator
 
-from membot import Memory, ScriptedLLM, sms_sender_name
+from membot import ConfigError, Memory, ScriptedLLM, sms_sender_name
 from membot.server import create_app
 from membot.server.sms import PATH, TwilioSettings
 from membot.sms import MESSAGE_LIMIT, QUESTION, units
@@ -252,6 +252,9 @@ def test_settings_come_from_the_environment():
     assert read.reply_wait_seconds == 2.5
     assert TOKEN not in repr(read) and SECRET not in repr(read)
     assert TwilioSettings.from_environment({}).reply_wait_seconds == 10.0
+    for wrong in ("soon", "0", "15", "-1"):
+        with pytest.raises(ConfigError, match="MEMBOT_SMS_REPLY_SECONDS"):
+            TwilioSettings.from_environment({"MEMBOT_SMS_REPLY_SECONDS": wrong})
 
 
 def test_membot_serve_says_where_the_webhook_goes(capsys):

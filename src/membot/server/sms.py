@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 PATH = "/sms/twilio"
 TWILIO_API = "https://api.twilio.com"
+TWILIO_WAITS_SECONDS = 15  # for the webhook's answer, then it gives up
 # How often a retry looks whether the first try of its text has been answered.
 RETRY_POLL_SECONDS = 0.1
 INSTALL_HINT = "SMS needs the twilio package: pip install 'membot[sms]'"
@@ -75,6 +76,11 @@ class TwilioSettings:
             seconds = float(wait)
         except ValueError as error:
             raise ConfigError(f"MEMBOT_SMS_REPLY_SECONDS wants seconds, got {wait!r}") from error
+        if not 0 < seconds < TWILIO_WAITS_SECONDS:
+            raise ConfigError(
+                f"MEMBOT_SMS_REPLY_SECONDS must lie between 0 and {TWILIO_WAITS_SECONDS} "
+                f"(Twilio waits that long for the webhook), got {wait}"
+            )
         return cls(
             auth_token=env.get("TWILIO_AUTH_TOKEN", ""),
             account_sid=env.get("TWILIO_ACCOUNT_SID", ""),
