@@ -74,7 +74,17 @@ from membot.model import (
     utc_now,
 )
 from membot.profiles import profile_from_toml, profile_to_toml
-from membot.store.base import DocumentInfo
+from membot.sms import (
+    IncomingText,
+    TextConversations,
+    bot_for_sms_number,
+    claim_sms,
+    is_phone_number,
+    record_sms_answer,
+    sms_sender_name,
+    split_sms,
+)
+from membot.store.base import DocumentInfo, SmsRecord
 
 __all__ = [
     "DEFAULT_BOT",
@@ -100,6 +110,7 @@ __all__ = [
     "ExpertiseChunk",
     "ImportFormatError",
     "ImportPlan",
+    "IncomingText",
     "LLMPool",
     "Line",
     "LineInput",
@@ -113,27 +124,35 @@ __all__ = [
     "Recall",
     "Role",
     "ScriptedLLM",
+    "SmsRecord",
     "StoreError",
     "Summary",
+    "TextConversations",
     "ThreadInfo",
     "ThreadState",
     "Turn",
     "authenticate",
+    "bot_for_sms_number",
+    "claim_sms",
     "create_key",
     "create_signin_key",
     "data_dir",
     "default_db_path",
     "end_conversation",
     "end_idle_threads",
+    "is_phone_number",
     "iso",
     "list_keys",
     "parse_settings",
     "profile_from_toml",
     "profile_to_toml",
     "read_file",
+    "record_sms_answer",
     "redeem_signin_key",
     "resolve_embedder",
     "resolve_llm",
     "revoke_key",
+    "sms_sender_name",
+    "split_sms",
     "utc_now",
 ]

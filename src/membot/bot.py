@@ -100,6 +100,7 @@ class Bot:
         settings: dict[str, Any] | None = None,
         now: datetime | None = None,
         on_text: Callable[[str], None] | None = None,
+        source_key: str | None = None,
     ) -> Turn:
         """Store ``text`` as the person's line and answer it.
 
@@ -112,6 +113,10 @@ class Bot:
 
         ``on_text``, when given, is called with each piece of the reply's text as the model
         writes it (never the JSON around it); the stored reply is exactly what it was given.
+
+        ``source_key`` says where the line came from (e.g. ``twilio:`` and a text's
+        MessageSid); a thread holds each key once, and a turn on a key it holds already is
+        refused with ``ConflictError`` before the model is called.
         """
         clock = _Clock()
         started = time.perf_counter()
@@ -125,7 +130,9 @@ class Bot:
         given = now is not None
         now = aware(now) if now is not None else utc_now()
         item = self.memory.validate_line(
-            LineInput(text, user, thread, Role.HUMAN, self.name, created_at=now)
+            LineInput(
+                text, user, thread, Role.HUMAN, self.name, created_at=now, source_key=source_key
+            )
         )
         with clock.step("embed"):
             vector = self.memory.embed([text])[0]

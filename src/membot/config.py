@@ -8,6 +8,7 @@ bot's stored settings, then the defaults declared in :data:`BOT_SETTINGS`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -24,6 +25,8 @@ DEFAULT_BOT = "membot"
 DEFAULT_USER = "me"
 DEFAULT_EMBEDDER = "minilm"
 DEFAULT_LLM = "smollm2"
+# A phone number in E.164, as Twilio writes ``To`` and ``From``: + and up to 15 digits.
+E164 = re.compile(r"\+[1-9][0-9]{1,14}")
 
 
 def default_db_path() -> Path:
@@ -105,6 +108,8 @@ class BotSettings:
     # Ending conversations.
     idle_timeout_minutes: float = 60.0  # 0: threads end only when asked
     remember_policy: str = ""  # e.g. "never keep health details"
+    # The number people text to reach this bot (E.164, e.g. +15550100); empty: none.
+    sms_number: str = ""
     # Prompt templates.
     story_fmt: str = TEMPLATES["story_fmt"]
     no_story: str = TEMPLATES["no_story"]
@@ -140,6 +145,9 @@ class BotSettings:
             (self.prompt_budget >= 128,
              "context_size must leave at least 128 tokens for the prompt after reply_tokens"),
             (self.idle_timeout_minutes >= 0, "idle_timeout_minutes must be 0 or more"),
+            (self.sms_number == "" or E164.fullmatch(self.sms_number) is not None,
+             f"sms_number must be a phone number in E.164 form, + and up to 15 digits without "
+             f"spaces (e.g. +15550100000); got {self.sms_number!r}"),
             (self.bot_name.strip() != "" and self.human_name.strip() != "",
              "bot_name and human_name may not be empty"),
             (self.llm == "" or self.llm in {"smollm2", "bundled", "default"}

@@ -158,8 +158,12 @@ class Memory:
         new = self.validate_line(item)
         if vector is None:
             vector = self.embed([new.text])[0]
-        (line,) = self.store.add_lines([self._new_line(new, vector)], self._vectors_by(vector))
-        return line, vector
+        stored = self.store.add_lines([self._new_line(new, vector)], self._vectors_by(vector))
+        if not stored:
+            raise ConflictError(
+                f"thread {new.thread!r} holds a line from {new.source_key!r} already"
+            )
+        return stored[0], vector
 
     def add_many(
         self,
@@ -265,7 +269,7 @@ class Memory:
         """Change a bot's stored settings (unknown names and bad values are refused, and
         nothing is saved)."""
         settings = self.bot_settings(bot).with_values(values)
-        check_strategy(settings)
+        self._check_profile(bot, settings)
         self.store.save_bot(bot, self._changed_from_defaults(settings))
         return settings
 
@@ -308,9 +312,16 @@ class Memory:
     def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
         """Make ``values`` the bot's whole stored profile (the rest reverts to defaults)."""
         settings = BotSettings().with_values(values)
-        check_strategy(settings)
+        self._check_profile(bot, settings)
         self.store.save_bot(bot, self._changed_from_defaults(settings))
         return settings
+
+    def _check_profile(self, bot: str, settings: BotSettings) -> None:
+        """What a single value cannot show: a strategy's numbers, a number another bot has."""
+        from membot.sms import check_number_free
+
+        check_strategy(settings)
+        check_number_free(self, bot, settings)
 
     @staticmethod
     def _changed_from_defaults(settings: BotSettings) -> dict[str, object]:

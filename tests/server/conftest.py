@@ -91,3 +91,9 @@ def live_server(memory: Memory) -> Iterator[LiveServer]:
     llm = ScriptedLLM()
     with serving(create_app(memory, llm=llm)) as url:
         yield LiveServer(memory, llm, url)
+
+
+@pytest.fixture
+def serve():
+    """:func:`serving`, for a test that builds its own app: ``with serve(app) as url``."""
+    return serving

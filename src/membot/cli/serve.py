@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from typing import Annotated
 
 import typer
@@ -61,6 +62,7 @@ def serve(
         _signin_link(memory, url)
     else:
         err.print("[yellow]note:[/] listening beyond this machine; every request needs a key")
+    sms_note(public_url, os.environ)
     app = "membot.server:app_from_environment"
     if workers == 1:
         uvicorn.run(app, factory=True, host=host, port=port, log_level="warning")
@@ -69,6 +71,20 @@ def serve(
         app, factory=True, host=host, port=port, workers=workers, log_level="warning"
     )
     _run_workers(config)
+
+
+def sms_note(public_url: str | None, env: Mapping[str, str]) -> None:
+    """Where Twilio's messaging webhook goes, or what SMS lacks, once it is being set up."""
+    if not env.get("TWILIO_AUTH_TOKEN"):
+        return
+    if public_url:
+        url = public_url.rstrip("/") + "/sms/twilio"
+        err.print(f"texts: Twilio's messaging webhook is {url} (HTTP POST)", soft_wrap=True)
+    else:
+        err.print(
+            "[yellow]note:[/] TWILIO_AUTH_TOKEN is set but --public-url is not: "
+            "texts are refused until it is"
+        )
 
 
 def _run_workers(config) -> None:

@@ -10,7 +10,7 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, LLMPool, Memory, resolve_llm
-from membot.server import openai_api, rest
+from membot.server import openai_api, rest, sms
 from membot.server.errors import error_response, install_error_handlers
 from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.service import MAX_BODY_BYTES, Service
@@ -30,19 +30,23 @@ def create_app(
     llms: LLMPool | None = None,
     rate_limit: int = 0,
     public_url: str | None = None,
+    twilio: sms.TwilioSettings | None = None,
 ) -> FastAPI:
     """The server over ``memory``; ``llm`` answers for bots whose profile names no model
-    (default: the bundled SmolLM2); ``rate_limit``: requests a minute per key (0: none)."""
+    (default: the bundled SmolLM2); ``rate_limit``: requests a minute per key (0: none);
+    ``twilio``: the SMS route's settings (without them it answers 503)."""
     service = Service(memory, llm=llm, llms=llms, rate_limit=rate_limit, public_url=public_url)
     app = FastAPI(
         title="membot", version="0.1.0", description=DESCRIPTION, lifespan=run_mcp_sessions
     )
     app.state.service = service
+    app.state.sms = sms.SmsGateway(twilio, public_url)
     install_error_handlers(app)
     app.add_middleware(RequestAccounting)
     _add_health_routes(app)
     app.include_router(rest.router)
     app.include_router(openai_api.router)
+    app.include_router(sms.router)
     mount_mcp(app, service)
     mount_web(app)
     return app
@@ -61,6 +65,7 @@ def app_from_environment() -> FastAPI:
         llm=llm,
         rate_limit=int(env.get("MEMBOT_RATE_LIMIT", "0")),
         public_url=env.get("MEMBOT_PUBLIC_URL") or None,
+        twilio=sms.TwilioSettings.from_environment(env),
     )
 
 

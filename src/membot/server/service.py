@@ -64,9 +64,12 @@ class Service:
         dry_run: bool = False,
         settings: dict[str, Any] | None = None,
         on_text: Callable[[str], None] | None = None,
+        source_key: str | None = None,
     ) -> Turn:
         """One turn, counted in the metrics; turns on one thread wait for each other."""
-        extra = {"on_text": on_text} if on_text is not None else {}
+        extra: dict[str, Any] = {"on_text": on_text} if on_text is not None else {}
+        if source_key is not None:
+            extra["source_key"] = source_key
         with self.thread_lock(bot, user, thread):
             turn = self.bot(bot).turn(
                 text, user=user, thread=thread, dry_run=dry_run, settings=settings, **extra

@@ -280,6 +280,55 @@ class KeyStore(Protocol):
     def mark_key_used(self, key_id: str, when: datetime) -> None: ...
 
 
+@dataclass(frozen=True)
+class SmsSender:
+    """Where one person's text conversation with a bot stands. ``sender`` is the person's
+    name in the store, a keyed hash of their number (never the number). ``asking_about``: the
+    ended thread whose "remember it?" question awaits YES or NO, with the text that arrived
+    meanwhile held (``held_text``, and its Twilio ``held_sid``) until it is answered."""
+
+    bot: str
+    sender: str
+    thread: str | None = None  # the thread texts go to now
+    stopped: bool = False  # said STOP: nothing stored or answered until START
+    asking_about: str | None = None
+    held_text: str | None = None
+    held_sid: str | None = None
+
+
+@dataclass(frozen=True)
+class SmsRecord:
+    """One text received (by Twilio's MessageSid) and how it was answered: ``replies`` is
+    None while it is being answered; ``via`` is ``twiml`` (in the webhook's answer) or ``api``
+    (sent afterwards through Twilio's Messages API)."""
+
+    sid: str
+    bot: str
+    sender: str
+    received_at: datetime
+    replies: tuple[str, ...] | None = None
+    via: str | None = None
+
+
+@runtime_checkable
+class SmsStore(Protocol):
+    """Text conversations: each sender's state (STOP, a pending question), and each text
+    received, so a text Twilio sends again is answered once."""
+
+    def sms_sender(self, bot: str, sender: str) -> SmsSender | None: ...
+    def save_sms_sender(self, state: SmsSender, expected: SmsSender | None) -> bool:
+        """Store ``state`` only if the stored one is still ``expected`` (None: none is
+        stored), in one transaction; whether it was stored."""
+        ...
+
+    def claim_sms_message(self, record: SmsRecord, forget_before: datetime) -> SmsRecord | None:
+        """Record a text not seen before (None), or return the record of one seen; records
+        received before ``forget_before`` are deleted first."""
+        ...
+
+    def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None: ...
+
+
 class Store(
     LineStore,
     VectorSearch,
@@ -288,6 +337,7 @@ class Store(
     SummaryStore,
     DocumentStore,
     KeyStore,
+    SmsStore,
     Protocol,
 ):
     """Everything ``Memory`` asks of a store, by concern."""

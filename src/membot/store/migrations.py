@@ -148,6 +148,35 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE UNIQUE INDEX lines_by_source ON lines (thread_id, source_key)
         WHERE source_key IS NOT NULL;
     """,
+    # 6: text conversations (SMS). A sender is a person's name in the store (a keyed hash of
+    # their number, never the number): whether they said STOP, their current thread, and the
+    # "remember the last one?" question they owe an answer to, with the text that came
+    # meanwhile. Each text received is recorded by Twilio's MessageSid, with what it was
+    # answered, so a text sent again is answered the same way and stored once; records are
+    # kept a day (Twilio retries within minutes). IF NOT EXISTS: a store taken back to an older
+    # schema version by hand (tests/test_import_resume.py does) still has these tables.
+    """
+    CREATE TABLE IF NOT EXISTS sms_senders (
+        bot TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        thread TEXT,
+        stopped INTEGER NOT NULL DEFAULT 0,
+        asking_about TEXT,
+        held_text TEXT,
+        held_sid TEXT,
+        PRIMARY KEY (bot, sender)
+    );
+    CREATE TABLE IF NOT EXISTS sms_messages (
+        sid TEXT PRIMARY KEY,
+        bot TEXT NOT NULL,
+        sender TEXT NOT NULL,
+        received_at TEXT NOT NULL,
+        replies TEXT,
+        via TEXT CHECK (via IN ('twiml', 'api'))
+    );
+    CREATE INDEX IF NOT EXISTS sms_messages_by_time ON sms_messages (received_at);
+    CREATE INDEX IF NOT EXISTS sms_messages_by_sender ON sms_messages (sender);
+    """,
 )
 
 

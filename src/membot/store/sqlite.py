@@ -24,6 +24,7 @@ from membot.store.base import BufferEntry, NewLine, SourceKey, ThreadKey, Vector
 from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
+from membot.store.sms import StoreSms
 
 _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
@@ -99,7 +100,7 @@ class ThreadRef:
     key: ThreadKey
 
 
-class SqliteStore(StoreExtras, StoreKeys):
+class SqliteStore(StoreExtras, StoreKeys, StoreSms):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
@@ -264,6 +265,7 @@ class SqliteStore(StoreExtras, StoreKeys):
                 )
             }
             db.execute("DELETE FROM bots WHERE id = ?", (row[0],))  # cascades to the rest
+            self._forget_sms(db, None, bot)
             db.execute(
                 "DELETE FROM people WHERE NOT EXISTS "
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
@@ -609,4 +611,6 @@ class SqliteStore(StoreExtras, StoreKeys):
                     (person,),
                 )
                 self._bump_generation(db)
+            if thread is None:
+                self._forget_sms(db, person, bot)
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
