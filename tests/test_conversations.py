@@ -105,12 +105,13 @@ def test_a_later_search_finds_the_summary(memory: Memory) -> None:
 
 def test_a_point_the_model_left_undated_gets_the_conversations_date(memory: Memory) -> None:
     talk(memory)
-    reply = json.dumps({"points": ["- Alice likes green tea", "2024: moved"], "categories": []})
+    points = ["- Alice likes green tea", "2024: flies to Lisbon"]
+    reply = json.dumps({"points": points, "categories": []})
 
     ending = end(memory, ScriptedLLM([reply]))
 
     assert ending.remembered is not None
-    assert ending.remembered.text == "- 2024-05-01: Alice likes green tea\n- 2024: moved"
+    assert ending.remembered.text == "- 2024-05-01: Alice likes green tea\n- 2024: flies to Lisbon"
     assert ending.remembered.categories == ()
 
 
@@ -323,8 +324,10 @@ def test_a_long_thread_is_cut_to_fit_with_its_running_summary(memory: Memory) ->
     content = llm.history[0][0]["content"]
     assert "Line number 59 about" in content and "Line number 0 about" not in content
     assert "(Earlier, in summary: Alice talked about her garden.)" in content
-    (note,) = ending.notes
-    assert note.startswith("the transcript was cut to its last ") and "of 60 lines" in note
+    cut, *unsaid = ending.notes  # the points are about peanuts and tea, never said here
+    assert cut.startswith("the transcript was cut to its last ") and "of 60 lines" in cut
+    assert len(unsaid) == 3 and all("never said" in note for note in unsaid)
+    assert ending.decision == "dropped" and memory.summaries(user="alice") == []
     assert memory.tokens.count(content) <= 1024 - 500
 
 
@@ -338,3 +341,45 @@ def test_categories_are_short_lowercase_words() -> None:
         ["a", "b"],
         ("events",),
     )
+
+
+def test_a_point_the_person_never_said_is_not_kept(memory: Memory) -> None:
+    talk(memory)
+    points = [
+        "2024-05-01: Alice is allergic to peanuts",
+        "2024-05-01: Alice owns three cats and a parrot",  # the model made it up
+        "2024-05-01: Alice enjoys satay",  # one word of two she said, the other the opposite
+    ]
+    llm = ScriptedLLM([json.dumps({"points": points, "categories": ["health"]})])
+
+    ending = end(memory, llm)
+
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert ending.remembered.text == "- 2024-05-01: Alice is allergic to peanuts"
+    assert any("three cats" in note for note in ending.notes)
+
+
+def test_nothing_is_kept_when_no_point_was_said(memory: Memory) -> None:
+    talk(memory)
+    points = ["2024-05-01: Alice owns three cats", "2024-05-01: Alice works as a pilot"]
+    llm = ScriptedLLM([json.dumps({"points": points, "categories": []})])
+
+    ending = end(memory, llm)
+
+    assert ending.decision == "dropped" and ending.remembered is None
+    assert "supported by what the person said" in ending.reason
+    assert memory.summaries(user="alice") == []
+
+
+def test_a_trimmed_summary_is_held_to_the_lines_too(memory: Memory) -> None:
+    memory.configure_bot(BOT, remember_policy="Never keep anything about health.")
+    talk(memory)
+    trimmed = "- 2024-05-01: Alice prefers green tea\n- 2024-05-01: Alice is a famous chess player"
+    check = {"decision": "trim", "summary": trimmed, "categories": ["preferences"],
+             "reason": "health left out"}  # fmt: skip
+    llm = ScriptedLLM([json.dumps(POINTS), json.dumps(check)])
+
+    ending = end(memory, llm)
+
+    assert ending.decision == "trimmed" and ending.remembered is not None
+    assert ending.remembered.text == "- 2024-05-01: Alice prefers green tea"

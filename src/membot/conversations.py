@@ -39,6 +39,7 @@ from typing import Any
 from membot.config import BotSettings
 from membot.context import Speakers, render_line
 from membot.errors import ConfigError, NotFoundError, ProviderError
+from membot.grounding import unsupported_points
 from membot.llm import LLM, Message
 from membot.memory import Memory
 from membot.model import Line, Summary, ThreadState, iso, utc_now
@@ -299,8 +300,9 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
         outcome.reason = "the model's output was unreadable: no JSON with key points in it"
         return outcome
     points, categories = read
+    points = _grounded(memory, settings, lines, points, outcome)
     if not points:
-        outcome.reason = "the model found nothing about the person worth keeping"
+        outcome.reason = outcome.reason or "the model found nothing about the person worth keeping"
         return outcome
     fallback_date = lines[-1].created_at.date().isoformat()
     outcome.draft = "\n".join(f"- {_dated(point, fallback_date)}" for point in points)
@@ -309,7 +311,32 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
     if not policy:
         outcome.decision, outcome.reason, outcome.text = KEPT, "no remember policy", outcome.draft
         return outcome
-    return _apply_policy(llm, policy, outcome)
+    outcome = _apply_policy(llm, policy, outcome)
+    if outcome.decision == TRIMMED:  # the check rewrote the points: hold them to the lines too
+        trimmed = [line for line in outcome.text.splitlines() if line.strip()]
+        kept = _grounded(memory, settings, lines, trimmed, outcome)
+        outcome.text = "\n".join(kept)
+        if not kept:
+            outcome.decision = DROPPED
+    return outcome
+
+
+def _grounded(
+    memory: Memory,
+    settings: BotSettings,
+    lines: Sequence[Line],
+    points: list[str],
+    outcome: _Outcome,
+) -> list[str]:
+    """The points the person's own lines support (membot.grounding); the others are noted."""
+    said = [line.text for line in lines if line.role == "human"]
+    names = (settings.human_name, settings.bot_name, lines[-1].person if lines else "")
+    dropped = unsupported_points(points, said, memory.embed, names)
+    for point in dropped:
+        outcome.notes.append(f"left out a point the person never said: {point}")
+    if dropped and len(dropped) == len(points):
+        outcome.reason = "no key point the model wrote is supported by what the person said"
+    return [point for point in points if point not in dropped]
 
 
 def _apply_policy(llm: LLM, policy: str, outcome: _Outcome) -> _Outcome:
