@@ -184,19 +184,22 @@ def chosen_for_turn(
     option = options_of(settings)
     partners_only, decay = bool(option["partners_only"]), option["neighbour_decay"]
     return [
-        Choice(hit, _block(memory, hit, settings, partners_only), order, decay)
+        Choice(hit, _block(memory, hit, settings, scope, partners_only), order, decay)
         for hit, order in ordered
     ]
 
 
-def _block(memory: Memory, hit: Hit, settings: BotSettings, partners_only: bool) -> BufferEntry:
+def _block(
+    memory: Memory, hit: Hit, settings: BotSettings, scope: Scope, partners_only: bool
+) -> BufferEntry:
     """The lines ``expand_before``/``expand_after`` around a hit; with ``partners_only``, only
-    as far as the farthest line said by another party on each side."""
+    as far as the farthest line said by another party on each side (of the roles recall
+    reads: a tool result is nobody's partner)."""
     block = expand_neighbors(hit, settings.expand_before, settings.expand_after)
     if not partners_only or block.first_seq == block.last_seq:
         return block
     lines = memory.store.lines_between(hit.thread_id, block.first_seq, block.last_seq)
-    said_by = {line.seq: _party(line) for line in lines}
+    said_by = {line.seq: _party(line) for line in lines if str(line.role) in scope.roles}
     own = said_by.get(hit.seq)
     others = [seq for seq, party in said_by.items() if party != own]
     first = min([seq for seq in others if seq < hit.seq], default=hit.seq)
