@@ -120,7 +120,7 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
     asked = fired_on = 0
     for number, case in enumerate(cases, start=1):
         print(f"{label} {number}/{len(cases)}", file=sys.stderr)
-        with fresh_memory(embedder, case.lines, lambda item: item.text) as mem:
+        with fresh_memory(embedder, case.lines) as mem:
             scope = Scope(bot_id=mem.store.bot_id(DEFAULT_BOT) or 0, person_id=None)
             vectors = mem.embed([text for text, _ in case.questions])
             chatter = mem.embed(list(CHITCHAT))

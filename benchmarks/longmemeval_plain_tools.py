@@ -37,7 +37,7 @@ import numpy as np
 from membot.eval.harness import cached_embedder
 from membot.eval.longmemeval import Corpus, question_scores
 from membot.eval.metrics import evaluate_retrieval, mean_by_key
-from membot.recall.blend import TermIndex
+from membot.recall.bm25 import TermIndex
 
 DEV_FILE = Path("../shared/data/longmemeval/longmemeval_s_dev.json")
 _WORD = re.compile(r"\w+")

@@ -26,7 +26,10 @@ TIGHT = {
     "expand_after": 1,
     "window_size": 1,
     "strategy": "lines",
+    # These threads are one person's lines: every neighbour comes, not only the other party's.
+    "strategy.partners_only": 0,
 }
+ONE_PERSON = {"strategy.partners_only": 0}
 
 
 def texts(lines) -> list[str]:
@@ -215,7 +218,12 @@ def test_recall_respects_threshold_and_max_matches(memory: Memory, alice_t1) -> 
 def test_lines_in_the_recent_window_are_not_recalled(memory: Memory) -> None:
     """The window is the new line and the ``recent_window - 1`` lines before it."""
     memory.configure_bot(
-        threshold=0.5, expand_before=0, expand_after=3, window_size=2, strategy="lines"
+        threshold=0.5,
+        expand_before=0,
+        expand_after=3,
+        window_size=2,
+        strategy="lines",
+        **ONE_PERSON,
     )
     say(memory, "t1", "mango one", "filler", "other", "mango four", "mango five")
     line = memory.add("mango", user="alice", thread="t1")  # seq 6: the window is seqs 4-6
@@ -248,7 +256,12 @@ def test_buffer_size_caps_the_blocks_held(memory: Memory) -> None:
 
 def test_a_block_matched_now_is_not_reported_as_carried(memory: Memory) -> None:
     memory.configure_bot(
-        threshold=0.5, expand_before=1, expand_after=1, window_size=1, strategy="lines"
+        threshold=0.5,
+        expand_before=1,
+        expand_after=1,
+        window_size=1,
+        strategy="lines",
+        **ONE_PERSON,
     )
     say(memory, "t1", "one", "apple pie", "three", "banana bread", "five")
     memory.recall(memory.add("apple pie", user="alice", thread="t2"))  # holds t1 seqs 1-3

@@ -273,7 +273,8 @@ def test_recall_reads_time_words_from_the_moment_of_the_turn(memory: Memory) -> 
 
 
 def test_tool_lines_show_in_the_feed_but_are_not_recalled(memory: Memory) -> None:
-    memory.configure_bot(threshold=0.3)
+    # every neighbour (not only the other party's), so the block spans the tool line
+    memory.configure_bot(threshold=0.3, **{"strategy.partners_only": 0})
     bot = Bot(memory, ScriptedLLM())
     bot.turn("what is the weather in Oslo for my picnic", user="alice", thread="t1")
     tool = bot.add_tool_result("Oslo 22C sunny picnic weather", user="alice", thread="t1",

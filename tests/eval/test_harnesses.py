@@ -15,8 +15,7 @@ from membot.cli.eval import eval_app
 from membot.errors import ConfigError
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import Corpus, evaluate_longmemeval
-from membot.recall.ranking import LinesRanking
-from membot.recall.strategies import ranking_named
+from membot.recall.ranked import ranked_lines, settings_for_ranking
 
 pytestmark = pytest.mark.slow
 
@@ -153,36 +152,38 @@ def test_longmemeval_asks_each_question_at_its_question_date(
 ) -> None:
     seen: list[datetime | None] = []
 
-    class Recording(LinesRanking):
-        def rank(self, memory, query, scope, depth=None, now=None):  # type: ignore[override]
-            seen.append(now)
-            return super().rank(memory, query, scope, depth, now)
+    def recording(memory, settings, query, scope, now=None, depth=None):  # type: ignore[no-untyped-def]
+        seen.append(now)
+        return ranked_lines(memory, settings, query, scope, now, depth)
 
-    monkeypatch.setattr(
-        "membot.eval.longmemeval.ranking_named", lambda name, options=None: Recording()
-    )
+    monkeypatch.setattr("membot.eval.longmemeval.ranked_lines", recording)
     evaluate_longmemeval(files["longmemeval"], "lines", minilm, show_progress=False)
-    assert seen == [datetime(2023, 5, 30, 16, 40, tzinfo=UTC)] * 2
+    # the strategy's run and the BM25 baseline's, for each of the two questions
+    assert seen == [datetime(2023, 5, 30, 16, 40, tzinfo=UTC)] * 4
 
 
 def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Path) -> None:
     app = typer.Typer()
     app.add_typer(eval_app, name="eval")
     args = ["eval", "locomo", str(files["locomo"]), "--strategy", "bm25", "--json"]
-    result = CliRunner().invoke(app, [*args, "--set", "before=0", "--set", "after=2"])
+    sets = ["--set", "expand_before=0", "--set", "expand_after=2", "--set", "lexical_top=2"]
+    result = CliRunner().invoke(app, [*args, *sets])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["options"] == {"before": 0.0, "after": 2.0}
-    assert ranking_named("bm25", {"before": 0.0, "after": 2.0}).after == 2  # whole lines
-    with pytest.raises(ConfigError, match="before is a whole number"):
-        ranking_named("blend", {"before": 1.5})
-    ranking = ranking_named("blend", {"lexical_weight": 0.7, "time_weight": 0})
-    assert ranking.weights == (1.0, 0.7) and ranking.time_weight == 0
-    assert ranking_named("blend", {"partners_only": 0.0}).partners_only is False
-    assert ranking_named("blend", {"partners_only": 1.0}).partners_only is True
+    options = {"expand_before": 0.0, "expand_after": 2.0, "lexical_top": 2.0}
+    assert json.loads(result.stdout)["options"] == options
+    settings = settings_for_ranking("bm25", options)
+    assert (settings.expand_before, settings.expand_after) == (0, 2)  # bot settings
+    assert settings.option("lexical_top", 3) == 2  # the strategy's own option
+    assert (settings.threshold, settings.strategy) == (-1.0, "bm25")  # every line kept
+    with pytest.raises(ConfigError, match="expand_before wants a int"):
+        settings_for_ranking("blend", {"expand_before": 1.5})
+    settings = settings_for_ranking("blend", {"lexical_weight": 0.7, "time_weight": 0})
+    assert settings.option("lexical_weight", 0.5) == 0.7
+    assert settings.option("time_weight", 0.25) == 0
     with pytest.raises(ConfigError, match="partners_only is 1 \\(on\\) or 0 \\(off\\)"):
-        ranking_named("blend", {"partners_only": 0.5})
+        settings_for_ranking("blend", {"partners_only": 0.5})
     with pytest.raises(ConfigError, match=r"strategy blend has no option 'speed'.*lexical_weight"):
-        ranking_named("blend", {"speed": 2})
+        settings_for_ranking("blend", {"speed": 2})
     bad = CliRunner().invoke(app, [*args, "--set", "before"])
     assert bad.exit_code != 0
     assert isinstance(bad.exception, ConfigError) and "NAME=VALUE" in str(bad.exception)

@@ -290,8 +290,14 @@ def test_an_unknown_option_names_the_ones_the_strategy_reads(memory) -> None:
     message = str(raised.value)
     assert "no option 'speed'" in message
     assert all(f"strategy.{name}" in message for name in OPTIONS["hybrid"])
-    with pytest.raises(ConfigError, match=r"lines has no option 'lexical_top' \(it reads: none\)"):
+    with pytest.raises(ConfigError, match=r"lines has no option 'lexical_top' \(it reads: strat"):
         recall(memory, "hello", settings_of(strategy="lines", **{"strategy.lexical_top": 2}))
+    with pytest.raises(ConfigError, match=r"prune has no option 'lexical_top' \(it reads: none\)"):
+        recall(memory, "hello", settings_of(strategy="prune", **{"strategy.lexical_top": 2}))
+    with pytest.raises(ConfigError, match=r"partners_only is 1 \(on\) or 0 \(off\), not 0\.5"):
+        recall(memory, "hello", settings_of(**{"strategy.partners_only": 0.5}))
+    with pytest.raises(ConfigError, match=r"lexical_top is a whole number, not 1\.5"):
+        recall(memory, "hello", settings_of(**{"strategy.lexical_top": 1.5}))
     with pytest.raises(ConfigError, match="no option 'speed'"):
         memory.configure_bot(**{"strategy.speed": 2})
     with pytest.raises(ConfigError, match="no option 'speed'"):

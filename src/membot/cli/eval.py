@@ -13,18 +13,20 @@ import typer
 from rich.console import Console
 
 from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings
-from membot.eval import RANKINGS, evaluate_locomo, evaluate_longmemeval, write_report
+from membot.eval import STRATEGIES, evaluate_locomo, evaluate_longmemeval, write_report
 
 eval_app = typer.Typer(help="Measure recall on public benchmarks.", no_args_is_help=True)
 err = Console(stderr=True)
 
 StrategyOption = Annotated[
-    str, typer.Option("--strategy", "-s", help=f"Recall strategy: {' | '.join(RANKINGS)}.")
+    str, typer.Option("--strategy", "-s", help=f"Recall strategy: {' | '.join(STRATEGIES)}.")
 ]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
-        "--set", help="A number of the strategy, NAME=VALUE (e.g. lexical_weight=0.7); repeatable."
+        "--set",
+        help="A number of the strategy, NAME=VALUE (e.g. lexical_weight=0.7, or expand_before=2); "
+        "repeatable.",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]

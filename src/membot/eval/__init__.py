@@ -4,10 +4,10 @@ from membot.eval.data import shared_data_dir
 from membot.eval.harness import write_report
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import evaluate_longmemeval
-from membot.recall.strategies import RANKINGS
+from membot.recall.chat import CHAT_STRATEGIES as STRATEGIES
 
 __all__ = [
-    "RANKINGS",
+    "STRATEGIES",
     "evaluate_locomo",
     "evaluate_longmemeval",
     "shared_data_dir",

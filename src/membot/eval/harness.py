@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,21 +23,13 @@ def cached_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
 
 
 @contextmanager
-def fresh_memory(
-    embedder: Embedder, lines: Sequence[LineInput], index_text: Callable[[LineInput], str]
-) -> Iterator[Memory]:
-    """A store of its own on a temporary file, holding ``lines`` with vectors of their
-    ``index_text``; deleted afterwards."""
+def fresh_memory(embedder: Embedder, lines: Sequence[LineInput]) -> Iterator[Memory]:
+    """A store of its own on a temporary file, holding ``lines`` written as an import writes
+    them; deleted afterwards."""
     with tempfile.TemporaryDirectory(prefix="membot-eval-") as folder:
         memory = Memory(Path(folder) / "eval.db", embedder=embedder)
         try:
-            texts = [index_text(line) for line in lines]
-            if texts == [line.text for line in lines]:
-                memory.add_many(lines)
-            else:
-                vectors = memory.embed(texts)
-                for line, vector in zip(lines, vectors, strict=True):
-                    memory.add_with_vector(line, vector)
+            memory.add_many(lines)
             yield memory
         finally:
             memory.close()

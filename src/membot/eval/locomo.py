@@ -1,9 +1,10 @@
-"""LoCoMo evidence recall (Maharana et al. 2024, Table 3) of a ranked recall strategy.
+"""LoCoMo evidence recall (Maharana et al. 2024, Table 3) of a recall strategy, as a turn runs it.
 
 Each conversation goes into a fresh store through the LoCoMo importer: one thread per session,
 dated as the session, every turn a line of one bot with its speaker and ``ref`` = its dia_id.
-Each question is the query line (not stored) over every line of the bot; the first k lines of
-the ranking, expansion included, are the context. A question scores the fraction of its
+Each question is the query line (not stored) over every line of the bot, recalled by the live
+turn's code with no threshold (:mod:`membot.recall.ranked`); the first k lines in context order,
+expansion included, are the context. A question scores the fraction of its
 evidence dia_ids in that context (1 without evidence), averaged over all five categories.
 """
 
@@ -16,14 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER
+from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings
 from membot.embed import Embedder
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
 from membot.eval.metrics import evidence_recall, mean_by_key
 from membot.importers import read_file
 from membot.memory import Memory
-from membot.recall.ranking import Ranking
-from membot.recall.strategies import ranking_named
+from membot.recall.ranked import ranked_lines, settings_for_ranking
 from membot.search import Scope
 
 K_VALUES = (5, 10, 25, 50)
@@ -39,7 +39,7 @@ def evaluate_locomo(
 ) -> dict[str, Any]:
     """Evidence recall at k = 5, 10, 25, 50 dialog turns, overall and by category."""
     started = time.perf_counter()
-    ranking = ranking_named(strategy, options)
+    settings = settings_for_ranking(strategy, options)
     samples = json.loads(Path(path).read_text(encoding="utf-8"))
     samples = samples if isinstance(samples, list) else [samples]
     lines_by_sample = defaultdict(list)
@@ -54,24 +54,25 @@ def evaluate_locomo(
         for sample in samples:
             lines = lines_by_sample[sample["sample_id"]]
             known = {line.ref for line in lines}
-            with fresh_memory(model, lines, ranking.index_text) as memory:
+            with fresh_memory(model, lines) as memory:
                 for qa in sample["qa"]:
-                    rows.append((qa["category"], question_scores(memory, ranking, qa)))
+                    rows.append((qa["category"], question_scores(memory, settings, qa)))
                     missing += sum(entry not in known for entry in qa["evidence"])
                     progress.advance(task)
     report = _report(path, strategy, model.name, len(samples), rows, missing, started)
     return {**report, "options": dict(options or {})}
 
 
-def question_scores(memory: Memory, ranking: Ranking, qa: dict[str, Any]) -> dict[str, float]:
-    context = context_refs(memory, ranking, qa["question"], max(K_VALUES))
+def question_scores(memory: Memory, settings: BotSettings, qa: dict[str, Any]) -> dict[str, float]:
+    context = context_refs(memory, settings, qa["question"], max(K_VALUES))
     return {str(k): evidence_recall(context[:k], qa["evidence"]) for k in K_VALUES}
 
 
-def context_refs(memory: Memory, ranking: Ranking, question: str, depth: int) -> list[str]:
-    """The dia_ids of the first ``depth`` lines the strategy places in context."""
+def context_refs(memory: Memory, settings: BotSettings, question: str, depth: int) -> list[str]:
+    """The dia_ids of the first ``depth`` lines a turn asking ``question`` places in context
+    (no ``now``: LoCoMo's questions are undated, so only dates naming their year count)."""
     scope = Scope(bot_id=memory.store.bot_id(DEFAULT_BOT) or 0, person_id=None)
-    line_ids = ranking.rank(memory, question, scope, depth=depth)[:depth]
+    line_ids = ranked_lines(memory, settings, question, scope, depth=depth)[:depth]
     return [line.ref or "" for line in memory.store.lines(line_ids)]
 
 

@@ -1,10 +1,11 @@
-"""LongMemEval retrieval metrics (Wu et al. 2024) of a ranked recall strategy.
+"""LongMemEval retrieval metrics (Wu et al. 2024) of a recall strategy, as a turn runs it.
 
 Each question's haystack goes into a fresh store through the LongMemEval importer (one thread
 per session, dated as given), user turns only: the official turn corpus holds no assistant
 turns, and embedding them would double the run's time for lines no metric reads. The question
 is the query line (not stored), asked at its ``question_date`` (``now`` for the strategy, which
-may read the time the question points to); the strategy ranks the lines, expansion included,
+may read the time the question points to); the live turn's code with no threshold
+(:mod:`membot.recall.ranked`) orders the lines, expansion included,
 and the ranking is read over the official corpus of ``src/retrieval/run_retrieval.py`` at turn
 granularity: the user turns, with id ``<session id>_<turn number from 1>``, where a turn of an
 ``answer`` session without ``has_answer`` is renamed ``noans``; gold = ids holding ``answer``.
@@ -24,7 +25,7 @@ Lines a strategy does not rank follow in corpus order, so every ranking covers t
   session counts only once a marked turn of it is read (MiniLM over user turns: 0.686);
 - ``session_any_gold``: session metrics with gold = ``answer_session_ids`` as given, over
   every question that is not an abstention;
-- ``bm25_baseline``: the same four for plain BM25 (no expansion) on the same stores.
+- ``bm25_baseline``: the same four for the ``bm25`` strategy without expansion, same stores.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER
+from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings
 from membot.embed import Embedder
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
 from membot.eval.metrics import (
@@ -52,9 +53,7 @@ from membot.eval.metrics import (
 from membot.importers import parse_time, read_file
 from membot.memory import Memory
 from membot.model import Role
-from membot.recall.bm25 import BM25Ranking
-from membot.recall.ranking import Ranking
-from membot.recall.strategies import ranking_named
+from membot.recall.ranked import ranked_lines, settings_for_ranking
 from membot.search import Scope
 
 K_VALUES = (1, 3, 5, 10, 30, 50)
@@ -116,7 +115,10 @@ def evaluate_longmemeval(
 ) -> dict[str, Any]:
     """The official turn and session metrics at k = 1, 3, 5, 10, 30, 50, with a BM25 baseline."""
     started = time.perf_counter()
-    rankings = {"strategy": ranking_named(strategy, options), "bm25_baseline": BM25Ranking(0, 0)}
+    rankings = {
+        "strategy": settings_for_ranking(strategy, options),
+        "bm25_baseline": settings_for_ranking("bm25", {"expand_before": 0, "expand_after": 0}),
+    }
     questions = json.loads(Path(path).read_text(encoding="utf-8"))
     questions = questions if isinstance(questions, list) else [questions]
     lines_by_question = defaultdict(list)
@@ -133,9 +135,9 @@ def evaluate_longmemeval(
             corpora.append(corpus)
             lines = lines_by_question[question["question_id"]]
             asked = parse_time(question["question_date"]) if "question_date" in question else None
-            with fresh_memory(model, lines, rankings["strategy"].index_text) as memory:
-                for name, ranking in rankings.items():
-                    order = corpus_ranking(memory, ranking, question["question"], corpus, asked)
+            with fresh_memory(model, lines) as memory:
+                for name, settings in rankings.items():
+                    order = corpus_ranking(memory, settings, question["question"], corpus, asked)
                     scores[name].append(question_scores(order, corpus))
             progress.advance(task)
     report = _averages(scores["strategy"], corpora)
@@ -162,14 +164,18 @@ def evaluate_longmemeval(
 
 
 def corpus_ranking(
-    memory: Memory, ranking: Ranking, query: str, corpus: Corpus, now: datetime | None = None
+    memory: Memory,
+    settings: BotSettings,
+    query: str,
+    corpus: Corpus,
+    now: datetime | None = None,
 ) -> list[int]:
     """The strategy's ranking as corpus indices, unranked corpus turns last in corpus order;
     ``now`` is the question's date."""
     scope = Scope(bot_id=memory.store.bot_id(DEFAULT_BOT) or 0, person_id=None, roles=("human",))
     index_of = {ref: index for index, ref in enumerate(corpus.refs)}
     order: dict[int, None] = {}
-    for line in memory.store.lines(ranking.rank(memory, query, scope, now=now)):
+    for line in memory.store.lines(ranked_lines(memory, settings, query, scope, now)):
         if line.ref in index_of:  # a line outside the official corpus is not scored
             order.setdefault(index_of[line.ref])
     for index in range(len(corpus.refs)):

@@ -1,7 +1,8 @@
-"""Lexical ranking: SQLite FTS5's BM25 over the store's ``line_text`` index.
+"""Lexical search's words: the query's terms for the store's BM25 (SQLite FTS5 over the
+``line_text`` index, where the terms are quoted and OR-ed, so any line sharing a word can match
+and no punctuation in the query is read as FTS5 syntax), and an in-memory BM25 for texts the
+store does not index (``benchmarks/longmemeval_plain_tools.py``).
 
-The query's words are quoted and OR-ed, so any line sharing a word can match and no
-punctuation in the query (quotes, ``-``, ``:``, ``*``, ``NEAR``) is read as FTS5 syntax.
 A caller may leave out ``STOPWORDS`` (``blend`` does): BM25's IDF damps them, but every line
 holding "what" or "did" still gets a score and takes a place ahead of the lines BM25 misses.
 """
@@ -9,14 +10,10 @@ holding "what" or "did" still gets a score and takes a place ahead of the lines 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections import Counter
+from collections.abc import Sequence
 
-from membot.recall.lines import Hit
-from membot.recall.ranking import EVERY_LINE, LinesRanking, located
-from membot.search import Scope
-
-if TYPE_CHECKING:
-    from membot.memory import Memory
+import numpy as np
 
 _WORD = re.compile(r"\w+")
 
@@ -41,31 +38,34 @@ def query_terms(text: str, stopwords: frozenset[str] = frozenset()) -> list[str]
     return [word for word in words if word not in stopwords] or words
 
 
-def bm25_hits(
-    memory: Memory, query: str, scope: Scope, stopwords: frozenset[str] = frozenset()
-) -> list[Hit]:
-    """Lines in scope sharing a word with ``query`` (``stopwords`` aside), best BM25 first."""
-    terms = query_terms(query, stopwords)
-    if not terms:
-        return []
-    scored = memory.store.lexical_search(
-        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
-    )
-    hits = located(memory, scored)
-    if scope.window_thread_id is None or scope.window_from_seq is None:
-        return hits
-    return [
-        hit
-        for hit in hits
-        if not (hit.thread_id == scope.window_thread_id and hit.seq >= scope.window_from_seq)
-    ]
+class TermIndex:
+    """Documents (their word counts) by word, for Okapi BM25 that reads only the documents
+    holding a query word; IDF ``log(1 + (N - n + 0.5) / (n + 0.5))``."""
 
+    def __init__(self, documents: Sequence[Counter[str]], k1: float = 1.2, b: float = 0.75):
+        self.size = len(documents)
+        self.k1 = k1
+        lengths = np.asarray([sum(document.values()) for document in documents], dtype=float)
+        mean = max(float(lengths.mean()), 1.0) if self.size else 1.0
+        self.scale = k1 * (1 - b + b * lengths / mean)
+        postings: dict[str, tuple[list[int], list[int]]] = {}
+        for row, document in enumerate(documents):
+            for word, count in document.items():
+                rows, counts = postings.setdefault(word, ([], []))
+                rows.append(row)
+                counts.append(count)
+        self.postings = {
+            word: (np.asarray(rows), np.asarray(counts, dtype=float))
+            for word, (rows, counts) in postings.items()
+        }
 
-class BM25Ranking(LinesRanking):
-    """Lines ranked by BM25 alone (lines without a query word are not ranked), expanded
-    ±``before``/``after`` lines like ``lines``."""
-
-    name = "bm25"
-
-    def hits(self, memory: Memory, query: str, scope: Scope) -> list[Hit]:
-        return bm25_hits(memory, query, scope)
+    def bm25(self, words: Sequence[str]) -> np.ndarray:
+        """Each document's BM25 for the query ``words`` (0 where it holds none)."""
+        scores = np.zeros(self.size)
+        for word in dict.fromkeys(words):
+            if word not in self.postings:
+                continue
+            rows, counts = self.postings[word]
+            idf = np.log(1 + (self.size - len(rows) + 0.5) / (len(rows) + 0.5))
+            scores[rows] += idf * counts * (self.k1 + 1) / (counts + self.scale[rows])
+        return scores

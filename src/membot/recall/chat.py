@@ -1,36 +1,44 @@
-"""Recall in a live turn: a bot's strategy picks which earlier lines come back.
+"""Recall, the one implementation: a bot's strategy picks which earlier lines come back.
 
-The benchmark rankings (:mod:`membot.recall.strategies`) order every line in scope; a turn
-needs a keep-or-drop rule too, so that an unrelated question brings nothing back. Here each
-strategy chooses its matches (at most ``max_matches``) and the block each match brings in;
-the blocks then enter the thread's relevance buffer like the core's.
+A live turn (:meth:`membot.Memory.recall`) and the benchmarks (:mod:`membot.recall.ranked`)
+both call :func:`chosen_for_turn`: each strategy orders the lines in scope and keeps those its
+keep-or-drop rule lets through (``threshold``, ``lexical_top``/``lexical_margin``, at most
+``max_matches``); each kept match brings in a block of the lines around it. A turn merges the
+blocks into its relevance buffer; a benchmark asks with ``threshold`` -1 (every line kept) and
+reads the blocks' lines in the order :func:`membot.recall.ranked.context_order` gives them.
 
 - ``lines`` (uncany-membot): lines whose cosine with the match string reaches ``threshold``,
-  best first, each expanded ±``expand_before``/``expand_after``.
-- ``hybrid`` (the default): dense and BM25 ranks fused by reciprocal rank, as in the
-  benchmark ranking. Kept: a line whose cosine reaches ``threshold``, or a line among BM25's
-  first ``lexical_top`` whose cosine reaches ``threshold - lexical_margin`` — sharing rare
-  words with the question is evidence too, so the bar is lower for it. Expanded like
-  ``lines``. Options: ``dense_weight``, ``lexical_weight``, ``rrf_k``, ``lexical_top``,
-  ``lexical_margin``.
-- ``blend``: the benchmark ranking of that name, scored over the lines in scope: a line's
-  cosine plus ``neighbour_weight`` times its previous and next lines' cosines, and BM25 over
-  the query's words that are not stopwords, each min-max normalised and added
-  (``dense_weight``, ``lexical_weight``). Kept like hybrid's lines (its own cosine against
-  ``threshold``, or among BM25's first ``lexical_top`` within ``lexical_margin``), in blended
-  order. When the line names a time (``membot.recall.timeframe``: "a week ago", "last
-  Friday", "in March 2023"), lines said within it are raised by ``time_weight`` and kept
-  at the lower bar too. The ranking's sentence-level parts are left out: sentence vectors
-  would cost an embedding per sentence written (a chat line costs one), sentence BM25 a term
-  index rebuilt at every turn.
+  best first.
+- ``hybrid``: dense and BM25 ranks fused by reciprocal rank. Kept: a line whose cosine
+  reaches ``threshold``, or a line among BM25's first ``lexical_top`` whose cosine reaches
+  ``threshold - lexical_margin`` -- sharing rare words with the question is evidence too, so
+  the bar is lower for it. Options: ``dense_weight``, ``lexical_weight``, ``rrf_k``,
+  ``lexical_top``, ``lexical_margin``.
+- ``blend`` (the default): a line's cosine plus ``neighbour_weight`` times its previous and
+  next lines' cosines, and BM25 over the query's words that are not stopwords, each min-max
+  normalised and added (``dense_weight``, ``lexical_weight``). Kept like hybrid's lines (its
+  own cosine against ``threshold``, or among BM25's first ``lexical_top`` within
+  ``lexical_margin``), in blended order. When the line names a time
+  (``membot.recall.timeframe``: "a week ago", "last Friday", "in March 2023"), lines said
+  within it are raised by ``time_weight`` and kept at the lower bar too.
 - ``bm25``: BM25's order; kept like hybrid's lexical lines.
 - ``prune`` (context pruning): the ``lines`` matches, each with its turn partner only (the bot's
   reply to a human line, or the human line a bot line answered).
 - ``pairs`` and ``windows``: the unit (exchange, or window of ``window_size`` lines overlapping
   by ``window_overlap``) whose vector reaches ``threshold`` comes back whole.
 
+Expansion (``lines``, ``hybrid``, ``blend``, ``bm25``): a match brings the lines up to
+``expand_before``/``expand_after`` away in its thread; with ``partners_only`` (the default) the
+block reaches only as far as the farthest line said by the other party (another role or
+speaker) -- the exchange around the match, not the same person's neighbouring lines, which
+must earn their place by their own score. ``neighbour_decay`` orders a block's lines after
+their match for a context cut at k lines (the benchmarks): a line d away counts
+``neighbour_decay ** d`` of its match's score.
+
 A match's reported score is its cosine with the match string in every strategy (for units,
-the unit's), so traces compare across strategies.
+the unit's), so traces compare across strategies; the order a strategy gives it (its fused
+score) travels beside it as :attr:`Choice.order`. Lines are embedded as ``Speaker: text``
+where they have a speaker (:func:`membot.memory.embedding_text`).
 """
 
 from __future__ import annotations
@@ -44,12 +52,12 @@ import numpy as np
 
 from membot.config import BotSettings
 from membot.errors import ConfigError
-from membot.recall.blend import min_max
+from membot.model import Line
 from membot.recall.bm25 import STOPWORDS, query_terms
-from membot.recall.hybrid import reciprocal_rank_fusion
-from membot.recall.lines import Hit, blocks_for_hits, merge_blocks
-from membot.recall.ranking import EVERY_LINE
+from membot.recall.lines import Hit, expand_neighbors, merge_blocks
+from membot.recall.pairs import PairUnits, Units
 from membot.recall.timeframe import window_of
+from membot.recall.windows import WindowUnits
 from membot.search import Scope, similarities
 from membot.store.base import BufferEntry
 
@@ -57,31 +65,43 @@ if TYPE_CHECKING:
     from membot.memory import Memory
 
 CHAT_STRATEGIES = ("lines", "hybrid", "blend", "bm25", "prune", "pairs", "windows")
+EVERY_LINE = 2**31  # a search depth that reaches every line in scope
 
-# Options each strategy reads from the bot's ``strategy.NAME`` settings, with defaults.
+# How a match's block is drawn (see the module docstring); shared by the strategies that expand.
+EXPANSION: dict[str, float] = {"neighbour_decay": 0.85, "partners_only": 1}
+KEEP = {"lexical_top": 3, "lexical_margin": 0.1}
+# The one table of options: each strategy's numbers (a bot's ``strategy.NAME`` settings, and
+# ``membot eval --set NAME=VALUE``), with defaults.
 OPTIONS: dict[str, dict[str, float]] = {
-    "lines": {},
-    "hybrid": {
-        "dense_weight": 1.0,
-        "lexical_weight": 2.0,
-        "rrf_k": 60.0,
-        "lexical_top": 3,
-        "lexical_margin": 0.1,
-    },
+    "lines": {**EXPANSION},
+    "hybrid": {"dense_weight": 1.0, "lexical_weight": 2.0, "rrf_k": 60.0, **KEEP, **EXPANSION},
     "blend": {
         "dense_weight": 1.0,
         "lexical_weight": 0.5,
         "neighbour_weight": 0.25,
         "time_weight": 0.25,
-        "lexical_top": 3,
-        "lexical_margin": 0.1,
+        **KEEP,
+        **EXPANSION,
     },
-    "bm25": {"lexical_top": 3, "lexical_margin": 0.1},
+    "bm25": {**KEEP, **EXPANSION},
     "prune": {},
     "pairs": {},
     "windows": {},
 }
-LEXICAL_DEPTH = 50  # BM25 candidates read per turn
+WHOLE_NUMBERS = frozenset({"lexical_top"})
+SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
+LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A kept match, the block of lines it brings in, and its place in the strategy's order
+    (``order``: the score the strategy sorted by; ``hit.score`` is the cosine)."""
+
+    hit: Hit
+    block: BufferEntry
+    order: float
+    decay: float  # a block line d away from the match is ordered at decay ** d of it
 
 
 @dataclass(frozen=True)
@@ -93,18 +113,29 @@ class ChatRecall:
 
 
 def check_strategy(settings: BotSettings) -> None:
-    """ConfigError unless the strategy exists and every option is one it reads."""
+    """ConfigError unless the strategy exists and every option is one it reads, of its kind."""
     if settings.strategy not in OPTIONS:
         raise ConfigError(
             f"unknown strategy {settings.strategy!r}: use one of {', '.join(CHAT_STRATEGIES)}"
         )
     known = OPTIONS[settings.strategy]
-    for name, _ in settings.strategy_options:
+    for name, value in settings.strategy_options:
         if name not in known:
             listed = ", ".join(f"strategy.{each}" for each in known) or "none"
             raise ConfigError(
                 f"strategy {settings.strategy} has no option {name!r} (it reads: {listed})"
             )
+        if name in SWITCHES and value not in (0, 1):
+            raise ConfigError(f"strategy.{name} is 1 (on) or 0 (off), not {value}")
+        if name in WHOLE_NUMBERS and not float(value).is_integer():
+            raise ConfigError(f"strategy.{name} is a whole number, not {value}")
+
+
+def options_of(settings: BotSettings) -> dict[str, float]:
+    """The strategy's options: its defaults, overridden by the bot's settings."""
+    return {
+        name: settings.option(name, value) for name, value in OPTIONS[settings.strategy].items()
+    }
 
 
 def recall_for_turn(
@@ -116,25 +147,105 @@ def recall_for_turn(
     now: datetime | None = None,
     said: str | None = None,
 ) -> ChatRecall:
-    """The matches and blocks ``settings.strategy`` recalls for one turn asked at ``now``:
+    """The matches and merged blocks ``settings.strategy`` recalls for one turn asked at
+    ``now`` (see :func:`chosen_for_turn`)."""
+    choices = chosen_for_turn(memory, settings, query, vector, scope, now, said)
+    blocks = merge_blocks([choice.block for choice in choices])
+    return ChatRecall(tuple(choice.hit for choice in choices), tuple(blocks))
+
+
+def chosen_for_turn(
+    memory: Memory,
+    settings: BotSettings,
+    query: str,
+    vector: np.ndarray,
+    scope: Scope,
+    now: datetime | None = None,
+    said: str | None = None,
+) -> list[Choice]:
+    """The matches ``settings.strategy`` keeps for one turn, best first, each with its block:
     ``blend`` reads time words such as "last week" in ``said`` (the new line itself; default
-    ``query``, the match string) from that moment."""
+    ``query``, the match string) from ``now``."""
     check_strategy(settings)
     if settings.max_matches == 0:
-        return ChatRecall((), ())
+        return []
     name = settings.strategy
     if name in ("pairs", "windows"):
         return _units(memory, settings, vector, scope)
     if name == "blend":
-        hits = _blended(memory, settings, query, vector, scope, now, said or query)
+        ordered = _blended(memory, settings, query, vector, scope, now, said or query)
     elif name in ("hybrid", "bm25"):
-        hits = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
+        ordered = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
     else:
         found = memory.index.search(vector, scope, settings.max_matches, settings.threshold)
-        hits = memory.index.locate(found)
+        ordered = [(hit, hit.score) for hit in memory.index.locate(found)]
     if name == "prune":
-        return ChatRecall(tuple(hits), tuple(merge_blocks(_with_partners(memory, hits))))
-    return ChatRecall(tuple(hits), tuple(blocks_for_hits(hits, settings)))
+        return [Choice(hit, _with_partner(memory, hit), order, 1.0) for hit, order in ordered]
+    option = options_of(settings)
+    partners_only, decay = bool(option["partners_only"]), option["neighbour_decay"]
+    return [
+        Choice(hit, _block(memory, hit, settings, scope, partners_only), order, decay)
+        for hit, order in ordered
+    ]
+
+
+def _block(
+    memory: Memory, hit: Hit, settings: BotSettings, scope: Scope, partners_only: bool
+) -> BufferEntry:
+    """The lines ``expand_before``/``expand_after`` around a hit; with ``partners_only``, only
+    as far as the farthest line said by another party on each side (of the roles recall
+    reads: a tool result is nobody's partner)."""
+    block = expand_neighbors(hit, settings.expand_before, settings.expand_after)
+    if not partners_only or block.first_seq == block.last_seq:
+        return block
+    lines = memory.store.lines_between(hit.thread_id, block.first_seq, block.last_seq)
+    said_by = {line.seq: _party(line) for line in lines if str(line.role) in scope.roles}
+    own = said_by.get(hit.seq)
+    others = [seq for seq, party in said_by.items() if party != own]
+    first = min([seq for seq in others if seq < hit.seq], default=hit.seq)
+    last = max([seq for seq in others if seq > hit.seq], default=hit.seq)
+    return BufferEntry(hit.thread_id, first, last, hit.score, (hit.seq,))
+
+
+def _party(line: Line) -> tuple[str, str | None]:
+    return str(line.role), line.speaker
+
+
+def _with_partner(memory: Memory, hit: Hit) -> BufferEntry:
+    """The hit and its turn partner: the bot line right after a human line, or the human
+    line right before a bot line."""
+    around = memory.store.lines_between(hit.thread_id, hit.seq - 1, hit.seq + 1)
+    lines = {line.seq: line for line in around}
+    first = last = hit.seq
+    line = lines.get(hit.seq)
+    role = str(line.role) if line is not None else ""
+    after, before = lines.get(hit.seq + 1), lines.get(hit.seq - 1)
+    if role == "human" and after is not None and str(after.role) == "bot":
+        last = hit.seq + 1
+    elif role == "bot" and before is not None and str(before.role) == "human":
+        first = hit.seq - 1
+    return BufferEntry(hit.thread_id, first, last, hit.score, (hit.seq,))
+
+
+def min_max(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """``values`` scaled to [0, 1] (all 1 when they are equal)."""
+    scores = np.asarray(values, dtype=float)
+    spread = float(scores.max() - scores.min()) if scores.size else 0.0
+    return (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[Hit]], weights: Sequence[float], rrf_k: float = 60.0
+) -> list[Hit]:
+    """Hits of every ranking, by their summed weighted reciprocal ranks, best first."""
+    fused: dict[int, float] = {}
+    first_seen: dict[int, Hit] = {}
+    for hits, weight in zip(rankings, weights, strict=True):
+        for rank, hit in enumerate(hits, start=1):
+            fused[hit.line_id] = fused.get(hit.line_id, 0.0) + weight / (rrf_k + rank)
+            first_seen.setdefault(hit.line_id, hit)
+    order = sorted(fused, key=lambda line_id: -fused[line_id])
+    return [Hit(i, first_seen[i].thread_id, first_seen[i].seq, fused[i]) for i in order]
 
 
 def _lexical(
@@ -144,13 +255,14 @@ def _lexical(
     vector: np.ndarray,
     scope: Scope,
     fused: bool,
-) -> list[Hit]:
-    defaults = OPTIONS[settings.strategy]
-    option = {name: settings.option(name, value) for name, value in defaults.items()}
+) -> list[tuple[Hit, float]]:
+    option = options_of(settings)
     low_bar = settings.threshold - option["lexical_margin"]
     # Only lines at or above the lower bar can be kept: the others need no score.
     cosine = dict(memory.index.search(vector, scope, EVERY_LINE, min_score=low_bar))
-    lexical = _bm25_in_scope(memory, query, scope)
+    # A turn keeps a few matches: BM25's first 50 are enough; a ranking reads them all.
+    depth = max(LEXICAL_DEPTH, settings.max_matches)
+    lexical = _bm25_in_scope(memory, query, scope, depth)
     lexical_top = {hit.line_id for hit in lexical[: int(option["lexical_top"])]}
     if fused:
         dense = memory.index.locate(
@@ -164,7 +276,7 @@ def _lexical(
     for hit in order:
         score = cosine.get(hit.line_id, -1.0)
         if score >= settings.threshold or (hit.line_id in lexical_top and score >= low_bar):
-            kept.append(Hit(hit.line_id, hit.thread_id, hit.seq, score))
+            kept.append((Hit(hit.line_id, hit.thread_id, hit.seq, score), hit.score))
             if len(kept) == settings.max_matches:
                 break
     return kept
@@ -178,8 +290,8 @@ def _blended(
     scope: Scope,
     now: datetime | None,
     said: str,
-) -> list[Hit]:
-    option = {name: settings.option(name, value) for name, value in OPTIONS["blend"].items()}
+) -> list[tuple[Hit, float]]:
+    option = options_of(settings)
     lines = memory.index.scored_in_scope(vector, scope)
     if not len(lines.ids):
         return []
@@ -203,7 +315,8 @@ def _blended(
     for index in candidates[np.argsort(-fused[candidates], kind="stable")]:
         line_id, score = int(lines.ids[index]), float(cosine[index])
         if score >= settings.threshold or line_id in lexical_top or dated[index]:
-            kept.append(Hit(line_id, int(lines.thread_ids[index]), int(lines.seqs[index]), score))
+            hit = Hit(line_id, int(lines.thread_ids[index]), int(lines.seqs[index]), score)
+            kept.append((hit, float(fused[index])))
             if len(kept) == settings.max_matches:
                 break
     return kept
@@ -231,12 +344,12 @@ def _bm25_scores(
     return scores, ranked[in_scope].tolist()
 
 
-def _bm25_in_scope(memory: Memory, query: str, scope: Scope) -> list[Hit]:
+def _bm25_in_scope(memory: Memory, query: str, scope: Scope, depth: int) -> list[Hit]:
     terms = query_terms(query)
     if not terms:
         return []
     scored = memory.store.lexical_search(
-        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=LEXICAL_DEPTH
+        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=depth
     )
     memory.index.refresh()
     hits = memory.index.locate(scored)
@@ -247,45 +360,25 @@ def _bm25_in_scope(memory: Memory, query: str, scope: Scope) -> list[Hit]:
     return [hit for hit in hits if not (hit.thread_id == window and hit.seq >= start)]
 
 
-def _with_partners(memory: Memory, hits: Sequence[Hit]) -> list[BufferEntry]:
-    from membot.recall.prune import layout_of
-
-    layout = layout_of(memory)
-    blocks = []
-    for hit in hits:
-        first = last = hit.seq
-        line = layout.by_id.get(hit.line_id)
-        partner = layout.partner(line) if line is not None else None
-        if partner is not None:
-            first, last = min(first, partner.seq), max(last, partner.seq)
-        blocks.append(BufferEntry(hit.thread_id, first, last, hit.score, (hit.seq,)))
-    return blocks
-
-
-def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Scope) -> ChatRecall:
-    from membot.recall.pairs import PairsRanking
-    from membot.recall.windows import WindowsRanking
-
+def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Scope) -> list[Choice]:
     size = max(settings.window_size, 1)
-    ranking = (
-        PairsRanking()
-        if settings.strategy == "pairs"
-        else WindowsRanking(size, min(settings.window_overlap, size - 1))
-    )
+    if settings.strategy == "pairs":
+        kind: Units = PairUnits()
+    else:
+        kind = WindowUnits(size, min(settings.window_overlap, size - 1))
     feed = None
     if scope.window_thread_id is not None and scope.window_from_seq is not None:
         feed = (scope.window_thread_id, scope.window_from_seq)
-    units, vectors = _unit_cache(memory, ranking, feed)
+    units, vectors = _unit_cache(memory, kind, feed)
     if not units or len(vectors) != len(units):  # none, or every unit is in the feed
-        return ChatRecall((), ())
+        return []
     lines_in_scope = memory.index.scored_in_scope(vector, scope)
     in_scope = dict(zip(lines_in_scope.ids.tolist(), lines_in_scope.scores.tolist(), strict=True))
     scores = similarities(vectors, vector)
-    hits: list[Hit] = []
-    blocks: list[BufferEntry] = []
+    choices: list[Choice] = []
     for index in np.argsort(-scores, kind="stable"):
         score = float(scores[index])
-        if score < settings.threshold or len(hits) == settings.max_matches:
+        if score < settings.threshold or len(choices) == settings.max_matches:
             break
         unit = units[index]
         # A unit holding feed lines matches partly by the current conversation: skip it.
@@ -295,10 +388,11 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
         if not lines:
             continue
         best = max(lines, key=lambda line: in_scope[line.id])
-        hits.append(Hit(best.id, best.thread_id, best.seq, score))
         seqs = tuple(line.seq for line in lines)
-        blocks.append(BufferEntry(best.thread_id, min(seqs), max(seqs), score, seqs))
-    return ChatRecall(tuple(hits), tuple(merge_blocks(blocks)))
+        block = BufferEntry(best.thread_id, min(seqs), max(seqs), score, seqs)
+        # A unit comes back whole: its lines are ordered with it, not after it.
+        choices.append(Choice(Hit(best.id, best.thread_id, best.seq, score), block, score, 1.0))
+    return choices
 
 
 def _in_feed(thread_id: int, seq: int, scope: Scope) -> bool:
@@ -310,12 +404,12 @@ def _in_feed(thread_id: int, seq: int, scope: Scope) -> bool:
     )
 
 
-_RANKINGS: dict[tuple[str, int, int], object] = {}
+_UNITS: dict[tuple[str, int, int], Units] = {}
 
 
-def _unit_cache(memory: Memory, ranking, defer: tuple[int, int] | None):
-    """One ranking object per kind, so its per-store unit vectors are reused across turns;
+def _unit_cache(memory: Memory, kind: Units, defer: tuple[int, int] | None):
+    """One units object per kind, so its per-store unit vectors are reused across turns;
     the units ``defer`` names (the feed's: thread id, first seq) are not embedded yet."""
-    key = (ranking.name, getattr(ranking, "size", 0), getattr(ranking, "overlap", 0))
-    kept = _RANKINGS.setdefault(key, ranking)
+    key = (kind.name, getattr(kind, "size", 0), getattr(kind, "overlap", 0))
+    kept = _UNITS.setdefault(key, kind)
     return kept.embedded_units(memory, defer)

@@ -8,10 +8,10 @@ before it; a line without such a partner stands alone. Each unit's text is its l
 ``Speaker: text`` (the text alone without a speaker) joined by a space, as JetChat joins them.
 A matched pair places both its lines, in seq order; units are placed by score.
 
-The harness stores every line with the vector of its own text (``index_text``); the pair
-vectors are built by the ranking itself from the stored lines, once per state of the store,
-through ``Memory.embed`` (the harness's embedder cache included) and kept with the Memory. The
-per-line vectors still decide which lines are in scope.
+The pair vectors are built from the stored lines, once per state of the store, through
+``Memory.embed`` (the embedder's cache included) and kept with the Memory; the per-line
+vectors still decide which lines are in scope. A turn's recall (:mod:`membot.recall.chat`)
+matches the query against them.
 
 Parameters: none.
 """
@@ -20,27 +20,22 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from membot.recall.prune import Layout, StoredLine, layout_of, store_key
-from membot.recall.ranking import EVERY_LINE
-from membot.search import Scope
+from membot.recall.layout import Layout, StoredLine, layout_of, store_key
 
 if TYPE_CHECKING:
-    from membot.memory import LineInput, Memory
+    from membot.memory import Memory
 
 Unit = tuple[StoredLine, ...]
 
 
-class UnitRanking:
+class Units:
     """Lines grouped into units, each unit searched by the vector of its joined text.
 
     Subclasses say how a store's lines form units (``units``) and how a unit reads (``text``).
-    A query is matched against every unit with a line in scope; units are placed best first,
-    each with its lines in scope in seq order, every line once.
     """
 
     name = "units"
@@ -48,9 +43,6 @@ class UnitRanking:
 
     def __init__(self) -> None:
         self._cache: weakref.WeakKeyDictionary[Memory, _EmbeddedUnits] = weakref.WeakKeyDictionary()
-
-    def index_text(self, item: LineInput) -> str:
-        return item.text
 
     def units(self, layout: Layout) -> list[Unit]:
         raise NotImplementedError
@@ -78,27 +70,6 @@ class UnitRanking:
             self._cache[memory] = cached
         cached.embed_missing(memory, defer)
         return cached.units, cached.vectors
-
-    def rank(
-        self,
-        memory: Memory,
-        query: str,
-        scope: Scope,
-        depth: int | None = None,
-        now: datetime | None = None,
-    ) -> list[int]:
-        vector = np.asarray(memory.embed([query])[0], dtype=np.float32)
-        in_scope = {line_id for line_id, _ in memory.index.search(vector, scope, EVERY_LINE)}
-        units, vectors = self.embedded_units(memory)
-        if not units:
-            return []
-        scores = vectors @ vector
-        placed: dict[int, None] = {}
-        for index in np.argsort(-scores, kind="stable"):
-            for line in units[index]:
-                if line.id in in_scope:
-                    placed.setdefault(line.id)
-        return list(placed)
 
 
 class _EmbeddedUnits:
@@ -167,7 +138,7 @@ def turn_pairs(layout: Layout) -> list[Unit]:
     return units
 
 
-class PairsRanking(UnitRanking):
+class PairUnits(Units):
     """Each line searched by the vector of its human/bot exchange; a match places both."""
 
     name = "pairs"

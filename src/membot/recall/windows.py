@@ -5,20 +5,16 @@ chatState embeds windows of ``windowSize`` dialog lines (default 8) that overlap
 neighbours by ``windowOverlap`` lines (default 2). Here each thread's lines, in seq order, are
 cut into windows of ``size`` lines starting every ``size - overlap`` lines (the last window may
 be shorter; a thread shorter than ``size`` is one window). A window's text is its lines'
-``Speaker: text`` (the text alone without a speaker), one per line. The query is matched
-against the windows with a line in scope; windows are placed best first, each with its lines in
-scope in seq order, every line once (a line in two windows keeps its first place).
-
-The window vectors are built by the ranking from the stored lines, like ``pairs`` (see
-:mod:`membot.recall.pairs`); the harness's per-line vectors only decide the scope.
+``Speaker: text`` (the text alone without a speaker), one per line. The window vectors
+are built from the stored lines, like ``pairs`` (see :mod:`membot.recall.pairs`).
 
 Parameters: ``size`` (default 8) and ``overlap`` (default 2, less than ``size``).
 """
 
 from __future__ import annotations
 
-from membot.recall.pairs import Unit, UnitRanking
-from membot.recall.prune import Layout
+from membot.recall.layout import Layout
+from membot.recall.pairs import Unit, Units
 
 
 def windows_of(layout: Layout, size: int, overlap: int) -> list[Unit]:
@@ -35,7 +31,7 @@ def windows_of(layout: Layout, size: int, overlap: int) -> list[Unit]:
     return units
 
 
-class WindowsRanking(UnitRanking):
+class WindowUnits(Units):
     """Overlapping windows of ``size`` lines (``overlap`` shared), matched as transcripts."""
 
     name = "windows"

@@ -1,31 +1,17 @@
-"""Context pruning (after "context pruning pipeline for long-running agents"): the lines most
-similar to the query, each brought in with its turn partner.
-
-The article embeds every past message on its own, keeps the ``top_k`` most similar to the
-current prompt and notes that these are single messages, not turns. Here each matched line is
-followed by its turn partner: for a human line the bot line right after it (seq + 1, same
-thread), for a bot line the human line right before it (seq - 1). Lines are placed by their
-match score, a partner right after its match; a line whose partner is not a line of the other
-role (or is out of scope) comes alone.
-
-Parameters: ``top_k`` (default None: every match) is how many matches bring their partner in;
-the matches past it follow alone in match order. The benchmark harness cuts the ranking at k.
-Lines are searched by their own text.
-"""
+"""Every stored line's thread, seq, role and speaker, read once per state of the store: the
+units of the ``pairs`` and ``windows`` strategies are cut from it (``prune``'s turn partner
+follows the same rule, :meth:`Layout.partner`, read from the store around each match)."""
 
 from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from membot.model import Role
-from membot.recall.ranking import dense_hits
-from membot.search import Scope
 
 if TYPE_CHECKING:
-    from membot.memory import LineInput, Memory
+    from membot.memory import Memory
 
 _CHUNK = 500  # line ids per store query
 
@@ -103,38 +89,3 @@ def layout_of(memory: Memory) -> Layout:
     layout = Layout(lines)
     _layouts[memory] = (key, layout)
     return layout
-
-
-class PruneRanking:
-    """Dense match over single lines; each of the first ``top_k`` matches (None: all) is
-    followed by its turn partner."""
-
-    name = "prune"
-
-    def __init__(self, top_k: int | None = None) -> None:
-        self.top_k = top_k
-
-    def index_text(self, item: LineInput) -> str:
-        return item.text
-
-    def rank(
-        self,
-        memory: Memory,
-        query: str,
-        scope: Scope,
-        depth: int | None = None,
-        now: datetime | None = None,
-    ) -> list[int]:
-        hits = dense_hits(memory, query, scope)
-        in_scope = {hit.line_id for hit in hits}
-        layout = layout_of(memory)
-        placed: dict[int, None] = {}
-        for number, hit in enumerate(hits):
-            placed.setdefault(hit.line_id)
-            line = layout.by_id.get(hit.line_id)
-            if line is None or (self.top_k is not None and number >= self.top_k):
-                continue
-            partner = layout.partner(line)
-            if partner is not None and partner.id in in_scope:
-                placed.setdefault(partner.id)
-        return list(placed)

@@ -1,4 +1,5 @@
-"""The prune, pairs and windows strategies: turn partners, pair and window units, their order."""
+"""The prune, pairs and windows strategies: turn partners, pair and window units, their order
+(as the benchmarks read a turn's recall)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,10 @@ import pytest
 
 from membot import Memory
 from membot.model import Role
-from membot.recall.pairs import PairsRanking, turn_pairs
-from membot.recall.prune import Layout, PruneRanking, StoredLine
-from membot.recall.ranking import dense_hits
-from membot.recall.strategies import ranking_named
-from membot.recall.windows import WindowsRanking, windows_of
+from membot.recall.layout import Layout, StoredLine
+from membot.recall.pairs import PairUnits, turn_pairs
+from membot.recall.ranked import ranked_lines, settings_for_ranking
+from membot.recall.windows import WindowUnits, windows_of
 from membot.search import Scope
 
 H, B = Role.HUMAN, Role.BOT
@@ -27,6 +27,12 @@ def dialog(memory: Memory, *turns: tuple[Role, str], thread: str = "t1", user: s
 
 def scope(memory: Memory, **values: object) -> Scope:
     return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None, **values)
+
+
+def ranked(memory: Memory, strategy: str, query: str, where: Scope | None = None,
+           **options: float) -> list[int]:  # fmt: skip
+    settings = settings_for_ranking(strategy, options)
+    return ranked_lines(memory, settings, query, where or scope(memory))
 
 
 def test_a_turn_partner_is_the_reply_after_a_human_line_or_the_line_before_a_bot_line() -> None:
@@ -64,10 +70,10 @@ def test_windows_cover_each_thread_with_the_given_overlap(
 
 def test_a_window_reads_as_a_transcript_with_speakers() -> None:
     unit = (StoredLine(1, 1, 1, H, "hi", "Ann"), StoredLine(2, 1, 2, B, "hello", None))
-    assert WindowsRanking().text(unit) == "Ann: hi\nhello"
-    assert PairsRanking().text(unit) == "Ann: hi hello"
+    assert WindowUnits().text(unit) == "Ann: hi\nhello"
+    assert PairUnits().text(unit) == "Ann: hi hello"
     with pytest.raises(ValueError, match="overlap"):
-        WindowsRanking(4, 4)
+        WindowUnits(4, 4)
 
 
 @pytest.mark.slow
@@ -82,12 +88,9 @@ def test_prune_brings_each_match_in_with_its_partner(make_memory, minilm) -> Non
         (H, "I also bought new running shoes."),
         (H, "They are blue."),
     )
-    ranked = PruneRanking().rank(memory, "What is the name of my dog?", scope(memory))
-    assert ranked[:2] == [ids[2], ids[3]]  # the match, then the bot's reply to it
-    assert sorted(ranked) == sorted(ids)
-    plain = PruneRanking(top_k=0).rank(memory, "What is the name of my dog?", scope(memory))
-    dense = dense_hits(memory, "What is the name of my dog?", scope(memory))
-    assert plain == [hit.line_id for hit in dense]  # no partners: single lines by score
+    order = ranked(memory, "prune", "What is the name of my dog?")
+    assert order[:2] == [ids[2], ids[3]]  # the match, then the bot's reply to it
+    assert sorted(order) == sorted(ids)
 
 
 @pytest.mark.slow
@@ -102,11 +105,11 @@ def test_pairs_find_a_question_by_its_answer_and_place_both(make_memory, minilm)
     )
     others = dialog(memory, (H, "I love risotto"), (B, "me too"), user="bob", thread="t2")
     ann = memory.store.person_id("ann")
-    ranked = PairsRanking().rank(memory, "Italian rice dish", scope(memory))
-    assert ranked[:2] in ([ids[0], ids[1]], others)  # a risotto pair, whoever said it
+    order = ranked(memory, "pairs", "Italian rice dish")
+    assert order[:2] in ([ids[0], ids[1]], others)  # a risotto pair, whoever said it
     only_ann = Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=ann)
-    ranked = PairsRanking().rank(memory, "Italian rice dish", only_ann)
-    assert ranked == [ids[0], ids[1], ids[2], ids[3]]  # the pair in seq order, Bob's left out
+    order = ranked(memory, "pairs", "Italian rice dish", only_ann)
+    assert order == [ids[0], ids[1], ids[2], ids[3]]  # the pair in seq order, Bob's left out
 
 
 @pytest.mark.slow
@@ -122,29 +125,22 @@ def test_windows_place_the_best_window_in_order(make_memory, minilm) -> None:
         (B, "Enjoy the trip."),
         (H, "Now, about my taxes."),
     )
-    ranked = WindowsRanking(3, 1).rank(memory, "Which city am I travelling to?", scope(memory))
-    assert ranked[:3] == ids[2:5]  # the window of lines 3-5, in seq order
-    assert sorted(ranked) == sorted(ids)
+    question = "Which city am I travelling to?"
+    order = ranked(memory, "windows", question, window_size=3, window_overlap=1)
+    assert order[:3] == ids[2:5]  # the window of lines 3-5, in seq order
+    assert sorted(order) == sorted(ids)
 
 
 def test_unit_vectors_are_built_once_per_state_of_the_store(memory: Memory, embedder) -> None:
     dialog(memory, (H, "red kite"), (B, "a bird"), (H, "blue sea"), (B, "the ocean"))
-    ranking = PairsRanking()
-    ranking.rank(memory, "kite", scope(memory))
-    ranking.rank(memory, "sea", scope(memory))
+    units = PairUnits()
+    units.embedded_units(memory)
+    units.embedded_units(memory)
     assert embedder.calls.count(["red kite a bird", "blue sea the ocean"]) == 1
     dialog(memory, (H, "green tree"))
-    assert ranking.rank(memory, "tree", scope(memory))[0] == 5
+    assert [line.id for line in units.embedded_units(memory)[0][-1]] == [5]
     dialog(memory, (B, "an oak"))  # the unit "green tree" becomes "green tree an oak"
-    ranking.rank(memory, "oak", scope(memory))
+    units.embedded_units(memory)
     assert ["green tree an oak"] in embedder.calls
     # Units that did not change were embedded once, whatever came after.
     assert sum(call.count("red kite a bird") for call in embedder.calls) == 1
-
-
-def test_the_new_strategies_are_found_by_name() -> None:
-    assert [ranking_named(name).name for name in ("prune", "pairs", "windows")] == [
-        "prune",
-        "pairs",
-        "windows",
-    ]
