@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from membot import ConfigError, Memory
+from membot import ConfigError, Memory, StoreError
 from membot.store import SqliteStore, open_store
 
 
@@ -16,8 +16,24 @@ def test_a_path_and_a_sqlite_url_open_the_same_file(tmp_path, embedder):
     assert isinstance(open_store(str(path)), SqliteStore)
 
 
+def test_a_postgresql_url_opens_the_postgres_store(postgres_url, embedder, monkeypatch):
+    from membot.store.postgres import PostgresStore
+
+    Memory(postgres_url, embedder=embedder).add("hello", user="ann", thread="t")
+    monkeypatch.setenv("MEMBOT_DB", postgres_url)  # a URL in MEMBOT_DB is kept whole
+    again = Memory(embedder=embedder)
+    assert isinstance(again.store, PostgresStore)
+    assert [line.text for line in again.history(user="ann")] == ["hello"]
+    assert "@" not in again.store.location and "postgresql://" in again.store.location
+
+
+def test_a_postgresql_store_that_cannot_be_reached_is_a_store_error(tmp_path):
+    with pytest.raises(StoreError, match="cannot open the store at postgresql://"):
+        open_store(f"postgresql://membot:secret@/membot?host={tmp_path}&connect_timeout=2")
+
+
 def test_other_urls_are_refused_with_what_is_known(tmp_path):
-    with pytest.raises(ConfigError, match="sqlite:///PATH"):
-        open_store("postgresql://localhost/membot")
+    with pytest.raises(ConfigError, match="postgresql://"):
+        open_store("mysql://localhost/membot")
     with pytest.raises(ConfigError, match="sqlite:///PATH"):
         open_store("sqlite://host/x.db")

@@ -63,7 +63,9 @@ def global_options(
     db: Annotated[
         str | None,
         typer.Option(
-            help="The store: a file path or sqlite:///PATH. [env: MEMBOT_DB]", show_default=False
+            help="The store: a file path, sqlite:///PATH or postgresql://USER@HOST/DATABASE. "
+            "[env: MEMBOT_DB]",
+            show_default=False,
         ),
     ] = None,
     embedder: Annotated[
