@@ -176,23 +176,37 @@ def token_counter():
     return default_token_counter()
 
 
-@pytest.fixture
-def make_memory(tmp_path: Path) -> Iterator[Callable[..., Memory]]:
-    """Open ``Memory`` objects on files in ``tmp_path`` (default ``memory.db``); closed after."""
-    opened: list[Memory] = []
+class MemoryMaker:
+    """Opens ``Memory`` objects on the test's store (``location``: ``memory.db`` in
+    ``tmp_path``, or the PostgreSQL database of a test run on both stores); closed after."""
 
-    def make(embedder: Any = None, path: Path | None = None) -> Memory:
-        memory = Memory(path or tmp_path / "memory.db", embedder=embedder or HashingEmbedder())
-        opened.append(memory)
+    def __init__(self, location: str | Path) -> None:
+        self.location = location
+        self.opened: list[Memory] = []
+
+    def __call__(self, embedder: Any = None, path: str | Path | None = None) -> Memory:
+        memory = Memory(path or self.location, embedder=embedder or HashingEmbedder())
+        self.opened.append(memory)
         return memory
 
-    yield make
-    for memory in opened:
+
+@pytest.fixture
+def make_memory(tmp_path: Path) -> Iterator[MemoryMaker]:
+    maker = MemoryMaker(tmp_path / "memory.db")
+    yield maker
+    for memory in maker.opened:
         memory.close()
 
 
 @pytest.fixture
-def memory(make_memory: Callable[..., Memory], embedder: HashingEmbedder) -> Memory:
+def memory(
+    request: pytest.FixtureRequest, make_memory: MemoryMaker, embedder: HashingEmbedder
+) -> Memory:
+    """A Memory on SQLite; on each store for a test marked
+    ``@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)``, and then
+    ``make_memory()`` opens more on the same database."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        make_memory.location = request.getfixturevalue("postgres_url")
     return make_memory(embedder)
 
 
