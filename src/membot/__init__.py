@@ -66,6 +66,7 @@ from membot.model import (
 )
 from membot.profiles import profile_from_toml, profile_to_toml
 from membot.store.base import DocumentInfo
+from membot.store.transfer import CopyReport, migrate_store
 
 __all__ = [
     "DEFAULT_BOT",
@@ -84,6 +85,7 @@ __all__ = [
     "Citation",
     "ConfigError",
     "ConflictError",
+    "CopyReport",
     "DocumentInfo",
     "Embedder",
     "EmbedderMismatchError",
@@ -117,6 +119,7 @@ __all__ = [
     "end_idle_threads",
     "iso",
     "list_keys",
+    "migrate_store",
     "parse_settings",
     "profile_from_toml",
     "profile_to_toml",

@@ -43,6 +43,7 @@ from membot.cli.eval import eval_app
 from membot.cli.expertise import expertise_app
 from membot.cli.keys import keys_app
 from membot.cli.mcp import mcp
+from membot.cli.migrate import migrate
 from membot.cli.serve import serve
 
 app = typer.Typer(
@@ -279,6 +280,7 @@ def reindex(context: typer.Context) -> None:
 
 register_conversations(app)
 app.command()(serve)
+app.command()(migrate)
 app.command()(mcp)
 
 
