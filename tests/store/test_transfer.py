@@ -124,7 +124,7 @@ def test_a_store_that_holds_something_is_not_copied_into(tmp_path: Path, postgre
     target.add_lines([NewLine(BOB, Role.HUMAN, "already here", vector(7), 2)], BY)
     target.close()
 
-    with pytest.raises(ConfigError, match="not empty .*--replace"):
+    with pytest.raises(ConfigError, match=r"not empty .*--replace"):
         migrate_store(str(tmp_path / "source.db"), postgres_url)
     replaced = migrate_store(str(tmp_path / "source.db"), postgres_url, replace=True)
     assert replaced.copied["lines"] == 3
