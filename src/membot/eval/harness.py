@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from membot.config import DEFAULT_EMBEDDER, cache_dir
 from membot.embed import Embedder, resolve_embedder
 from membot.memory import LineInput, Memory
+from membot.store import temporary_store
 
 
 def cached_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
@@ -24,12 +24,16 @@ def cached_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
 
 @contextmanager
 def fresh_memory(
-    embedder: Embedder, lines: Sequence[LineInput], index_text: Callable[[LineInput], str]
+    embedder: Embedder,
+    lines: Sequence[LineInput],
+    index_text: Callable[[LineInput], str],
+    db: str | None = None,
 ) -> Iterator[Memory]:
-    """A store of its own on a temporary file, holding ``lines`` with vectors of their
-    ``index_text``; deleted afterwards."""
-    with tempfile.TemporaryDirectory(prefix="membot-eval-") as folder:
-        memory = Memory(Path(folder) / "eval.db", embedder=embedder)
+    """A store of its own, holding ``lines`` with vectors of their ``index_text``; removed
+    afterwards: a temporary SQLite file, or with ``db`` a ``postgresql://`` URL, a schema of
+    its own in that database."""
+    with temporary_store(db) as store:
+        memory = Memory(store, embedder=embedder)
         try:
             texts = [index_text(line) for line in lines]
             if texts == [line.text for line in lines]:

@@ -3,6 +3,10 @@ opening a store by URL."""
 
 from __future__ import annotations
 
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -59,6 +63,25 @@ def open_store(location: str | Path) -> Store:
     )
 
 
+@contextmanager
+def temporary_store(near: str | Path | None = None) -> Iterator[Store]:
+    """A store of its own, removed afterwards: with a ``postgresql://`` URL, a new schema in
+    that database (dropped after); otherwise a SQLite file in a temporary folder."""
+    if near is not None and is_postgres_url(near):
+        store = open_postgres(str(near), schema=f"membot_scratch_{uuid.uuid4().hex[:12]}")
+        try:
+            yield store
+        finally:
+            store.drop()  # type: ignore[attr-defined]
+        return
+    with tempfile.TemporaryDirectory(prefix="membot-scratch-") as folder:
+        store = SqliteStore(Path(folder) / "scratch.db")
+        try:
+            yield store
+        finally:
+            store.close()
+
+
 __all__ = [
     "BufferEntry",
     "NewLine",
@@ -71,4 +94,5 @@ __all__ = [
     "is_postgres_url",
     "open_postgres",
     "open_store",
+    "temporary_store",
 ]

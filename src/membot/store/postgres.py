@@ -139,6 +139,15 @@ class PostgresStore(PostgresVectors, PostgresExtras):
     def close(self) -> None:
         self._pool.close()
 
+    def drop(self) -> None:
+        """Close, and remove this store's schema with everything in it (a scratch store's)."""
+        self.close()
+        if not self.schema:
+            raise StoreError("only a store in a schema of its own can be dropped")
+        with self._errors(), psycopg.connect(self.url, autocommit=True) as connection:
+            statement = sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(self.schema))
+            connection.execute(statement)
+
     @contextmanager
     def _errors(self) -> Iterator[None]:
         try:
