@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from membot import ConfigError, Memory, StoreError
@@ -37,3 +39,23 @@ def test_other_urls_are_refused_with_what_is_known(tmp_path):
         open_store("mysql://localhost/membot")
     with pytest.raises(ConfigError, match="sqlite:///PATH"):
         open_store("sqlite://host/x.db")
+
+
+def test_a_temporary_store_is_removed_after_on_both_stores(postgres_url, embedder):
+    import psycopg
+
+    from membot.store import temporary_store
+
+    for near in (None, postgres_url):
+        with temporary_store(near) as store:
+            memory = Memory(store, embedder=embedder)
+            memory.add("scratch line", user="ann", thread="t")
+            assert memory.count_lines() == 1
+            location = store.location
+        if near is None:
+            assert not Path(location).exists()
+    with psycopg.connect(postgres_url) as connection:
+        schemas = connection.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'membot_scratch_%'"
+        ).fetchall()
+    assert schemas == []  # dropped, with its tables
