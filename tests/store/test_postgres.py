@@ -143,3 +143,33 @@ def test_bm25_ranks_as_sqlite_fts5_does(store: PostgresStore, tmp_path) -> None:
     found = store.lexical_search(["river's", "a|b"], store.bot_id("membot") or 0)
     assert {i for i, _ in found} == {1, 2, 4, 7}  # the lines with "river", and with "a"
     sqlite.close()
+
+
+def test_batches_locking_threads_in_opposite_orders_all_land(postgres_url: str) -> None:
+    """Two writers each write to t1 and t2, one in each order: PostgreSQL aborts one of them
+    when they deadlock, and the store writes that batch again."""
+    writers = [PostgresStore(postgres_url, pool_size=1) for _ in range(2)]
+    failures: list[BaseException] = []
+    rounds = 15
+
+    def write(store: PostgresStore, keys: tuple[ThreadKey, ThreadKey], name: str) -> None:
+        try:
+            for number in range(rounds):
+                store.add_lines([new_line(key, f"{name} {number}") for key in keys])
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    threads = [
+        threading.Thread(target=write, args=(writers[0], (ALICE_T1, ALICE_T2), "forward")),
+        threading.Thread(target=write, args=(writers[1], (ALICE_T2, ALICE_T1), "backward")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    for key in (ALICE_T1, ALICE_T2):
+        lines = writers[0].history("alice", "membot", key.thread)
+        assert [line.seq for line in lines] == list(range(1, 2 * rounds + 1))
+    for store in writers:
+        store.close()

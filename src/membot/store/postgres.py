@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -170,6 +172,7 @@ class PostgresStore(PostgresVectors, PostgresExtras):
                 if attempt == _RETRIES - 1:
                     raise StoreError(f"the store at {self.location} failed: {error}") from error
                 log.info("deadlock between writers, retrying (%d)", attempt + 1)
+                time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # apart, not in step
             except psycopg.Error as error:
                 raise StoreError(f"the store at {self.location} failed: {error}") from error
         raise AssertionError("unreachable")
@@ -328,13 +331,14 @@ class PostgresStore(PostgresVectors, PostgresExtras):
         self, db: Connection, batch: Sequence[NewLine], vectors_by: tuple[str, int] | None
     ) -> list[Line]:
         self._check_and_record_embedder(db, vectors_by)
-        refs: dict[ThreadKey, ThreadRef] = {}
+        # Every thread of the batch locked first, in one order: two batches over the same
+        # threads wait for each other instead of deadlocking.
+        keys = sorted({new.key for new in batch}, key=lambda k: (k.bot, k.person, k.thread))
+        refs = {key: self._ensure_thread(db, key) for key in keys}
         next_seq: dict[int, int] = {}
         stored: list[Line] = []
         for new in batch:
-            ref = refs.get(new.key)
-            if ref is None:
-                ref = refs[new.key] = self._ensure_thread(db, new.key)
+            ref = refs[new.key]
             if new.source_key is not None and self._holds_key(db, ref.id, new.source_key):
                 continue
             if ref.id not in next_seq:

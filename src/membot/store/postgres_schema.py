@@ -17,7 +17,9 @@ Choices made here, and why:
   SQLite store's FTS5 ``porter`` tokenizer, which stems and drops no word (recall already
   leaves out the stop words it does not want). ``lexical_search`` ranks by BM25 computed from
   it (``postgres_lexical.py``); ``lexical_totals`` keeps the line and word counts BM25 needs
-  in 16 shards kept by triggers, so concurrent writers rarely wait on one counter row.
+  in 16 rows kept by triggers, each transaction adding to the row of its own id modulo 16
+  (their sum is the count): concurrent writers rarely wait on one counter row, and a writer
+  updates one row only, after it has locked its threads, so counters cannot deadlock.
 - ``lines.xid`` is the writing transaction's id: a reader asks for lines whose transaction is
   not older than the oldest one still running at its previous read, so a line whose id was
   taken before another's but committed after it is still seen (``postgres.py``).
@@ -102,17 +104,15 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE FUNCTION lexical_totals_add() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         UPDATE lexical_totals t SET lines = t.lines + c.lines, words = t.words + c.words
-        FROM (SELECT thread_id % 16 AS shard, count(*) AS lines, sum(words) AS words
-              FROM added GROUP BY 1) c
-        WHERE t.shard = c.shard;
+        FROM (SELECT count(*) AS lines, COALESCE(sum(words), 0) AS words FROM added) c
+        WHERE t.shard = pg_current_xact_id()::text::bigint % 16;
         RETURN NULL;
     END $$;
     CREATE FUNCTION lexical_totals_remove() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
         UPDATE lexical_totals t SET lines = t.lines - c.lines, words = t.words - c.words
-        FROM (SELECT thread_id % 16 AS shard, count(*) AS lines, sum(words) AS words
-              FROM removed GROUP BY 1) c
-        WHERE t.shard = c.shard;
+        FROM (SELECT count(*) AS lines, COALESCE(sum(words), 0) AS words FROM removed) c
+        WHERE t.shard = pg_current_xact_id()::text::bigint % 16;
         RETURN NULL;
     END $$;
     CREATE TRIGGER lines_counted AFTER INSERT ON lines REFERENCING NEW TABLE AS added
