@@ -21,12 +21,15 @@ def test_a_path_and_a_sqlite_url_open_the_same_file(tmp_path, embedder):
 def test_a_postgresql_url_opens_the_postgres_store(postgres_url, embedder, monkeypatch):
     from membot.store.postgres import PostgresStore
 
-    Memory(postgres_url, embedder=embedder).add("hello", user="ann", thread="t")
+    first = Memory(postgres_url, embedder=embedder)
+    first.add("hello", user="ann", thread="t")
+    first.close()
     monkeypatch.setenv("MEMBOT_DB", postgres_url)  # a URL in MEMBOT_DB is kept whole
     again = Memory(embedder=embedder)
     assert isinstance(again.store, PostgresStore)
     assert [line.text for line in again.history(user="ann")] == ["hello"]
     assert "@" not in again.store.location and "postgresql://" in again.store.location
+    again.close()
 
 
 def test_a_postgresql_store_that_cannot_be_reached_is_a_store_error(tmp_path):
