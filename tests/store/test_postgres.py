@@ -173,3 +173,39 @@ def test_batches_locking_threads_in_opposite_orders_all_land(postgres_url: str) 
         assert [line.seq for line in lines] == list(range(1, 2 * rounds + 1))
     for store in writers:
         store.close()
+
+
+def test_an_approximate_search_finds_what_the_exact_one_does(store: PostgresStore) -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    people = [ThreadKey("membot", f"person{n % 3}", "t") for n in range(300)]
+    lines = [
+        NewLine(key, Role.HUMAN, f"line {n}", vector, 2)
+        for n, (key, vector) in enumerate(zip(people, vectors, strict=True))
+    ]
+    stored = store.add_lines(lines, ("test-model", 8))
+    indexes = store._query("SELECT indexname FROM pg_indexes WHERE tablename = 'lines'")
+    assert ("lines_hnsw_8",) in indexes  # made with the store's first vectors
+    bot = store.bot_id("membot") or 0
+    query = vectors[5]
+    exact = np.argsort(-(vectors @ query))[:10]
+    found = store.approximate_search(query, bot, k=10, ef_search=200)
+    assert [line_id for line_id, _ in found][:1] == [stored[5].id]
+    assert {line_id for line_id, _ in found} == {stored[i].id for i in exact}
+    assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    person = store.person_id("person2")
+    mine = store.approximate_search(query, bot, person, k=5, ef_search=200)
+    assert {line.person for line in store.lines([i for i, _ in mine])} == {"person2"}
+
+    # Re-embedding to another dimension swaps the index, and new lines still go in.
+    generation = store.generation()
+    store.replace_vectors(
+        [(line.id, np.ones(4, dtype=np.float32)) for line in stored],
+        {"embedder": "other", "dimension": "4"},
+        last_id=stored[-1].id,
+        generation=generation,
+    )
+    indexes = store._query("SELECT indexname FROM pg_indexes WHERE tablename = 'lines'")
+    assert ("lines_hnsw_4",) in indexes and ("lines_hnsw_8",) not in indexes
+    store.add_lines([NewLine(people[0], Role.HUMAN, "after", np.ones(4, np.float32), 1)])

@@ -40,7 +40,7 @@ from membot.store.base import (
 from membot.store.postgres_extras import PostgresExtras
 from membot.store.postgres_lexical import bm25_query, word_count
 from membot.store.postgres_schema import migrate
-from membot.store.postgres_vectors import PostgresVectors
+from membot.store.postgres_vectors import PostgresVectors, hnsw_index_sql
 
 log = logging.getLogger(__name__)
 
@@ -383,11 +383,18 @@ class PostgresStore(PostgresVectors, PostgresExtras):
         A second writer with another embedder waits on the first's rows, then is refused."""
         if vectors_by is None:
             return
-        db.cursor().executemany(
-            "INSERT INTO meta (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING",
-            [("embedder", vectors_by[0]), ("dimension", str(vectors_by[1]))],
+        recorded = db.execute(
+            "INSERT INTO meta (key, value) VALUES ('dimension', %s) ON CONFLICT (key) DO NOTHING "
+            "RETURNING value",
+            (str(vectors_by[1]),),
+        ).fetchone()
+        db.execute(
+            "INSERT INTO meta (key, value) VALUES ('embedder', %s) ON CONFLICT (key) DO NOTHING",
+            (vectors_by[0],),
         )
         _check_embedder(db, *vectors_by)
+        if recorded:  # the store's first vectors: its approximate index, while it is empty
+            db.execute(hnsw_index_sql(vectors_by[1]))
 
     @staticmethod
     def _insert_line(db: Connection, ref: ThreadRef, new: NewLine, seq: int) -> Line:

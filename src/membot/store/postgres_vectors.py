@@ -37,8 +37,26 @@ def _vector_rows(rows: Sequence[Sequence]) -> VectorRows:
     return VectorRows(*as_int, roles, vectors, created)
 
 
+# HNSW's build settings (pgvector's defaults) and the candidates a search keeps by default:
+# docs/deploy.md gives recall@10 against exact search for several ef_search values.
+HNSW_M, HNSW_EF_CONSTRUCTION, DEFAULT_EF_SEARCH = 16, 64, 100
+
+
+def hnsw_index_sql(dimension: int) -> str:
+    """The approximate index for the store's dimension: on the expression
+    ``embedding::vector(N)`` (the column has no dimension), partial on rows of that dimension
+    so that a row of another (during ``membot reindex``) is never cast."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS lines_hnsw_{dimension} ON lines USING hnsw "
+        f"((embedding::vector({dimension})) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"WHERE vector_dims(embedding) = {dimension}"
+    )
+
+
 class PostgresVectors:
-    """Vector snapshots by scope and re-embedding; mixed into ``PostgresStore``."""
+    """Vector snapshots by scope, approximate search, re-embedding; mixed into
+    ``PostgresStore``."""
 
     # Provided by PostgresStore.
     _pool: ConnectionPool
@@ -84,6 +102,34 @@ class PostgresVectors:
         where = "l.bot_id = %s AND l.person_id = %s"
         return self._snapshot(where, (bot_id, person_id), known_generation, after)
 
+    def approximate_search(
+        self,
+        query: np.ndarray,
+        bot_id: int,
+        person_id: int | None = None,
+        k: int = 10,
+        ef_search: int = DEFAULT_EF_SEARCH,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` lines of a scope nearest ``query`` by cosine, best first, through the
+        HNSW index: approximate, for scopes too large to read into memory (a bot sharing
+        memory across 50,000 lines and more). Lines outside the scope are filtered from
+        the index's ``ef_search`` candidates, so a scope that is a small part of the store
+        wants a larger ``ef_search``."""
+        vector = np.asarray(query, dtype=np.float32)
+        dimension = len(vector)
+        owner = "bot_id = %s" + (" AND person_id = %s" if person_id is not None else "")
+        params = (bot_id,) if person_id is None else (bot_id, person_id)
+        cast = f"embedding::vector({dimension})"
+        with self._errors(), self._pool.connection() as db, db.transaction():
+            db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            rows = db.execute(
+                f"SELECT id, 1 - ({cast} <=> %s::vector({dimension})) FROM lines "
+                f"WHERE vector_dims(embedding) = {dimension} AND {owner} "
+                f"ORDER BY {cast} <=> %s::vector({dimension}) LIMIT %s",
+                (vector, *params, vector, k),
+            ).fetchall()
+        return [(row[0], float(row[1])) for row in rows]
+
     def replace_vectors(
         self,
         vectors: Iterable[tuple[int, np.ndarray]],
@@ -107,8 +153,19 @@ class PostgresVectors:
             db.cursor().executemany("UPDATE lines SET embedding = %s WHERE id = %s", pairs)
             for table, rows in (extras or {}).items():
                 self._replace_extra_vectors(db, table, rows)
+            self._swap_index(db, meta.get("dimension"))
             self._set_meta(db, meta)
             self._bump_generation(db)
+
+    @staticmethod
+    def _swap_index(db: psycopg.Connection, dimension: str | None) -> None:
+        """The approximate index for the vectors' new dimension, in place of the old one."""
+        row = db.execute("SELECT value FROM meta WHERE key = 'dimension'").fetchone()
+        if dimension is None or (row and row[0] == dimension):
+            return
+        if row:
+            db.execute(f"DROP INDEX IF EXISTS lines_hnsw_{int(row[0])}")
+        db.execute(hnsw_index_sql(int(dimension)))
 
     def all_line_texts(self) -> list[tuple[int, str]]:
         return self._query("SELECT id, text FROM lines ORDER BY id")

@@ -255,6 +255,11 @@ def _load_postgres(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                     f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
                 )
+        from membot.store.postgres_vectors import hnsw_index_sql  # psycopg is optional
+
+        dimension = db.execute("SELECT value FROM meta WHERE key = 'dimension'").fetchone()
+        if dimension:  # the approximate index a store gets with its first vectors
+            db.execute(hnsw_index_sql(int(dimension[0])))
         copied = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
         _check_counts(counts, copied)  # raising here rolls the copy back
     return copied
