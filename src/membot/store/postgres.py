@@ -6,8 +6,8 @@ invariants are kept with many writers on many machines:
 - ``seq``: a line is written after ``SELECT … FOR UPDATE`` on its thread's row, in the
   transaction that writes the line, its vector and its lexical row, so two writers on one
   thread take turns and ``seq`` has no gaps or repeats; ``UNIQUE (thread_id, seq)`` stands
-  behind it. Two batches locking threads in opposite orders deadlock; PostgreSQL aborts one,
-  which is retried.
+  behind it. A batch locks all its threads first, in one order, so batches over the same
+  threads wait for each other; a deadlock met anyway (PostgreSQL aborts one side) is retried.
 - New lines: ids can commit out of order, so a vector snapshot's cursor is a transaction
   horizon, not an id (``postgres_vectors.py``).
 """
@@ -121,19 +121,22 @@ class PostgresStore(PostgresVectors, PostgresExtras):
     def __init__(self, url: str, schema: str | None = None, pool_size: int | None = None) -> None:
         self.url, self.schema = url, schema
         self.location = _redacted(url) + (f" (schema {schema})" if schema else "")
-        options = f"-c search_path={schema},public" if schema else None
+        # A schema of its own (scratch stores, tests) is chosen by the search path; without
+        # one, the URL's own settings stand.
+        kwargs: dict = {"autocommit": True}
+        if schema:
+            kwargs["options"] = f"-c search_path={schema},public"
         try:
             with psycopg.connect(url, autocommit=True) as connection:
                 if schema:
                     connection.execute(
                         sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
                     )
-            with psycopg.connect(url, autocommit=True, options=options or "") as connection:
+            with psycopg.connect(url, **kwargs) as connection:
                 migrate(connection)
         except psycopg.Error as error:
             raise StoreError(f"cannot open the store at {self.location}: {error}") from error
         size = pool_size or int(os.environ.get("MEMBOT_PG_POOL", DEFAULT_POOL_SIZE))
-        kwargs: dict = {"autocommit": True, **({"options": options} if options else {})}
         self._pool = ConnectionPool(
             url, min_size=1, max_size=size, kwargs=kwargs, configure=_configure, open=True
         )
