@@ -1,4 +1,6 @@
-"""Shared fixtures: an isolated home for every test, a small real embedder, the real MiniLM.
+"""Shared fixtures: an isolated home for every test, a small real embedder, the real MiniLM,
+and the stores: SQLite on a file, PostgreSQL (with pgvector) started once per session by
+``pgserver``, a fresh database per test.
 
 Every test runs with ``MEMBOT_DB``, ``MEMBOT_CACHE_DIR`` and the platform's user data folder
 pointed into its own ``tmp_path``, so nothing reads or writes the real home. The bundled MiniLM
@@ -8,8 +10,11 @@ is loaded once per session by the ``minilm`` fixture; tests that need it are mar
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -85,6 +90,75 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A real PostgreSQL 16 with pgvector (the ``pgserver`` package bundles both), started once
+    for the session on a Unix socket; yields its URL. ``vector`` is made in template1, so every
+    database created for a test has it.
+
+    Its data folder is not under pytest's tmp folder: pytest removes old ones when another
+    session starts, which would pull the database from under a session still running."""
+    import psycopg
+
+    folder = Path(tempfile.mkdtemp(prefix="membot-pg-"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_RUNTIME_DIR", str(folder))  # pgserver's lock file goes here
+        import pgserver  # reads XDG_RUNTIME_DIR when imported
+
+        server = pgserver.get_server(folder / "data", cleanup_mode="delete")
+        url = server.get_uri()
+        template = url.replace("/postgres?", "/template1?")
+        with psycopg.connect(template, autocommit=True) as connection:
+            connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        yield url
+        server.cleanup()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """The URL of a new, empty database on the session's PostgreSQL, dropped after the test."""
+    import psycopg
+
+    name = f"membot_test_{next(_databases)}"
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute(f"CREATE DATABASE {name}")
+    yield postgres_server.replace("/postgres?", f"/{name}?")
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+STORE_KINDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store of each kind lives: a SQLite file, then a PostgreSQL database. A test
+    asking for it runs once per kind."""
+    if request.param == "sqlite":
+        return str(tmp_path / "store.db")
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def make_store(store_url: str) -> Iterator[Callable[[], Any]]:
+    """Open the test's store (SQLite or PostgreSQL, per ``store_url``); closed after."""
+    from membot.store import open_store
+
+    opened: list[Any] = []
+
+    def make() -> Any:
+        opened.append(open_store(store_url))
+        return opened[-1]
+
+    yield make
+    for store in opened:
+        store.close()
+
+
 @pytest.fixture
 def make_embedder() -> Callable[..., HashingEmbedder]:
     """Build a :class:`HashingEmbedder`: ``make_embedder(name=..., dimension=...)``."""
@@ -102,23 +176,37 @@ def token_counter():
     return default_token_counter()
 
 
-@pytest.fixture
-def make_memory(tmp_path: Path) -> Iterator[Callable[..., Memory]]:
-    """Open ``Memory`` objects on files in ``tmp_path`` (default ``memory.db``); closed after."""
-    opened: list[Memory] = []
+class MemoryMaker:
+    """Opens ``Memory`` objects on the test's store (``location``: ``memory.db`` in
+    ``tmp_path``, or the PostgreSQL database of a test run on both stores); closed after."""
 
-    def make(embedder: Any = None, path: Path | None = None) -> Memory:
-        memory = Memory(path or tmp_path / "memory.db", embedder=embedder or HashingEmbedder())
-        opened.append(memory)
+    def __init__(self, location: str | Path) -> None:
+        self.location = location
+        self.opened: list[Memory] = []
+
+    def __call__(self, embedder: Any = None, path: str | Path | None = None) -> Memory:
+        memory = Memory(path or self.location, embedder=embedder or HashingEmbedder())
+        self.opened.append(memory)
         return memory
 
-    yield make
-    for memory in opened:
+
+@pytest.fixture
+def make_memory(tmp_path: Path) -> Iterator[MemoryMaker]:
+    maker = MemoryMaker(tmp_path / "memory.db")
+    yield maker
+    for memory in maker.opened:
         memory.close()
 
 
 @pytest.fixture
-def memory(make_memory: Callable[..., Memory], embedder: HashingEmbedder) -> Memory:
+def memory(
+    request: pytest.FixtureRequest, make_memory: MemoryMaker, embedder: HashingEmbedder
+) -> Memory:
+    """A Memory on SQLite; on each store for a test marked
+    ``@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)``, and then
+    ``make_memory()`` opens more on the same database."""
+    if getattr(request, "param", "sqlite") == "postgresql":
+        make_memory.location = request.getfixturevalue("postgres_url")
     return make_memory(embedder)
 
 

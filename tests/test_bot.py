@@ -42,6 +42,7 @@ TIMING_KEYS = {"embed", "search", "assemble", "store", "llm", "relevance_check",
                "memory_total"}  # fmt: skip
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_a_turn_stores_both_lines_and_answers(memory: Memory) -> None:
     llm = ScriptedLLM(["Nice to meet you, Alice."])
     turn = Bot(memory, llm).turn("Hi, I am Alice.", user="alice", thread="t1")
@@ -138,6 +139,7 @@ def test_every_earlier_line_is_in_the_prompt_once(memory: Memory) -> None:
         assert recalled == set(range(1, turn.human_line.seq - 2)), n
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_turns_from_several_writers_keep_one_threads_seq_gap_free(memory, make_memory):
     """Four front ends, each with its own Memory on one file, talking in the same thread."""
     start = threading.Barrier(4)
@@ -145,7 +147,7 @@ def test_turns_from_several_writers_keep_one_threads_seq_gap_free(memory, make_m
 
     def talk(name: str) -> None:
         try:
-            bot = Bot(make_memory(memory.embedder, memory.store.path), ScriptedLLM())
+            bot = Bot(make_memory(memory.embedder), ScriptedLLM())
             start.wait()
             for number in range(10):
                 bot.turn(f"{name} says {number}", user="alice", thread="shared")
@@ -168,6 +170,7 @@ def test_turns_from_several_writers_keep_one_threads_seq_gap_free(memory, make_m
         assert said == [f"{name} says {number}" for number in range(10)]
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_recall_in_a_bot_follows_the_bots_settings(memory: Memory) -> None:
     memory.add("mango mango", user="alice", thread="t1", bot="fruit-bot")
     memory.configure_bot("fruit-bot", threshold=0.5)

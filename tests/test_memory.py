@@ -123,6 +123,7 @@ def test_add_many_embeds_once_per_batch_in_order(memory: Memory, embedder) -> No
 # -- searching ------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_search_finds_the_persons_lines_best_first(memory: Memory) -> None:
     say(memory, "t1", "I work in logistics", "I like mango")
     say(memory, "t2", "logistics is my job and logistics is fun")
@@ -157,6 +158,7 @@ def test_search_edge_cases(memory: Memory) -> None:
 # -- recall ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_recall_finds_the_persons_earlier_thread_expanded(memory: Memory, alice_t1) -> None:
     line = memory.add("which fruit is my favourite", user="alice", thread="t2")
     recall = memory.recall(line)
@@ -174,6 +176,7 @@ def test_recall_finds_the_persons_earlier_thread_expanded(memory: Memory, alice_
     assert block.score >= 0.5
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_the_relevance_buffer_keeps_a_block_for_later_turns(memory, alice_t1, make_memory):
     memory.recall(memory.add("which fruit is my favourite", user="alice", thread="t2"))
 
@@ -183,11 +186,12 @@ def test_the_relevance_buffer_keeps_a_block_for_later_turns(memory, alice_t1, ma
     assert memory.recall(later).matches == ()
 
     # The buffer is stored: another Memory on the same file sees it.
-    other = make_memory(memory.embedder, memory.store.path)
+    other = make_memory(memory.embedder)
     (again,) = other.recall(other.add("sure", user="alice", thread="t2")).blocks
     assert again.carried and texts(again.lines) == texts(block.lines)
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_recall_never_crosses_to_another_person_unless_the_bot_shares(memory, alice_t1):
     bob_asks = memory.add("my favourite fruit is mango", user="bob", thread="t1")
     assert memory.recall(bob_asks).blocks == ()
@@ -303,9 +307,10 @@ def test_forget_removes_lines_vectors_text_rows_and_buffers(memory, alice_t1, ma
 # -- embedders ------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_a_store_refuses_another_embedder_name(memory: Memory, make_memory, make_embedder):
     say(memory, "t1", "made with the first model")
-    other = make_memory(make_embedder(name="another-model"), memory.store.path)
+    other = make_memory(make_embedder(name="another-model"))
 
     with pytest.raises(EmbedderMismatchError, match="membot reindex") as raised:
         other.add("a new line", user="alice", thread="t1")
@@ -323,6 +328,7 @@ def test_a_store_refuses_another_dimension(memory: Memory, make_memory, make_emb
     assert memory.store.count_lines() == 1
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_reindex_switches_the_store_to_another_model(memory, make_memory, make_embedder):
     say(memory, "t1", "mango is sweet", "rain is wet")
     assert memory.search("mango", user="alice")  # the index holds 256-wide vectors now
@@ -337,8 +343,8 @@ def test_reindex_switches_the_store_to_another_model(memory, make_memory, make_e
     assert best.line.text == "mango is sweet"
     assert memory.add("after the switch", user="alice", thread="t1").seq == 3
     with pytest.raises(EmbedderMismatchError):
-        make_memory(make_embedder(), memory.store.path).search("mango", user="alice")
-    reopened = make_memory(make_embedder(name="new-model", dimension=48), memory.store.path)
+        make_memory(make_embedder()).search("mango", user="alice")
+    reopened = make_memory(make_embedder(name="new-model", dimension=48))
     assert reopened.search("mango", user="alice")[0].line.text == "mango is sweet"
 
 

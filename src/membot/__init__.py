@@ -85,6 +85,7 @@ from membot.sms import (
     split_sms,
 )
 from membot.store.base import DocumentInfo, SmsRecord
+from membot.store.transfer import CopyReport, migrate_store
 
 __all__ = [
     "DEFAULT_BOT",
@@ -103,6 +104,7 @@ __all__ = [
     "Citation",
     "ConfigError",
     "ConflictError",
+    "CopyReport",
     "DocumentInfo",
     "Embedder",
     "EmbedderMismatchError",
@@ -143,6 +145,7 @@ __all__ = [
     "is_phone_number",
     "iso",
     "list_keys",
+    "migrate_store",
     "parse_settings",
     "profile_from_toml",
     "profile_to_toml",

@@ -29,9 +29,12 @@ DEFAULT_LLM = "smollm2"
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
 
 
-def default_db_path() -> Path:
-    """The store's file: ``MEMBOT_DB`` or ``membot.db`` in the platform's user data folder."""
+def default_db_path() -> Path | str:
+    """The store: ``MEMBOT_DB`` (a path, or a URL such as ``postgresql://…``, kept as text)
+    or ``membot.db`` in the platform's user data folder."""
     configured = os.environ.get("MEMBOT_DB")
+    if configured and "://" in configured:
+        return configured  # a Path would fold the URL's "//"
     if configured:
         return Path(configured).expanduser()
     return Path(user_data_dir(APP_NAME, appauthor=False)) / "membot.db"

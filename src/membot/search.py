@@ -1,9 +1,9 @@
 """Exact vector search by scope: one matrix product over the scope's lines, no Python loop.
 
 :class:`VectorIndex` keeps each searched scope's vectors in a float32 matrix in memory. It
-appends lines written since its last look (cheap: one indexed query for ``id > last id``) and
-reloads a scope when the store says lines were removed or re-embedded (its ``generation``
-changed).
+appends lines written since its last look (cheap: one indexed query from the cursor the store
+gave at the previous look) and reloads a scope when the store says lines were removed or
+re-embedded (its ``generation`` changed).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from membot.recall.lines import Hit
-from membot.store.base import ROLE_CODES, Store, VectorRows
+from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
 
@@ -86,28 +86,51 @@ class InScope:
 
 class _Matrix:
     """Lines' vectors and columns (owners, thread, seq, role, date) in arrays grown in place,
-    with the store generation they were read at."""
+    kept in id order, with the store generation they were read at and the store's cursor."""
 
     def __init__(self) -> None:
         self.generation: int | None = None
+        self.cursor = 0
         self.size = 0
         self.columns: dict[str, np.ndarray] = {}
         self.vectors = np.zeros((0, 0), dtype=np.float32)
 
     @property
-    def last_id(self) -> int:
-        return int(self.columns["ids"][self.size - 1]) if self.size else 0
-
-    @property
     def nbytes(self) -> int:
         return self.vectors.nbytes + sum(column.nbytes for column in self.columns.values())
 
-    def take(self, generation: int, rows: VectorRows) -> None:
-        """Rows read at ``generation``: appended, or the whole matrix when it moved (lines
-        were removed or re-embedded)."""
-        if generation != self.generation:
-            self.size, self.columns, self.generation = 0, {}, generation
+    def take(self, snapshot: VectorSnapshot) -> None:
+        """Rows read at a generation: appended (those held already skipped), or the whole
+        matrix when it moved (lines were removed or re-embedded)."""
+        if snapshot.generation != self.generation:
+            self.size, self.columns, self.generation = 0, {}, snapshot.generation
+        self.cursor = snapshot.cursor
+        rows = self._unseen(snapshot.rows)
+        first_new = int(rows.ids.min()) if len(rows.ids) else None
+        last_held = int(self.columns["ids"][self.size - 1]) if self.size else None
         self._append(rows)
+        if first_new is not None and last_held is not None and first_new < last_held:
+            self._sort()
+
+    def _unseen(self, rows: VectorRows) -> VectorRows:
+        """``rows`` without the ids held (a store may send a line again, see
+        VectorSnapshot)."""
+        if not self.size or not len(rows.ids):
+            return rows
+        held = self.columns["ids"][: self.size]
+        at = np.clip(np.searchsorted(held, rows.ids), 0, self.size - 1)
+        new = held[at] != rows.ids
+        if new.all():
+            return rows
+        return VectorRows(*(getattr(rows, name)[new] for name in VectorRows.__dataclass_fields__))
+
+    def _sort(self) -> None:
+        """Back into id order after a line committed later than a line with a larger id
+        (PostgreSQL): ``position_of`` and ``_unseen`` search the ids by bisection."""
+        order = np.argsort(self.columns["ids"][: self.size], kind="stable")
+        for column in self.columns.values():
+            column[: self.size] = column[: self.size][order]
+        self.vectors[: self.size] = self.vectors[: self.size][order]
 
     def _append(self, rows: VectorRows) -> None:
         count = len(rows.ids)
@@ -220,10 +243,11 @@ class VectorIndex:
         budget."""
         key = (scope.bot_id, scope.person_id)
         matrix = self._scopes.pop(key, None) or _Matrix()
-        generation, rows = self.store.scope_vector_snapshot(
-            scope.bot_id, scope.person_id, matrix.generation, matrix.last_id
+        matrix.take(
+            self.store.scope_vector_snapshot(
+                scope.bot_id, scope.person_id, matrix.generation, matrix.cursor
+            )
         )
-        matrix.take(generation, rows)
         self._scopes[key] = matrix
         used = sum(each.nbytes for each in self._scopes.values())
         while used > self.budget_bytes and len(self._scopes) > 1:
@@ -237,8 +261,7 @@ class VectorIndex:
 
     def refresh(self) -> None:
         """Bring the whole-store matrix up to date."""
-        generation, rows = self.store.vector_snapshot(self._all.generation, self._all.last_id)
-        self._all.take(generation, rows)
+        self._all.take(self.store.vector_snapshot(self._all.generation, self._all.cursor))
 
     def search(
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None

@@ -1,20 +1,28 @@
 """The server in process or on a loopback port: a real store, the hashing embedder, a scripted
-model, real keys."""
+model, real keys; and ``membot serve`` as real processes (``start_serve``)."""
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
+import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+import membot
 from membot import Memory, ScriptedLLM
 from membot.keys import create_key
 from membot.server import create_app
@@ -97,3 +105,74 @@ def live_server(memory: Memory) -> Iterator[LiveServer]:
 def serve():
     """:func:`serving`, for a test that builds its own app: ``with serve(app) as url``."""
     return serving
+
+
+PID = re.compile(r'pid="(\d+)"')
+TURNS = re.compile(r"^membot_turns_total\{.*\}\s+(\S+)$", re.MULTILINE)
+
+
+class ServeProcess:
+    """``membot serve`` as a subprocess in its own process group, stopped as a group."""
+
+    def __init__(self, db: str | Path, cache: Path, workers: int) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+        source = str(Path(membot.__file__).resolve().parents[1])  # this checkout's membot
+        env = {**os.environ, "MEMBOT_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
+        options = ["--db", str(db), "--embedder", "minilm", "--llm", "script:"]
+        serve = ["serve", "--port", str(port), "--workers", str(workers)]
+        command = [sys.executable, "-m", "membot", *options, *serve]
+        self.process = subprocess.Popen(command, env=env, start_new_session=True)
+
+    def wait_until_up(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"membot serve exited ({self.process.returncode})"
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.2)
+        raise AssertionError(f"membot serve did not answer /healthz in {timeout:.0f} s")
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=15)
+        except ProcessLookupError:
+            pass
+
+    def turns_by_worker(self, workers: int) -> dict[str, float]:
+        """Each worker's turn count (by pid), read from ``/metrics`` on new connections until
+        every worker has answered one; a worker's metrics carry its own pid only."""
+        counts: dict[str, float] = {}
+        for _ in range(300):
+            text = httpx.get(f"{self.url}/metrics", headers={"Connection": "close"}).text
+            pids = set(PID.findall(text))  # none until the worker has counted a request
+            if len(pids) == 1:
+                counts[pids.pop()] = sum(float(value) for value in TURNS.findall(text))
+            if len(counts) == workers:
+                return counts
+        raise AssertionError(f"only workers {sorted(counts)} answered /metrics")
+
+
+@pytest.fixture
+def start_serve(minilm) -> Iterator[Callable[..., ServeProcess]]:
+    """Start ``membot serve`` processes on a store (a path or URL) with the session's MiniLM
+    (already exported, so the workers need not export it again); all stopped after."""
+    cache = minilm.onnx_path.parent.parent
+    started: list[ServeProcess] = []
+
+    def start(db: str | Path, workers: int = 2) -> ServeProcess:
+        started.append(ServeProcess(db, cache, workers))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()

@@ -9,31 +9,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
-import signal
 import socket
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
 
-import membot
 from membot import Memory, ScriptedLLM
 from membot.keys import create_key
 from membot.server import create_app
 
 PEOPLE, THREADS, TURNS_EACH = 5, 5, 2
-PID = re.compile(r'pid="(\d+)"')
-TURNS = re.compile(r"^membot_turns_total\{.*\}\s+(\S+)$", re.MULTILINE)
 
 
 @pytest.fixture
@@ -114,58 +104,7 @@ def test_turns_on_different_threads_never_wait_for_each_others_lock(memory: Memo
             lock.release()
 
 
-class ServeProcess:
-    """``membot serve`` as a subprocess in its own process group, stopped as a group."""
-
-    def __init__(self, db: Path, cache: Path, workers: int) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        source = str(Path(membot.__file__).resolve().parents[1])  # this checkout's membot
-        env = {**os.environ, "MEMBOT_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
-        options = ["--db", str(db), "--embedder", "minilm", "--llm", "script:"]
-        serve = ["serve", "--port", str(port), "--workers", str(workers)]
-        command = [sys.executable, "-m", "membot", *options, *serve]
-        self.process = subprocess.Popen(command, env=env, start_new_session=True)
-
-    def wait_until_up(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, f"membot serve exited ({self.process.returncode})"
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        raise AssertionError(f"membot serve did not answer /healthz in {timeout:.0f} s")
-
-    def stop(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-
-    def turns_by_worker(self, workers: int) -> dict[str, float]:
-        """Each worker's turn count (by pid), read from ``/metrics`` on new connections until
-        every worker has answered one; a worker's metrics carry its own pid only."""
-        counts: dict[str, float] = {}
-        for _ in range(300):
-            text = httpx.get(f"{self.url}/metrics", headers={"Connection": "close"}).text
-            pids = set(PID.findall(text))  # none until the worker has counted a request
-            if len(pids) == 1:
-                counts[pids.pop()] = sum(float(value) for value in TURNS.findall(text))
-            if len(counts) == workers:
-                return counts
-        raise AssertionError(f"only workers {sorted(counts)} answered /metrics")
-
-
-def _served_by(server: ServeProcess, before: dict[str, float]) -> str:
+def _served_by(server, before: dict[str, float]) -> str:
     """The worker whose turn count moved since ``before`` (one turn was sent)."""
     after = server.turns_by_worker(2)
     (moved,) = [pid for pid, count in after.items() if count != before.get(pid, 0)]
@@ -175,11 +114,9 @@ def _served_by(server: ServeProcess, before: dict[str, float]) -> str:
 
 
 @pytest.mark.slow
-def test_a_line_stored_through_one_worker_is_recalled_through_the_other(cli, minilm):
+def test_a_line_stored_through_one_worker_is_recalled_through_the_other(cli, start_serve):
     key = cli.json("keys", "create", "--admin")["key"]
-    # The session's exported MiniLM, so the workers need not export it again.
-    cache = minilm.onnx_path.parent.parent
-    server = ServeProcess(cli.db, cache, workers=2)
+    server = start_serve(cli.db, workers=2)
     headers = {"Authorization": f"Bearer {key}", "Connection": "close"}  # a new connection each
 
     def turn(user: str, thread: str, text: str) -> dict:
@@ -218,7 +155,7 @@ def test_a_line_stored_through_one_worker_is_recalled_through_the_other(cli, min
             raise AssertionError("20 times the question went to the worker that stored the line")
         assert said in json.dumps(trace["recalled"]), trace["recalled"]
     finally:
-        server.stop()
+        server.stop()  # the fixture stops it too; here it frees the cores at once
 
 
 def test_the_workers_socket_answers_kept_alive_connections_without_nagle():

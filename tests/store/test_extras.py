@@ -1,4 +1,5 @@
-"""The store's tables beside lines: thread state, remembered summaries, expertise documents."""
+"""The store's tables beside lines: thread state, remembered summaries, expertise documents;
+on both stores (``make_store``), the SQLite schema upgrade on SQLite."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from membot import EmbedderMismatchError, Role
-from membot.store import NewLine, SqliteStore, ThreadKey
+from membot.store import NewLine, SqliteStore, Store, ThreadKey
 from membot.store.extras import NewChunk
 from membot.store.migrations import MIGRATIONS
 
@@ -23,12 +24,12 @@ def vector(value: float = 0.5) -> np.ndarray:
     return np.full(4, value, dtype=np.float32)
 
 
-def add(store: SqliteStore, key: ThreadKey, text: str, when: datetime | None = None) -> None:
+def add(store: Store, key: ThreadKey, text: str, when: datetime | None = None) -> None:
     store.add_lines([NewLine(key, Role.HUMAN, text, vector(), 3, when)], BY)
 
 
-def test_thread_state_ends_reopens_and_keeps_the_longest_running_summary(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "m.db")
+def test_thread_state_ends_reopens_and_keeps_the_longest_running_summary(make_store) -> None:
+    store = make_store()
     add(store, ALICE, "hello")
     state = store.thread_state(ALICE)
     assert state is not None and state.ended_at is None and state.last_line_at is not None
@@ -44,8 +45,8 @@ def test_thread_state_ends_reopens_and_keeps_the_longest_running_summary(tmp_pat
     assert store.thread_state(ThreadKey("membot", "alice", "nope")) is None
 
 
-def test_open_threads_lists_each_persons_threads_with_their_last_line(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "m.db")
+def test_open_threads_lists_each_persons_threads_with_their_last_line(make_store) -> None:
+    store = make_store()
     old = datetime(2024, 1, 1, tzinfo=UTC)
     add(store, ALICE, "old line", old)
     add(store, BOB, "new line")
@@ -56,9 +57,9 @@ def test_open_threads_lists_each_persons_threads_with_their_last_line(tmp_path: 
 
 
 def test_summaries_are_stored_with_dates_and_categories_and_go_with_their_thread(
-    tmp_path: Path,
+    make_store,
 ) -> None:
-    store = SqliteStore(tmp_path / "m.db")
+    store = make_store()
     add(store, ALICE, "I love hiking")
     add(store, BOB, "I love chess")
     alice_thread = store.thread_state(ALICE).id
@@ -80,8 +81,8 @@ def test_summaries_are_stored_with_dates_and_categories_and_go_with_their_thread
     assert store.summaries("alice") == []
 
 
-def test_a_summary_needs_the_stores_embedder(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "m.db")
+def test_a_summary_needs_the_stores_embedder(make_store) -> None:
+    store = make_store()
     add(store, ALICE, "hello")
     now = datetime.now(UTC)
     with pytest.raises(EmbedderMismatchError):
@@ -91,8 +92,8 @@ def test_a_summary_needs_the_stores_embedder(tmp_path: Path) -> None:
     assert store.summaries("alice") == []
 
 
-def test_documents_replace_by_name_and_remove_with_their_chunks(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "m.db")
+def test_documents_replace_by_name_and_remove_with_their_chunks(make_store) -> None:
+    store = make_store()
     chunks = [NewChunk(i, "Intro", f"passage {i}", 2, vector(i / 10)) for i in range(3)]
     store.add_document("membot", "guide.md", "Guide", "markdown", "abc", chunks, BY)
     store.add_document("membot", "guide.md", "Guide v2", "markdown", "def", chunks[:2], BY)

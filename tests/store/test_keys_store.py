@@ -31,10 +31,9 @@ def stored_key(key_id: str = "0123456789ab", **values) -> StoredKey:
 
 
 @pytest.fixture
-def store(tmp_path: Path):
-    opened = SqliteStore(tmp_path / "keys.db")
-    yield opened
-    opened.close()
+def store(make_store):
+    """A store of each kind: SQLite, then PostgreSQL."""
+    return make_store()
 
 
 def make_store_before_keys(path: Path) -> None:
@@ -62,11 +61,11 @@ def test_the_keys_migration_applies_to_a_store_of_the_previous_version(tmp_path:
     store.close()
 
 
-def test_sqlite_store_is_a_key_store(store: SqliteStore) -> None:
+def test_every_store_is_a_key_store(store) -> None:
     assert isinstance(store, KeyStore)
 
 
-def test_a_key_round_trips_and_is_found_by_its_hash(store: SqliteStore) -> None:
+def test_a_key_round_trips_and_is_found_by_its_hash(store) -> None:
     key = stored_key(person="alice", label="phone", expires_at=CREATED + timedelta(days=30))
     store.add_key(key, "digest-of-alice")
     assert store.key_by_hash("digest-of-alice") == key
@@ -74,18 +73,19 @@ def test_a_key_round_trips_and_is_found_by_its_hash(store: SqliteStore) -> None:
     assert store.api_keys() == [key]
 
 
-def test_keys_are_listed_oldest_first(store: SqliteStore) -> None:
+def test_keys_are_listed_oldest_first(store) -> None:
     store.add_key(stored_key("bbbbbbbbbbbb", created_at=CREATED + timedelta(hours=1)), "second")
     store.add_key(stored_key("aaaaaaaaaaaa"), "first")
     assert [key.id for key in store.api_keys()] == ["aaaaaaaaaaaa", "bbbbbbbbbbbb"]
 
 
-def test_the_hash_is_found_through_its_index(store: SqliteStore) -> None:
+def test_the_hash_is_found_through_its_index(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "keys.db")
     plan = store._query("EXPLAIN QUERY PLAN SELECT id FROM api_keys WHERE hash = ?", ("x",))
     assert any("api_keys_by_hash" in row[-1] for row in plan)
 
 
-def test_a_second_revoke_keeps_the_first_time(store: SqliteStore) -> None:
+def test_a_second_revoke_keeps_the_first_time(store) -> None:
     store.add_key(stored_key(), "digest")
     first = store.revoke_key("0123456789ab", CREATED + timedelta(days=1))
     again = store.revoke_key("0123456789ab", CREATED + timedelta(days=2))
@@ -94,7 +94,7 @@ def test_a_second_revoke_keeps_the_first_time(store: SqliteStore) -> None:
     assert store.revoke_key("no-such-key", CREATED) is None
 
 
-def test_a_use_is_recorded(store: SqliteStore) -> None:
+def test_a_use_is_recorded(store) -> None:
     store.add_key(stored_key(), "digest")
     used = CREATED + timedelta(minutes=5)
     store.mark_key_used("0123456789ab", used)
@@ -102,15 +102,15 @@ def test_a_use_is_recorded(store: SqliteStore) -> None:
     assert found is not None and found.last_used_at == used
 
 
-def test_a_person_key_without_a_bot_is_refused_by_the_table(store: SqliteStore) -> None:
-    with pytest.raises(StoreError, match="CHECK constraint"):
+def test_a_person_key_without_a_bot_is_refused_by_the_table(store) -> None:
+    with pytest.raises(StoreError, match=r"(?i)check constraint"):
         store.add_key(stored_key(bot=None, person="alice"), "digest")
     assert store.api_keys() == []
 
 
-def test_two_keys_with_one_hash_or_one_id_are_refused(store: SqliteStore) -> None:
+def test_two_keys_with_one_hash_or_one_id_are_refused(store) -> None:
     store.add_key(stored_key("aaaaaaaaaaaa"), "digest")
-    with pytest.raises(StoreError, match="UNIQUE"):
+    with pytest.raises(StoreError, match=r"(?i)unique"):
         store.add_key(stored_key("bbbbbbbbbbbb"), "digest")
-    with pytest.raises(StoreError, match="UNIQUE"):
+    with pytest.raises(StoreError, match=r"(?i)unique"):
         store.add_key(stored_key("aaaaaaaaaaaa"), "another digest")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from membot import ConfigError, Memory
+from membot import ConfigError, Memory, StoreError
 from membot.store import SqliteStore, open_store
 
 
@@ -16,8 +18,47 @@ def test_a_path_and_a_sqlite_url_open_the_same_file(tmp_path, embedder):
     assert isinstance(open_store(str(path)), SqliteStore)
 
 
+def test_a_postgresql_url_opens_the_postgres_store(postgres_url, embedder, monkeypatch):
+    from membot.store.postgres import PostgresStore
+
+    first = Memory(postgres_url, embedder=embedder)
+    first.add("hello", user="ann", thread="t")
+    first.close()
+    monkeypatch.setenv("MEMBOT_DB", postgres_url)  # a URL in MEMBOT_DB is kept whole
+    again = Memory(embedder=embedder)
+    assert isinstance(again.store, PostgresStore)
+    assert [line.text for line in again.history(user="ann")] == ["hello"]
+    assert "@" not in again.store.location and "postgresql://" in again.store.location
+    again.close()
+
+
+def test_a_postgresql_store_that_cannot_be_reached_is_a_store_error(tmp_path):
+    with pytest.raises(StoreError, match="cannot open the store at postgresql://"):
+        open_store(f"postgresql://membot:secret@/membot?host={tmp_path}&connect_timeout=2")
+
+
 def test_other_urls_are_refused_with_what_is_known(tmp_path):
-    with pytest.raises(ConfigError, match="sqlite:///PATH"):
-        open_store("postgresql://localhost/membot")
+    with pytest.raises(ConfigError, match="postgresql://"):
+        open_store("mysql://localhost/membot")
     with pytest.raises(ConfigError, match="sqlite:///PATH"):
         open_store("sqlite://host/x.db")
+
+
+def test_a_temporary_store_is_removed_after_on_both_stores(postgres_url, embedder):
+    import psycopg
+
+    from membot.store import temporary_store
+
+    for near in (None, postgres_url):
+        with temporary_store(near) as store:
+            memory = Memory(store, embedder=embedder)
+            memory.add("scratch line", user="ann", thread="t")
+            assert memory.count_lines() == 1
+            location = store.location
+        if near is None:
+            assert not Path(location).exists()
+    with psycopg.connect(postgres_url) as connection:
+        schemas = connection.execute(
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'membot_scratch_%'"
+        ).fetchall()
+    assert schemas == []  # dropped, with its tables

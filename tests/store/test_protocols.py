@@ -1,5 +1,5 @@
-"""The store's surface, split by concern: SqliteStore offers every method of every protocol,
-with the same parameters."""
+"""The store's surface, split by concern: SqliteStore and PostgresStore offer every method of
+every protocol, with the same parameters."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from membot.store.base import (
     SummaryStore,
     VectorSearch,
 )
+from membot.store.postgres import PostgresStore
 
 CONCERNS = (LineStore, VectorSearch, LexicalSearch, BotStore, SummaryStore, DocumentStore, KeyStore)
 
@@ -31,11 +32,12 @@ def _methods(protocol: type) -> dict[str, inspect.Signature]:
     return {name: inspect.signature(value) for name, value in own.items()}
 
 
+@pytest.mark.parametrize("store", [SqliteStore, PostgresStore], ids=lambda store: store.__name__)
 @pytest.mark.parametrize("protocol", CONCERNS, ids=lambda protocol: protocol.__name__)
-def test_sqlite_store_implements_each_concern(protocol: type) -> None:
+def test_each_store_implements_each_concern(store: type, protocol: type) -> None:
     for name, signature in _methods(protocol).items():
-        implemented = getattr(SqliteStore, name, None)
-        assert implemented is not None, f"SqliteStore lacks {protocol.__name__}.{name}"
+        implemented = getattr(store, name, None)
+        assert implemented is not None, f"{store.__name__} lacks {protocol.__name__}.{name}"
         wanted = list(signature.parameters)
         assert list(inspect.signature(implemented).parameters) == wanted, name
 

@@ -43,6 +43,7 @@ from membot.cli.eval import eval_app
 from membot.cli.expertise import expertise_app
 from membot.cli.keys import keys_app
 from membot.cli.mcp import mcp
+from membot.cli.migrate import migrate
 from membot.cli.serve import serve
 
 app = typer.Typer(
@@ -63,7 +64,9 @@ def global_options(
     db: Annotated[
         str | None,
         typer.Option(
-            help="The store: a file path or sqlite:///PATH. [env: MEMBOT_DB]", show_default=False
+            help="The store: a file path, sqlite:///PATH or postgresql://USER@HOST/DATABASE. "
+            "[env: MEMBOT_DB]",
+            show_default=False,
         ),
     ] = None,
     embedder: Annotated[
@@ -277,6 +280,7 @@ def reindex(context: typer.Context) -> None:
 
 register_conversations(app)
 app.command()(serve)
+app.command()(migrate)
 app.command()(mcp)
 
 

@@ -39,6 +39,14 @@ def _embedder(context: typer.Context) -> str:
     return getattr(context.find_root().obj, "embedder", None) or DEFAULT_EMBEDDER
 
 
+def _db(context: typer.Context) -> str | None:
+    """The root command's ``--db`` when it names a PostgreSQL database: each sample is then
+    stored in a schema of its own there (dropped after). Otherwise samples go to temporary
+    SQLite files, never into the store ``--db`` names."""
+    db = context.find_root().params.get("db")
+    return db if db and db.split("://", 1)[0] in ("postgresql", "postgres") else None
+
+
 def _run(
     evaluate: Callable[..., dict[str, Any]],
     context: typer.Context,
@@ -49,7 +57,9 @@ def _run(
     out: Path | None,
 ) -> dict[str, Any]:
     options = _options(settings or [])
-    report = evaluate(file, strategy=strategy, embedder=_embedder(context), options=options)
+    report = evaluate(
+        file, strategy=strategy, embedder=_embedder(context), options=options, db=_db(context)
+    )
     if out:
         write_report(report, out)
         err.print(f"report written to {out}")

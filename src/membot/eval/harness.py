@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from membot.config import DEFAULT_EMBEDDER, cache_dir
 from membot.embed import Embedder, resolve_embedder
 from membot.memory import LineInput, Memory
+from membot.store import temporary_store
 
 
 def cached_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
@@ -23,11 +23,14 @@ def cached_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
 
 
 @contextmanager
-def fresh_memory(embedder: Embedder, lines: Sequence[LineInput]) -> Iterator[Memory]:
-    """A store of its own on a temporary file, holding ``lines`` written as an import writes
-    them; deleted afterwards."""
-    with tempfile.TemporaryDirectory(prefix="membot-eval-") as folder:
-        memory = Memory(Path(folder) / "eval.db", embedder=embedder)
+def fresh_memory(
+    embedder: Embedder, lines: Sequence[LineInput], db: str | None = None
+) -> Iterator[Memory]:
+    """A store of its own, holding ``lines`` written as an import writes them; removed
+    afterwards: a temporary SQLite file, or with ``db`` a ``postgresql://`` URL, a schema of
+    its own in that database."""
+    with temporary_store(db) as store:
+        memory = Memory(store, embedder=embedder)
         try:
             memory.add_many(lines)
             yield memory

@@ -36,6 +36,7 @@ def evaluate_locomo(
     embedder: Embedder | str = DEFAULT_EMBEDDER,
     show_progress: bool = True,
     options: Mapping[str, float] | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
     """Evidence recall at k = 5, 10, 25, 50 dialog turns, overall and by category."""
     started = time.perf_counter()
@@ -54,7 +55,7 @@ def evaluate_locomo(
         for sample in samples:
             lines = lines_by_sample[sample["sample_id"]]
             known = {line.ref for line in lines}
-            with fresh_memory(model, lines) as memory:
+            with fresh_memory(model, lines, db) as memory:
                 for qa in sample["qa"]:
                     rows.append((qa["category"], question_scores(memory, settings, qa)))
                     missing += sum(entry not in known for entry in qa["evidence"])

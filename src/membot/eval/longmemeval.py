@@ -112,6 +112,7 @@ def evaluate_longmemeval(
     embedder: Embedder | str = DEFAULT_EMBEDDER,
     show_progress: bool = True,
     options: Mapping[str, float] | None = None,
+    db: str | None = None,
 ) -> dict[str, Any]:
     """The official turn and session metrics at k = 1, 3, 5, 10, 30, 50, with a BM25 baseline."""
     started = time.perf_counter()
@@ -135,7 +136,7 @@ def evaluate_longmemeval(
             corpora.append(corpus)
             lines = lines_by_question[question["question_id"]]
             asked = parse_time(question["question_date"]) if "question_date" in question else None
-            with fresh_memory(model, lines) as memory:
+            with fresh_memory(model, lines, db) as memory:
                 for name, settings in rankings.items():
                     order = corpus_ranking(memory, settings, question["question"], corpus, asked)
                     scores[name].append(question_scores(order, corpus))

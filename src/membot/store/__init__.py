@@ -1,18 +1,50 @@
-"""Storage: the ``Store`` protocol, the embedded SQLite store, and opening a store by URL."""
+"""Storage: the ``Store`` protocol, the embedded SQLite store, the PostgreSQL store, and
+opening a store by URL."""
 
 from __future__ import annotations
 
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from membot.errors import ConfigError
-from membot.store.base import BufferEntry, NewLine, SourceKey, Store, ThreadKey, VectorRows
+from membot.store.base import (
+    BufferEntry,
+    NewLine,
+    SourceKey,
+    Store,
+    ThreadKey,
+    VectorRows,
+    VectorSnapshot,
+)
 from membot.store.sqlite import SqliteStore
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres_url(location: str | Path) -> bool:
+    return str(location).split("://", 1)[0] in POSTGRES_SCHEMES and "://" in str(location)
+
+
+def open_postgres(url: str, schema: str | None = None) -> Store:
+    """A :class:`~membot.store.postgres.PostgresStore` (imported here: psycopg is optional)."""
+    try:
+        from membot.store.postgres import PostgresStore
+    except ImportError as error:
+        raise ConfigError(
+            f"a postgresql:// store needs psycopg, psycopg-pool and pgvector ({error.name} is "
+            "missing): pip install 'membot[postgres]'"
+        ) from error
+    return PostgresStore(url, schema=schema)
 
 
 def open_store(location: str | Path) -> Store:
-    """The store at ``location``: a file path or ``sqlite:///PATH`` (SQLite, the default).
-    Other schemes are refused with the list of those known."""
+    """The store at ``location``: a file path or ``sqlite:///PATH`` (SQLite, the default), or
+    ``postgresql://…`` (PostgreSQL with pgvector). Other schemes are refused with the list
+    of those known."""
     text = str(location)
     if "://" not in text:
         return SqliteStore(Path(text).expanduser())
@@ -23,10 +55,31 @@ def open_store(location: str | Path) -> Store:
         if url.netloc or not path:
             raise ConfigError(f"a SQLite URL is sqlite:///PATH, got {text!r}")
         return SqliteStore(Path(path).expanduser())
+    if url.scheme in POSTGRES_SCHEMES:
+        return open_postgres(text)
     raise ConfigError(
-        f"membot cannot open a store at a {url.scheme}:// URL: give a file path or "
-        "sqlite:///PATH (PostgreSQL is not supported by this version)"
+        f"membot cannot open a store at a {url.scheme}:// URL: give a file path, "
+        "sqlite:///PATH or postgresql://USER@HOST/DATABASE"
     )
+
+
+@contextmanager
+def temporary_store(near: str | Path | None = None) -> Iterator[Store]:
+    """A store of its own, removed afterwards: with a ``postgresql://`` URL, a new schema in
+    that database (dropped after); otherwise a SQLite file in a temporary folder."""
+    if near is not None and is_postgres_url(near):
+        store = open_postgres(str(near), schema=f"membot_scratch_{uuid.uuid4().hex[:12]}")
+        try:
+            yield store
+        finally:
+            store.drop()  # type: ignore[attr-defined]
+        return
+    with tempfile.TemporaryDirectory(prefix="membot-scratch-") as folder:
+        store = SqliteStore(Path(folder) / "scratch.db")
+        try:
+            yield store
+        finally:
+            store.close()
 
 
 __all__ = [
@@ -37,5 +90,9 @@ __all__ = [
     "Store",
     "ThreadKey",
     "VectorRows",
+    "VectorSnapshot",
+    "is_postgres_url",
+    "open_postgres",
     "open_store",
+    "temporary_store",
 ]

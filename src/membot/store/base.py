@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -95,6 +94,20 @@ class VectorRows:
 
 
 @dataclass(frozen=True)
+class VectorSnapshot:
+    """What a vector snapshot read: the store's generation, the rows new to the reader, and
+    the cursor to pass back as ``after`` next time.
+
+    The cursor means what the store needs it to mean (the last id read on SQLite, where
+    writers take turns; a transaction horizon on PostgreSQL, where ids can commit out of
+    order), so rows may come again: a reader skips ids it holds."""
+
+    generation: int
+    rows: VectorRows
+    cursor: int
+
+
+@dataclass(frozen=True)
 class NewChunk:
     """A document passage about to be stored, with its vector."""
 
@@ -164,15 +177,14 @@ class LineStore(Protocol):
 
 
 class VectorSearch(Protocol):
-    """The vectors a search reads: one scope's, or every line's, as of a store generation;
-    and swapping every vector for another embedder's."""
+    """The vectors a search reads: one scope's, or every line's, new since a reader's cursor
+    at a store generation (all of them when the generation moved); and swapping every
+    vector for another embedder's."""
 
     def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after_id: int
-    ) -> tuple[int, VectorRows]: ...
-    def vector_snapshot(
-        self, known_generation: int | None, after_id: int
-    ) -> tuple[int, VectorRows]: ...
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+    ) -> VectorSnapshot: ...
+    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot: ...
     def all_line_texts(self) -> list[tuple[int, str]]: ...
     def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]: ...
     def replace_vectors(
@@ -342,6 +354,6 @@ class Store(
 ):
     """Everything ``Memory`` asks of a store, by concern."""
 
-    path: Path
+    location: str  # where the store is, for messages: a file path, or a URL without password
 
     def close(self) -> None: ...

@@ -20,7 +20,14 @@ import numpy as np
 
 from membot.errors import EmbedderMismatchError, StoreError
 from membot.model import Line, Role, ThreadInfo, utc_now
-from membot.store.base import BufferEntry, NewLine, SourceKey, ThreadKey, VectorRows
+from membot.store.base import (
+    BufferEntry,
+    NewLine,
+    SourceKey,
+    ThreadKey,
+    VectorRows,
+    VectorSnapshot,
+)
 from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
@@ -105,6 +112,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.location = str(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -460,26 +468,17 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
         """Every line with ``id > after_id``: ids, owners, thread, seq, role and vectors."""
         return VectorRows.from_rows(self._query(_VECTOR_SQL, (after_id,)))
 
-    def vector_snapshot(
-        self, known_generation: int | None, after_id: int
-    ) -> tuple[int, VectorRows]:
-        """The generation and the rows an index holding ``known_generation`` up to
-        ``after_id`` is missing — all rows when the generation moved — read in one snapshot,
-        so a forget and new lines landing between the two reads cannot be half seen."""
-        with self._lock, _store_errors(self.path):
-            self._db.execute("BEGIN")
-            try:
-                row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-                generation = int(row[0]) if row else 0
-                start = after_id if generation == known_generation else 0
-                rows = self._db.execute(_VECTOR_SQL, (start,)).fetchall()
-            finally:
-                self._db.execute("COMMIT")
-        return generation, VectorRows.from_rows(rows)
+    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot:
+        """The generation and the rows an index holding ``known_generation`` up to id
+        ``after`` is missing — all rows when the generation moved — read in one snapshot,
+        so a forget and new lines landing between the two reads cannot be half seen. Writers
+        take turns (``BEGIN IMMEDIATE``), so ids commit in order and the cursor is the last
+        id read."""
+        return self._snapshot(_VECTOR_SQL, (), known_generation, after)
 
     def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after_id: int
-    ) -> tuple[int, VectorRows]:
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+    ) -> VectorSnapshot:
         """As :meth:`vector_snapshot`, for one scope: a person's lines with a bot, or
         (``person_id`` None) all the bot's lines; read through the (bot, person, id) index,
         so it costs what the scope holds."""
@@ -490,16 +489,22 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
             f"WHERE {owner} AND l.id > ? ORDER BY l.id"
         )
         owners = (bot_id,) if person_id is None else (bot_id, person_id)
+        return self._snapshot(sql, owners, known_generation, after)
+
+    def _snapshot(
+        self, sql: str, owners: tuple, known_generation: int | None, after: int
+    ) -> VectorSnapshot:
         with self._lock, _store_errors(self.path):
             self._db.execute("BEGIN")
             try:
                 row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
                 generation = int(row[0]) if row else 0
-                start = after_id if generation == known_generation else 0
+                start = after if generation == known_generation else 0
                 rows = self._db.execute(sql, (*owners, start)).fetchall()
             finally:
                 self._db.execute("COMMIT")
-        return generation, VectorRows.from_rows(rows)
+        cursor = rows[-1][0] if rows else start
+        return VectorSnapshot(generation, VectorRows.from_rows(rows), cursor)
 
     def replace_vectors(
         self,

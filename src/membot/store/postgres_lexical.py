@@ -1,0 +1,81 @@
+"""BM25 over PostgreSQL full-text search, the way SQLite's FTS5 ranks.
+
+PostgreSQL's own ``ts_rank``/``ts_rank_cd`` weigh how often and how close the words occur in
+one line, but know nothing of how rare a word is across the store, and a blended recall
+min-max-normalises the scores it gets, so their shape matters, not only their order. This
+query computes Okapi BM25 with FTS5's constants (k1 = 1.2, b = 0.75, IDF floored at 1e-6)
+from the generated ``tsvector`` (term frequencies are its positions), the ``words`` column
+(a line's length in words) and the store-wide counts in ``lexical_totals``, so the two stores
+rank alike; they still differ where PostgreSQL's parser and Snowball stemmer cut words
+differently from FTS5's unicode61 tokenizer and Porter stemmer (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+_WORDS = re.compile(r"[^\W_]+")
+
+
+def word_count(text: str) -> int:
+    """A line's length as FTS5's unicode61 tokenizer counts it: runs of letters and digits."""
+    return len(_WORDS.findall(text))
+
+
+# A term's lexemes are quoted as tsquery text: '' doubles a quote and \\ a backslash.
+_BM25_SQL = """
+WITH wanted AS (
+    SELECT word FROM unnest(%(terms)s::text[]) AS term,
+         unnest(tsvector_to_array(to_tsvector('membot_english', term))) AS word
+),
+query AS (
+    SELECT string_agg(DISTINCT '''' || replace(replace(word, '\\', '\\\\'), '''', '''''')
+                      || '''', ' | ')::tsquery AS q
+    FROM wanted
+),
+totals AS (
+    SELECT greatest(sum(lines), 1)::float8 AS n,
+           greatest(sum(words)::float8 / greatest(sum(lines), 1), 1) AS average
+    FROM lexical_totals
+),
+weights AS (
+    SELECT w.word, greatest(ln((totals.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
+    FROM wanted w CROSS JOIN totals CROSS JOIN LATERAL (
+        SELECT count(*)::float8 AS n FROM lines
+        WHERE lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
+                          || '''')::tsquery
+    ) found
+),
+matched AS (
+    SELECT l.id, l.words, l.lexical FROM lines l, query
+    WHERE query.q IS NOT NULL AND l.lexical @@ query.q AND {where}
+)
+SELECT m.id, sum(
+    weights.idf * cardinality(u.positions) * 2.2
+    / (cardinality(u.positions) + 1.2 * (0.25 + 0.75 * m.words / totals.average))
+) AS score
+FROM matched m CROSS JOIN totals CROSS JOIN LATERAL unnest(m.lexical) AS u
+JOIN weights ON weights.word = u.lexeme
+GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(limit)s
+"""
+
+
+def bm25_query(
+    terms: Sequence[str],
+    bot_id: int,
+    person_id: int | None,
+    thread_id: int | None,
+    roles: Sequence[str],
+    limit: int,
+) -> tuple[str, dict]:
+    """The SQL and parameters of a BM25 search for any of ``terms`` in one scope."""
+    conditions = ["l.bot_id = %(bot)s", "l.role = ANY(%(roles)s)"]
+    params: dict = {"terms": list(terms), "bot": bot_id, "roles": list(roles), "limit": limit}
+    if person_id is not None:
+        conditions.append("l.person_id = %(person)s")
+        params["person"] = person_id
+    if thread_id is not None:
+        conditions.append("l.thread_id = %(thread)s")
+        params["thread"] = thread_id
+    return _BM25_SQL.replace("{where}", " AND ".join(conditions)), params

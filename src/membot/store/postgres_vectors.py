@@ -1,0 +1,177 @@
+"""The PostgreSQL store's vectors: snapshots of a scope's lines for the in-memory index, and
+swapping every vector for another embedder's. A mixin of
+:class:`~membot.store.postgres.PostgresStore`.
+
+Ids are taken when a line is inserted but become visible when its transaction commits, so id
+11 can be seen before id 10: a snapshot's ``cursor`` is therefore not an id but the oldest
+transaction still running when it was read (``pg_snapshot_xmin``), and the next snapshot
+returns every line written by that transaction or a later one (``lines.xid``), some of them
+again; the index skips the ids it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+
+import numpy as np
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from membot.errors import StoreError
+from membot.store.base import ROLE_CODES, VectorRows, VectorSnapshot
+
+_VECTOR_COLUMNS = (
+    "l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, l.embedding, l.created_at"
+)
+
+
+def _vector_rows(rows: Sequence[Sequence]) -> VectorRows:
+    if not rows:
+        return VectorRows.empty(0)
+    columns = list(zip(*rows, strict=True))
+    as_int = [np.asarray(column, dtype=np.int64) for column in columns[:5]]
+    roles = np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8)
+    vectors = np.vstack([vector.to_numpy() for vector in columns[6]]).astype(np.float32)
+    created = np.asarray([when.timestamp() for when in columns[7]], dtype=np.float64)
+    return VectorRows(*as_int, roles, vectors, created)
+
+
+# HNSW's build settings (pgvector's defaults) and the candidates a search keeps by default:
+# docs/deploy.md gives recall@10 against exact search for several ef_search values.
+HNSW_M, HNSW_EF_CONSTRUCTION, DEFAULT_EF_SEARCH = 16, 64, 100
+
+
+def hnsw_index_sql(dimension: int) -> str:
+    """The approximate index for the store's dimension: on the expression
+    ``embedding::vector(N)`` (the column has no dimension), partial on rows of that dimension
+    so that a row of another (during ``membot reindex``) is never cast."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS lines_hnsw_{dimension} ON lines USING hnsw "
+        f"((embedding::vector({dimension})) vector_cosine_ops) "
+        f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
+        f"WHERE vector_dims(embedding) = {dimension}"
+    )
+
+
+class PostgresVectors:
+    """Vector snapshots by scope, approximate search, re-embedding; mixed into
+    ``PostgresStore``."""
+
+    # Provided by PostgresStore.
+    _pool: ConnectionPool
+    _errors: Callable[[], AbstractContextManager[None]]
+    _write: Callable[[], AbstractContextManager[psycopg.Connection]]
+    _query: Callable[..., list[tuple]]
+    _read_generation: Callable[[psycopg.Connection], int]
+    _bump_generation: Callable[[psycopg.Connection], None]
+    _set_meta: Callable[[psycopg.Connection, dict[str, str]], None]
+    _replace_extra_vectors: Callable[..., None]
+
+    def _snapshot(self, where: str, params: tuple, known_generation: int | None, after: int):
+        """Generation, rows and the next cursor, read in one REPEATABLE READ snapshot. The
+        horizon is read first: a transaction that commits later than this read is still
+        running now, or starts later, so its id is at least the horizon."""
+        with self._errors(), self._pool.connection() as db, db.transaction():
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            (horizon,) = db.execute(
+                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
+            ).fetchone()
+            generation = self._read_generation(db)
+            start = after if generation == known_generation else 0
+            cursor = db.cursor(binary=True)
+            rows = cursor.execute(
+                f"SELECT {_VECTOR_COLUMNS} FROM lines l WHERE {where} "
+                "AND l.xid >= %s::text::xid8 ORDER BY l.id",
+                (*params, str(start)),
+            ).fetchall()
+        return VectorSnapshot(generation, _vector_rows(rows), int(horizon))
+
+    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot:
+        """Every line new to an index that read up to cursor ``after`` at
+        ``known_generation`` (all lines when the generation moved); some it may hold."""
+        return self._snapshot("TRUE", (), known_generation, after)
+
+    def scope_vector_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+    ) -> VectorSnapshot:
+        """As :meth:`vector_snapshot`, for one scope (a person's lines with a bot, or with
+        ``person_id`` None all the bot's), through the (bot, person, xid) index."""
+        if person_id is None:
+            return self._snapshot("l.bot_id = %s", (bot_id,), known_generation, after)
+        where = "l.bot_id = %s AND l.person_id = %s"
+        return self._snapshot(where, (bot_id, person_id), known_generation, after)
+
+    def approximate_search(
+        self,
+        query: np.ndarray,
+        bot_id: int,
+        person_id: int | None = None,
+        k: int = 10,
+        ef_search: int = DEFAULT_EF_SEARCH,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` lines of a scope nearest ``query`` by cosine, best first, through the
+        HNSW index: approximate, for scopes too large to read into memory (a bot sharing
+        memory across 50,000 lines and more). Lines outside the scope are filtered from
+        the index's ``ef_search`` candidates, so a scope that is a small part of the store
+        wants a larger ``ef_search``."""
+        vector = np.asarray(query, dtype=np.float32)
+        dimension = len(vector)
+        owner = "bot_id = %s" + (" AND person_id = %s" if person_id is not None else "")
+        params = (bot_id,) if person_id is None else (bot_id, person_id)
+        cast = f"embedding::vector({dimension})"
+        with self._errors(), self._pool.connection() as db, db.transaction():
+            db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            rows = db.execute(
+                f"SELECT id, 1 - ({cast} <=> %s::vector({dimension})) FROM lines "
+                f"WHERE vector_dims(embedding) = {dimension} AND {owner} "
+                f"ORDER BY {cast} <=> %s::vector({dimension}) LIMIT %s",
+                (vector, *params, vector, k),
+            ).fetchall()
+        return [(row[0], float(row[1])) for row in rows]
+
+    def replace_vectors(
+        self,
+        vectors: Iterable[tuple[int, np.ndarray]],
+        meta: dict[str, str],
+        *,
+        last_id: int,
+        generation: int,
+        extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
+    ) -> None:
+        """Swap every line's vector (and the summaries' and chunks' in ``extras``) and the
+        embedder metadata in one transaction; refused when lines came or went since the
+        caller read them (compared by count and generation, not by id: a line with a
+        smaller id than ``last_id`` may commit after the read)."""
+        pairs = [(np.asarray(vector, dtype=np.float32), int(i)) for i, vector in vectors]
+        with self._write() as db:
+            db.execute("LOCK TABLE lines IN SHARE ROW EXCLUSIVE MODE")  # no writer meanwhile
+            (total,) = db.execute("SELECT COUNT(*) FROM lines").fetchone()
+            newer = db.execute("SELECT 1 FROM lines WHERE id > %s LIMIT 1", (last_id,)).fetchone()
+            if newer or total != len(pairs) or self._read_generation(db) != generation:
+                raise StoreError("lines changed while re-embedding: run `membot reindex` again")
+            db.cursor().executemany("UPDATE lines SET embedding = %s WHERE id = %s", pairs)
+            for table, rows in (extras or {}).items():
+                self._replace_extra_vectors(db, table, rows)
+            self._swap_index(db, meta.get("dimension"))
+            self._set_meta(db, meta)
+            self._bump_generation(db)
+
+    @staticmethod
+    def _swap_index(db: psycopg.Connection, dimension: str | None) -> None:
+        """The approximate index for the vectors' new dimension, in place of the old one."""
+        row = db.execute("SELECT value FROM meta WHERE key = 'dimension'").fetchone()
+        if dimension is None or (row and row[0] == dimension):
+            return
+        if row:
+            db.execute(f"DROP INDEX IF EXISTS lines_hnsw_{int(row[0])}")
+        db.execute(hnsw_index_sql(int(dimension)))
+
+    def all_line_texts(self) -> list[tuple[int, str]]:
+        return self._query("SELECT id, text FROM lines ORDER BY id")
+
+    def bot_line_texts(self, bot: str) -> list[str]:
+        rows = self._query(
+            "SELECT l.text FROM lines l JOIN bots b ON b.id = l.bot_id WHERE b.name = %s", (bot,)
+        )
+        return [row[0] for row in rows]

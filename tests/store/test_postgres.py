@@ -1,0 +1,211 @@
+"""What only the PostgreSQL store has to get right: lines whose ids commit out of order are
+still seen by every reader, migrations run once with servers starting together, and its BM25
+ranks like SQLite's FTS5."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+from pgvector.psycopg import register_vector
+
+from membot import Role
+from membot.search import Scope, VectorIndex
+from membot.store import NewLine, SqliteStore, ThreadKey
+from membot.store.postgres import PostgresStore
+from membot.store.postgres_schema import MIGRATIONS
+
+ALICE_T1 = ThreadKey("membot", "alice", "t1")
+ALICE_T2 = ThreadKey("membot", "alice", "t2")
+
+
+def new_line(key: ThreadKey, text: str, value: float = 0.5) -> NewLine:
+    vector = np.full(4, value, dtype=np.float32)
+    return NewLine(key, Role.HUMAN, text, vector / np.linalg.norm(vector), tokens=2)
+
+
+@pytest.fixture
+def store(postgres_url: str) -> Iterator[PostgresStore]:
+    opened = PostgresStore(postgres_url)
+    yield opened
+    opened.close()
+
+
+def open_transaction(url: str) -> psycopg.Connection:
+    connection = psycopg.connect(url)  # not autocommit: the transaction stays open
+    register_vector(connection)
+    return connection
+
+
+def test_a_line_whose_id_commits_after_a_larger_one_is_still_seen(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    store.add_lines([new_line(ALICE_T1, "first")])
+    bot, person = store.bot_id("membot"), store.person_id("alice")
+    assert bot is not None and person is not None
+    index = VectorIndex(store)
+    scope = Scope(bot, person)
+    assert len(index.search(np.ones(4), scope, k=10)) == 1
+
+    slow, fast = open_transaction(postgres_url), open_transaction(postgres_url)
+    try:
+        (early,) = store._add_lines(slow, [new_line(ALICE_T1, "slow")], None)  # takes an id
+        (late,) = store._add_lines(fast, [new_line(ALICE_T2, "fast")], None)  # a larger one
+        fast.commit()
+        assert late.id > early.id
+        seen = {line_id for line_id, _ in index.search(np.ones(4), scope, k=10)}
+        assert late.id in seen and early.id not in seen  # not committed yet
+        slow.commit()
+    finally:
+        slow.close()
+        fast.close()
+
+    seen = [line_id for line_id, _ in index.search(np.ones(4), scope, k=10)]
+    assert sorted(seen) == sorted({*seen}) and early.id in seen and len(seen) == 3
+    # The index keeps its ids in order, so the whole-store lookups find the late commit too.
+    assert index.position_of(early.id) is None  # the whole-store matrix is read on demand
+    index.refresh()
+    assert index.position_of(early.id) == (store.thread_id(ALICE_T1), 2)
+
+
+def test_a_snapshot_cursor_is_a_transaction_horizon_and_rows_may_come_again(
+    store: PostgresStore,
+) -> None:
+    (line,) = store.add_lines([new_line(ALICE_T1, "one")])
+    first = store.vector_snapshot(None, 0)
+    assert first.rows.ids.tolist() == [line.id]
+    # Nothing was running at the first read: the next read from its cursor is empty or
+    # repeats only what was committed since the horizon.
+    again = store.vector_snapshot(first.generation, first.cursor)
+    assert set(again.rows.ids.tolist()) <= {line.id}
+    (later,) = store.add_lines([new_line(ALICE_T1, "two")])
+    assert later.id in store.vector_snapshot(first.generation, first.cursor).rows.ids.tolist()
+
+
+def test_servers_starting_together_apply_each_migration_once(postgres_url: str) -> None:
+    opened: list[PostgresStore] = []
+    failures: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            opened.append(PostgresStore(postgres_url, pool_size=1))
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    versions = opened[0]._query("SELECT version FROM schema_version ORDER BY version")
+    assert [row[0] for row in versions] == list(range(1, len(MIGRATIONS) + 1))
+    for store in opened:
+        store.close()
+
+
+def test_a_store_in_its_own_schema_keeps_to_it(postgres_url: str) -> None:
+    one = PostgresStore(postgres_url, schema="tenant_one")
+    two = PostgresStore(postgres_url, schema="tenant_two")
+    one.add_lines([new_line(ALICE_T1, "only in one")])
+    assert one.count_lines() == 1 and two.count_lines() == 0
+    one.close()
+    two.close()
+
+
+CORPUS = [
+    "I went running by the river this morning",
+    "My sister runs a bakery downtown",
+    "The bakery sells sourdough and croissants",
+    "We talked about the river cruise we want to take",
+    "Running shoes are expensive these days",
+    "Nothing about that at all",
+    "The river the river the river",
+]
+
+
+def test_bm25_ranks_as_sqlite_fts5_does(store: PostgresStore, tmp_path) -> None:
+    sqlite = SqliteStore(tmp_path / "same.db")
+    for each in (store, sqlite):
+        each.add_lines([new_line(ALICE_T1, text) for text in CORPUS])
+    for terms in (["river"], ["running", "bakery"], ["sourdough", "river", "shoes"]):
+        postgres_ranked = store.lexical_search(terms, store.bot_id("membot") or 0)
+        sqlite_ranked = sqlite.lexical_search(terms, sqlite.bot_id("membot") or 0)
+        assert [i for i, _ in postgres_ranked] == [i for i, _ in sqlite_ranked], terms
+        np.testing.assert_allclose(
+            [s for _, s in postgres_ranked], [s for _, s in sqlite_ranked], rtol=1e-3
+        )
+    # Words are values, never query syntax; a word with no lexeme finds nothing.
+    assert store.lexical_search(["'", "\\", "|&!:*"], store.bot_id("membot") or 0) == []
+    found = store.lexical_search(["river's", "a|b"], store.bot_id("membot") or 0)
+    assert {i for i, _ in found} == {1, 2, 4, 7}  # the lines with "river", and with "a"
+    sqlite.close()
+
+
+def test_batches_locking_threads_in_opposite_orders_all_land(postgres_url: str) -> None:
+    """Two writers each write to t1 and t2, one in each order: PostgreSQL aborts one of them
+    when they deadlock, and the store writes that batch again."""
+    writers = [PostgresStore(postgres_url, pool_size=1) for _ in range(2)]
+    failures: list[BaseException] = []
+    rounds = 15
+
+    def write(store: PostgresStore, keys: tuple[ThreadKey, ThreadKey], name: str) -> None:
+        try:
+            for number in range(rounds):
+                store.add_lines([new_line(key, f"{name} {number}") for key in keys])
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    threads = [
+        threading.Thread(target=write, args=(writers[0], (ALICE_T1, ALICE_T2), "forward")),
+        threading.Thread(target=write, args=(writers[1], (ALICE_T2, ALICE_T1), "backward")),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    for key in (ALICE_T1, ALICE_T2):
+        lines = writers[0].history("alice", "membot", key.thread)
+        assert [line.seq for line in lines] == list(range(1, 2 * rounds + 1))
+    for store in writers:
+        store.close()
+
+
+def test_an_approximate_search_finds_what_the_exact_one_does(store: PostgresStore) -> None:
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    people = [ThreadKey("membot", f"person{n % 3}", "t") for n in range(300)]
+    lines = [
+        NewLine(key, Role.HUMAN, f"line {n}", vector, 2)
+        for n, (key, vector) in enumerate(zip(people, vectors, strict=True))
+    ]
+    stored = store.add_lines(lines, ("test-model", 8))
+    indexes = store._query("SELECT indexname FROM pg_indexes WHERE tablename = 'lines'")
+    assert ("lines_hnsw_8",) in indexes  # made with the store's first vectors
+    bot = store.bot_id("membot") or 0
+    query = vectors[5]
+    exact = np.argsort(-(vectors @ query))[:10]
+    found = store.approximate_search(query, bot, k=10, ef_search=200)
+    assert [line_id for line_id, _ in found][:1] == [stored[5].id]
+    assert {line_id for line_id, _ in found} == {stored[i].id for i in exact}
+    assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+    person = store.person_id("person2")
+    mine = store.approximate_search(query, bot, person, k=5, ef_search=200)
+    assert {line.person for line in store.lines([i for i, _ in mine])} == {"person2"}
+
+    # Re-embedding to another dimension swaps the index, and new lines still go in.
+    generation = store.generation()
+    store.replace_vectors(
+        [(line.id, np.ones(4, dtype=np.float32)) for line in stored],
+        {"embedder": "other", "dimension": "4"},
+        last_id=stored[-1].id,
+        generation=generation,
+    )
+    indexes = store._query("SELECT indexname FROM pg_indexes WHERE tablename = 'lines'")
+    assert ("lines_hnsw_4",) in indexes and ("lines_hnsw_8",) not in indexes
+    store.add_lines([NewLine(people[0], Role.HUMAN, "after", np.ones(4, np.float32), 1)])
