@@ -14,34 +14,15 @@ from datetime import UTC, datetime
 from psycopg import Connection
 
 from membot.store.base import SmsRecord, SmsSender
+from membot.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
 from membot.store.sms import _RECORD_COLUMNS, _SENDER_COLUMNS, _record, _sender
 
 _SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = %s AND sender = %s"
 
-# Appended to the PostgreSQL store's migrations (postgres_schema.MIGRATIONS): the columns
-# and types of the SQLite store's migration 6, so ``membot migrate`` copies them as they are.
-SMS_TABLES = """
-CREATE TABLE IF NOT EXISTS sms_senders (
-    bot TEXT NOT NULL,
-    sender TEXT NOT NULL,
-    thread TEXT,
-    stopped INTEGER NOT NULL DEFAULT 0,
-    asking_about TEXT,
-    held_text TEXT,
-    held_sid TEXT,
-    PRIMARY KEY (bot, sender)
-);
-CREATE TABLE IF NOT EXISTS sms_messages (
-    sid TEXT PRIMARY KEY,
-    bot TEXT NOT NULL,
-    sender TEXT NOT NULL,
-    received_at TEXT NOT NULL,
-    replies TEXT,
-    via TEXT CHECK (via IN ('twiml', 'api'))
-);
-CREATE INDEX IF NOT EXISTS sms_messages_by_time ON sms_messages (received_at);
-CREATE INDEX IF NOT EXISTS sms_messages_by_sender ON sms_messages (sender);
-"""
+# The PostgreSQL store's migration 2 (postgres_schema.MIGRATIONS): the SQLite store's migration
+# 6 as it is, whose SQL both databases read the same way, so ``membot migrate`` copies the
+# tables column for column.
+SMS_TABLES = SQLITE_MIGRATIONS[5]
 
 
 class PostgresSms:
