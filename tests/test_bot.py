@@ -242,6 +242,20 @@ def test_a_streamed_plain_text_reply_is_stored_as_shown(memory) -> None:
     assert llm.schemas == [None]
 
 
+def test_a_reply_opening_with_a_speaker_label_is_shown_and_stored_without_it(memory) -> None:
+    # Small models copy the transcript's "AI: …" form (seen with the bundled SmolLM2).
+    for raw, citations in (("AI: Logistics, I believe.", False), ("  assistant:  Yes.", False)):
+        turn, shown, _ = streamed_turn(memory, raw, citations=citations)
+        assert "".join(shown) == turn.response == turn.bot_line.text
+        assert turn.response in ("Logistics, I believe.", "Yes.")
+    turn = Bot(memory, ScriptedLLM(["AI: Logistics."])).turn(
+        "Where do I work?", user="a", thread="t"
+    )
+    assert turn.response == "Logistics."
+    turn = Bot(memory, ScriptedLLM(["Aid is on its way."])).turn("Help?", user="a", thread="t")
+    assert turn.response == "Aid is on its way."  # a label only when it is one
+
+
 def test_a_streamed_example_or_fragment_shows_only_the_no_response(memory) -> None:
     for raw in ('{"response": "what AI says", "citation_ids": []}', '{"citation_ids": ["h'):
         turn, shown, _ = streamed_turn(memory, raw)

@@ -232,6 +232,14 @@ def test_shown_text_holds_back_surrounding_whitespace_and_the_example() -> None:
     assert shown.text == "What AI about bees"
 
 
+def test_shown_text_holds_a_possible_label_and_leaves_a_label_out() -> None:
+    shown = ShownText(labels=("bea:", "ai:"))
+    given = [shown.feed(piece) for piece in ["B", "e", "a", ":", " Hi", " Sam"]]
+    assert given == ["", "", "", "", "Hi", " Sam"] and shown.text == "Hi Sam"
+    plain = ShownText(labels=("ai:",))
+    assert [plain.feed(piece) for piece in ["A", "id", " comes"]] == ["", "Aid", " comes"]
+
+
 def relay(deltas: list[str], read, json_wanted: bool = True) -> tuple[list[str], Reply]:
     shown: list[str] = []
     reply = relay_reply(

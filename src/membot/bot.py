@@ -34,7 +34,15 @@ from membot.llm.pool import SHARED, LLMPool
 from membot.memory import LineInput, Memory
 from membot.model import Citation, Line, Role, Turn, aware, utc_now
 from membot.relevance import check_hints
-from membot.replies import Reply, instruction_examples, read_reply, relay_reply, reply_schema
+from membot.replies import (
+    Reply,
+    instruction_examples,
+    read_reply,
+    relay_reply,
+    reply_schema,
+    speaker_labels,
+    without_label,
+)
 from membot.running_summary import fold, lines_to_fold
 from membot.templates import fill
 
@@ -256,6 +264,7 @@ class Bot:
             lambda raw: self._read(raw, prompt, profile),
             json_wanted=profile.citations,
             examples=examples,
+            labels=speaker_labels(profile.bot_name),
         )
 
     def _read(self, raw: str, prompt: Prompt, profile: BotSettings) -> Reply:
@@ -264,6 +273,9 @@ class Bot:
             reply = read_reply(raw, known, instruction_examples(profile.bot_name))
         else:
             reply = Reply(raw.strip(), ())
+        response = without_label(reply.response, speaker_labels(profile.bot_name))
+        if response != reply.response:
+            reply = replace(reply, response=response)
         if not reply.response:
             why = reply.note or "the model gave no response"
             return Reply(

@@ -306,13 +306,29 @@ class ResponseText:
         return text if self._in_string == "response" else ""
 
 
+def speaker_labels(bot_name: str) -> tuple[str, ...]:
+    """What a small model may open its reply with, copying the transcript's form ("AI: …"):
+    the bot's label and the generic ones, lower case."""
+    return tuple(dict.fromkeys(f"{name.lower()}:" for name in (bot_name, "ai", "assistant")))
+
+
+def without_label(text: str, labels: Sequence[str]) -> str:
+    """``text`` without a leading speaker label (one of ``labels``, any case)."""
+    for label in labels:
+        if text[: len(label)].lower() == label:
+            return text[len(label) :].lstrip()
+    return text
+
+
 class ShownText:
     """The part of a growing response that may be shown: leading and trailing whitespace
-    held back (the stored reply is stripped), and all of it held back while it could still
-    turn out to be one of the prompt's examples."""
+    held back (the stored reply is stripped), all of it held back while it could still
+    turn out to be one of the prompt's examples, and a leading speaker label (``labels``)
+    left out, as :func:`without_label` leaves it out of the stored reply."""
 
-    def __init__(self, examples: Sequence[str] = ()) -> None:
+    def __init__(self, examples: Sequence[str] = (), labels: Sequence[str] = ()) -> None:
         self._examples = [_normalized(example) for example in examples]
+        self._labels = tuple(labels)
         self._decoded: list[str] = []
         self.text = ""  # what has been shown
 
@@ -321,8 +337,12 @@ class ShownText:
             return ""
         self._decoded.append(text)
         candidate = "".join(self._decoded).strip()
-        if not self.text and any(
-            example.startswith(_normalized(candidate)) for example in self._examples
+        if not self.text and any(label.startswith(candidate.lower()) for label in self._labels):
+            return ""  # it may still become a label
+        candidate = without_label(candidate, self._labels)
+        if not self.text and (
+            not candidate
+            or any(example.startswith(_normalized(candidate)) for example in self._examples)
         ):
             return ""
         piece = candidate[len(self.text) :]
@@ -337,6 +357,7 @@ def relay_reply(
     *,
     json_wanted: bool,
     examples: Sequence[str] = (),
+    labels: Sequence[str] = (),
 ) -> Reply:
     """Pass the reply's text to ``on_text`` as ``deltas`` bring it, and return the reply
     ``read`` makes of the whole; its response is exactly what ``on_text`` was given.
@@ -346,7 +367,7 @@ def relay_reply(
     bot's ``no_response``, a held-back reply) is passed on last.
     """
     reader = ResponseText() if json_wanted else None
-    shown = ShownText(examples)
+    shown = ShownText(examples, labels)
     raw: list[str] = []
     for delta in deltas:
         raw.append(delta)
