@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -37,24 +38,15 @@ class Served:
         return self.log.read_text(errors="replace")
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+@contextmanager
+def serve_subprocess(tmp_path: Path) -> Iterator[Served]:
+    """``membot serve`` on a free port with a scripted model, up, and stopped afterwards."""
     port = free_port()
     script = tmp_path / "replies.json"
     script.write_text("[]")  # every reply: "(scripted reply)"
     log = tmp_path / "serve.log"
-    command = [
-        sys.executable,
-        "-m",
-        "membot",
-        "--db",
-        str(tmp_path / "served.db"),
-        "--llm",
-        f"script:{script}",
-        "serve",
-        "--port",
-        str(port),
-    ]
+    options = ["--db", str(tmp_path / "served.db"), "--llm", f"script:{script}"]
+    command = [sys.executable, "-m", "membot", *options, "serve", "--port", str(port)]
     with log.open("w") as sink:
         process = subprocess.Popen(
             command,
@@ -73,6 +65,12 @@ def served(tmp_path: Path) -> Iterator[Served]:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with serve_subprocess(tmp_path) as server:
+        yield server
 
 
 def _wait_until_up(server: Served, seconds: float = 90) -> None:

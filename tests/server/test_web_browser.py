@@ -9,12 +9,8 @@ outside the app's own paths fails the test.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -327,39 +323,17 @@ def test_at_phone_width_from_the_keyboard(phone: App):
 
 @pytest.mark.slow
 def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
-    from test_serve_command import Served, _wait_until_up, free_port
+    from test_serve_command import serve_subprocess
 
-    port = free_port()
-    script = tmp_path / "replies.json"
-    script.write_text("[]")
-    log = tmp_path / "serve.log"
-    command = [
-        sys.executable,
-        "-m",
-        "membot",
-        "--db",
-        str(tmp_path / "served.db"),
-        "--llm",
-        f"script:{script}",
-        "serve",
-        "--port",
-        str(port),
-    ]
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            command,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=os.environ.copy(),
-        )
-    try:
-        link = _wait_for_link(process, log)
-        _wait_until_up(Served(process, port, log))
-        assert link.startswith(f"http://127.0.0.1:{port}/#signin=mb_")
+    with serve_subprocess(tmp_path) as server:
+        # Printed before the server starts listening, so already in its output.
+        found = re.search(r"http://\S+#signin=\S+", server.output())
+        assert found, server.output()
+        link = found[0]
+        assert link.startswith(f"{server.url}/#signin=mb_")
         page = browser.new_page()
         page.set_default_timeout(15_000)
-        watch = Watch(f"http://127.0.0.1:{port}")
+        watch = Watch(server.url)
         watch.attach(page)
         page.goto(link)
         expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()
@@ -371,20 +345,3 @@ def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
         other.goto(link)  # the same link again: it worked once
         expect(other.get_by_text("The sign-in link did not work")).to_be_visible()
         watch.assert_clean()
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
-
-
-def _wait_for_link(process: subprocess.Popen, log: Path, seconds: float = 90) -> str:
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = re.search(r"http://\S+#signin=\S+", log.read_text(errors="replace"))
-        if found:
-            return found[0]
-        if process.poll() is not None:
-            pytest.fail(f"membot serve exited:\n{log.read_text()}")
-        time.sleep(0.3)
-    pytest.fail(f"membot serve printed no sign-in link:\n{log.read_text()}")
