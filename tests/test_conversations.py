@@ -15,6 +15,7 @@ from membot.conversations import (
     normalise_categories,
     read_points,
 )
+from membot.errors import ProviderError
 from membot.store import ThreadKey
 
 BOT = "membot"
@@ -383,3 +384,20 @@ def test_a_trimmed_summary_is_held_to_the_lines_too(memory: Memory) -> None:
 
     assert ending.decision == "trimmed" and ending.remembered is not None
     assert ending.remembered.text == "- 2024-05-01: Alice prefers green tea"
+
+
+def test_points_are_checked_by_words_alone_when_the_embedder_fails(memory: Memory) -> None:
+    talk(memory)
+    points = ["2024-05-01: Alice is allergic to peanuts", "2024-05-01: Alice owns three cats"]
+    llm = ScriptedLLM([json.dumps({"points": points, "categories": []})])
+
+    def broken(texts):
+        raise ProviderError("the embedder is down")
+
+    memory.embed = broken
+    ending = end(memory, llm)
+
+    assert any("words only: the embedder is down" in note for note in ending.notes)
+    assert ending.draft == "- 2024-05-01: Alice is allergic to peanuts"
+    assert ending.remembered is None  # the summary itself could not be embedded either
+    assert ending.decision == "dropped" and "could not be embedded" in ending.reason

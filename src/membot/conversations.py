@@ -331,7 +331,11 @@ def _grounded(
     """The points the person's own lines support (membot.grounding); the others are noted."""
     said = [line.text for line in lines if line.role == "human"]
     names = (settings.human_name, settings.bot_name, lines[-1].person if lines else "")
-    dropped = unsupported_points(points, said, memory.embed, names)
+    try:
+        dropped = unsupported_points(points, said, memory.embed, names)
+    except ProviderError as error:  # the embedder: keep only what the words alone support
+        outcome.notes.append(f"points checked by their words only: {error}")
+        dropped = unsupported_points(points, said, None, names)
     for point in dropped:
         outcome.notes.append(f"left out a point the person never said: {point}")
     if dropped and len(dropped) == len(points):

@@ -78,9 +78,10 @@ def _without_names(text: str, ignore: frozenset[str]) -> str:
 
 
 def unsupported_points(
-    points: Sequence[str], said: Sequence[str], embed: Embed, names: Sequence[str] = ()
+    points: Sequence[str], said: Sequence[str], embed: Embed | None, names: Sequence[str] = ()
 ) -> list[str]:
-    """The ``points`` that nothing in ``said`` (the person's own lines) supports, in order."""
+    """The ``points`` that nothing in ``said`` (the person's own lines) supports, in order;
+    without ``embed``, by their words alone."""
     if not points:
         return []
     ignore = frozenset(part.lower() for name in names for part in _WORD.findall(name))
@@ -92,7 +93,7 @@ def unsupported_points(
         if stems and found / len(stems) > MIN_WORD_SHARE:
             continue
         doubtful.append(point)
-    if not doubtful or not said:
+    if not doubtful or not said or embed is None:
         return doubtful
     asked = [_without_names(undated(point), ignore) for point in doubtful]
     vectors = np.asarray(embed(asked + list(said)), np.float32)
