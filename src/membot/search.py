@@ -1,9 +1,10 @@
-"""Exact vector search by scope: one matrix product over the scope's lines, no Python loop.
+"""Search by scope: exact vector search (one matrix product over the scope's lines, no Python
+loop) and BM25 over the same lines.
 
-:class:`VectorIndex` keeps each searched scope's vectors in a float32 matrix in memory. It
-appends lines written since its last look (cheap: one indexed query from the cursor the store
-gave at the previous look) and reloads a scope when the store says lines were removed or
-re-embedded (its ``generation`` changed).
+:class:`VectorIndex` keeps each searched scope's vectors in a float32 matrix in memory, and its
+words in a :class:`~membot.recall.bm25.ScopeTerms`. It appends lines written since its last
+look (cheap: one indexed query from the cursor the store gave at the previous look) and reloads
+a scope when the store says lines were removed or re-embedded (its ``generation`` changed).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from membot.recall.bm25 import ScopeTerms
 from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
 
@@ -86,7 +88,8 @@ class InScope:
 
 class _Matrix:
     """Lines' vectors and columns (owners, thread, seq, role, date) in arrays grown in place,
-    kept in id order, with the store generation they were read at and the store's cursor."""
+    kept in id order, with the store generation they were read at and the store's cursor; and
+    the lines' words, for a scope's matrix (whose snapshots carry the texts)."""
 
     def __init__(self) -> None:
         self.generation: int | None = None
@@ -94,16 +97,19 @@ class _Matrix:
         self.size = 0
         self.columns: dict[str, np.ndarray] = {}
         self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self.terms = ScopeTerms()
 
     @property
     def nbytes(self) -> int:
-        return self.vectors.nbytes + sum(column.nbytes for column in self.columns.values())
+        columns = sum(column.nbytes for column in self.columns.values())
+        return self.vectors.nbytes + columns + self.terms.nbytes
 
     def take(self, snapshot: VectorSnapshot) -> None:
         """Rows read at a generation: appended (those held already skipped), or the whole
         matrix when it moved (lines were removed or re-embedded)."""
         if snapshot.generation != self.generation:
             self.size, self.columns, self.generation = 0, {}, snapshot.generation
+            self.terms = ScopeTerms()
         self.cursor = snapshot.cursor
         rows = self._unseen(snapshot.rows)
         first_new = int(rows.ids.min()) if len(rows.ids) else None
@@ -122,7 +128,9 @@ class _Matrix:
         new = held[at] != rows.ids
         if new.all():
             return rows
-        return VectorRows(*(getattr(rows, name)[new] for name in VectorRows.__dataclass_fields__))
+        arrays = [getattr(rows, name)[new] for name in (*_COLUMNS[:6], "vectors", "created")]
+        texts = tuple(text for text, keep in zip(rows.texts, new, strict=False) if keep)
+        return VectorRows(*arrays, texts=texts)
 
     def _sort(self) -> None:
         """Back into id order after a line committed later than a line with a larger id
@@ -148,6 +156,8 @@ class _Matrix:
             self.columns[name][self.size : end] = getattr(rows, name)
         self.vectors[self.size : end] = rows.vectors
         self.size = end
+        if rows.texts:
+            self.terms.add(rows.ids.tolist(), rows.texts)
 
     def _grow(self, capacity: int, dimension: int) -> None:
         old_columns, old_vectors, size = self.columns, self.vectors, self.size
@@ -162,6 +172,7 @@ class _Matrix:
             self.vectors[:size] = old_vectors[:size]
         else:
             self.size = 0
+            self.terms = ScopeTerms()
 
     def mask(self, scope: Scope) -> np.ndarray:
         size = self.size
@@ -180,9 +191,7 @@ class _Matrix:
         mask &= np.isin(column["roles"], allowed)
         return mask
 
-    def search(
-        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None
-    ) -> list[tuple[int, float]]:
+    def search(self, query: np.ndarray, scope: Scope, k: int, min_score: float | None) -> list[Hit]:
         if self.size == 0 or k <= 0:
             return []
         scores = similarities(self.vectors[: self.size], query)
@@ -192,8 +201,24 @@ class _Matrix:
         k = min(k, self.size)
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        ids = self.columns["ids"]
-        return [(int(ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        return self._hits(top[np.isfinite(scores[top])], scores)
+
+    def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        ids, threads, seqs = (self.columns[name] for name in ("ids", "thread_ids", "seqs"))
+        return [Hit(int(ids[i]), int(threads[i]), int(seqs[i]), float(scores[i])) for i in rows]
+
+    def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
+        """The ``k`` lines in scope with the best BM25 for ``words`` (ties by id), best first."""
+        if self.size == 0 or k <= 0:
+            return []
+        ids, bm25 = self.terms.bm25(words)
+        held = self.columns["ids"][: self.size]
+        rows = np.clip(np.searchsorted(held, ids), 0, self.size - 1)
+        rows = rows[(held[rows] == ids) & self.mask(scope)[rows]]
+        scores = np.zeros(self.size)
+        scores[rows] = bm25[np.searchsorted(ids, held[rows])]
+        best = rows[np.lexsort((held[rows], -scores[rows]))][:k]
+        return self._hits(best, scores)
 
     def scored(self, query: np.ndarray, scope: Scope) -> InScope:
         if self.size == 0:
@@ -267,7 +292,20 @@ class VectorIndex:
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
     ) -> list[tuple[int, float]]:
         """The ``k`` best (line id, score) pairs in scope, best first."""
+        return [(hit.line_id, hit.score) for hit in self.hits(query, scope, k, min_score)]
+
+    def hits(
+        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
+    ) -> list[Hit]:
+        """The ``k`` lines in scope nearest ``query`` (cosine at least ``min_score``), with
+        their thread and seq, best first."""
         return self._scope(scope).search(query, scope, k, min_score)
+
+    def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
+        """The ``k`` lines in scope with the best BM25 for ``words`` (any line holding one of
+        them), best first; a hit's score is its BM25. IDF and mean length are the scope's
+        (a person's lines with the bot, or a shared bot's lines)."""
+        return self._scope(scope).lexical(words, scope, k)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order."""

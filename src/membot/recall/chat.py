@@ -177,8 +177,8 @@ def chosen_for_turn(
     elif name in ("hybrid", "bm25"):
         ordered = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
     else:
-        found = memory.index.search(vector, scope, settings.max_matches, settings.threshold)
-        ordered = [(hit, hit.score) for hit in memory.index.locate(found)]
+        found = memory.index.hits(vector, scope, settings.max_matches, settings.threshold)
+        ordered = [(hit, hit.score) for hit in found]
     if name == "prune":
         return [Choice(hit, _with_partner(memory, hit), order, 1.0) for hit, order in ordered]
     option = options_of(settings)
@@ -259,15 +259,14 @@ def _lexical(
     option = options_of(settings)
     low_bar = settings.threshold - option["lexical_margin"]
     # Only lines at or above the lower bar can be kept: the others need no score.
-    cosine = dict(memory.index.search(vector, scope, EVERY_LINE, min_score=low_bar))
+    near = memory.index.hits(vector, scope, EVERY_LINE, min_score=low_bar)
+    cosine = {hit.line_id: hit.score for hit in near}
     # A turn keeps a few matches: BM25's first 50 are enough; a ranking reads them all.
     depth = max(LEXICAL_DEPTH, settings.max_matches)
-    lexical = _bm25_in_scope(memory, query, scope, depth)
+    lexical = memory.index.lexical(query_terms(query), scope, depth)
     lexical_top = {hit.line_id for hit in lexical[: int(option["lexical_top"])]}
     if fused:
-        dense = memory.index.locate(
-            (line_id, score) for line_id, score in cosine.items() if score >= settings.threshold
-        )
+        dense = [hit for hit in near if hit.score >= settings.threshold]
         weights = (option["dense_weight"], option["lexical_weight"])
         order = reciprocal_rank_fusion([dense, lexical], weights, option["rrf_k"])
     else:
@@ -332,32 +331,14 @@ def _bm25_scores(
     terms = query_terms(query, STOPWORDS)
     if not terms or not len(ids):
         return scores, []
-    found = memory.store.lexical_search(
-        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=EVERY_LINE
-    )
-    ranked = np.asarray([line_id for line_id, _ in found], dtype=np.int64)
+    found = memory.index.lexical(terms, scope, EVERY_LINE)
+    ranked = np.asarray([hit.line_id for hit in found], dtype=np.int64)
     at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
     in_scope = ids[at] == ranked
     if in_scope.any():
-        raw = np.asarray([score for _, score in found], dtype=np.float32)[in_scope]
+        raw = np.asarray([hit.score for hit in found], dtype=np.float32)[in_scope]
         scores[at[in_scope]] = min_max(raw)
     return scores, ranked[in_scope].tolist()
-
-
-def _bm25_in_scope(memory: Memory, query: str, scope: Scope, depth: int) -> list[Hit]:
-    terms = query_terms(query)
-    if not terms:
-        return []
-    scored = memory.store.lexical_search(
-        terms, scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=depth
-    )
-    memory.index.refresh()
-    hits = memory.index.locate(scored)
-    # The vector search's scope also leaves out the feed; keep BM25 to the same lines.
-    window, start = scope.window_thread_id, scope.window_from_seq
-    if window is None or start is None:
-        return hits
-    return [hit for hit in hits if not (hit.thread_id == window and hit.seq >= start)]
 
 
 def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Scope) -> list[Choice]:

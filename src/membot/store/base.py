@@ -71,10 +71,12 @@ class VectorRows:
     roles: np.ndarray
     vectors: np.ndarray
     created: np.ndarray  # when each line was said, in seconds since 1970 (UTC)
+    # The lines' texts, for the scope's BM25 (scope snapshots only; empty otherwise).
+    texts: tuple[str, ...] = ()
 
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence], dimension: int | None = None) -> VectorRows:
-        """From (id, bot id, person id, thread id, seq, role, vector blob, created_at)."""
+        """From (id, bot id, person id, thread id, seq, role, vector blob, created_at[, text])."""
         if not rows:
             return cls.empty(dimension or 0)
         columns = list(zip(*rows, strict=True))
@@ -84,7 +86,7 @@ class VectorRows:
         created = np.asarray(
             [datetime.fromisoformat(when).timestamp() for when in columns[7]], dtype=np.float64
         )
-        return cls(*as_int, roles, vectors, created)
+        return cls(*as_int, roles, vectors, created, tuple(columns[8]) if len(columns) > 8 else ())
 
     @classmethod
     def empty(cls, dimension: int) -> VectorRows:

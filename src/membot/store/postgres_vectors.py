@@ -34,7 +34,8 @@ def _vector_rows(rows: Sequence[Sequence]) -> VectorRows:
     roles = np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8)
     vectors = np.vstack([vector.to_numpy() for vector in columns[6]]).astype(np.float32)
     created = np.asarray([when.timestamp() for when in columns[7]], dtype=np.float64)
-    return VectorRows(*as_int, roles, vectors, created)
+    texts = tuple(columns[8]) if len(columns) > 8 else ()
+    return VectorRows(*as_int, roles, vectors, created, texts)
 
 
 # HNSW's build settings (pgvector's defaults) and the candidates a search keeps by default:
@@ -68,7 +69,14 @@ class PostgresVectors:
     _set_meta: Callable[[psycopg.Connection, dict[str, str]], None]
     _replace_extra_vectors: Callable[..., None]
 
-    def _snapshot(self, where: str, params: tuple, known_generation: int | None, after: int):
+    def _snapshot(
+        self,
+        where: str,
+        params: tuple,
+        known_generation: int | None,
+        after: int,
+        texts: bool = False,
+    ):
         """Generation, rows and the next cursor, read in one REPEATABLE READ snapshot. The
         horizon is read first: a transaction that commits later than this read is still
         running now, or starts later, so its id is at least the horizon."""
@@ -80,8 +88,9 @@ class PostgresVectors:
             generation = self._read_generation(db)
             start = after if generation == known_generation else 0
             cursor = db.cursor(binary=True)
+            columns = _VECTOR_COLUMNS + (", l.text" if texts else "")
             rows = cursor.execute(
-                f"SELECT {_VECTOR_COLUMNS} FROM lines l WHERE {where} "
+                f"SELECT {columns} FROM lines l WHERE {where} "
                 "AND l.xid >= %s::text::xid8 ORDER BY l.id",
                 (*params, str(start)),
             ).fetchall()
@@ -96,11 +105,12 @@ class PostgresVectors:
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
     ) -> VectorSnapshot:
         """As :meth:`vector_snapshot`, for one scope (a person's lines with a bot, or with
-        ``person_id`` None all the bot's), through the (bot, person, xid) index."""
+        ``person_id`` None all the bot's) and with their texts, through the (bot, person,
+        xid) index."""
         if person_id is None:
-            return self._snapshot("l.bot_id = %s", (bot_id,), known_generation, after)
+            return self._snapshot("l.bot_id = %s", (bot_id,), known_generation, after, True)
         where = "l.bot_id = %s AND l.person_id = %s"
-        return self._snapshot(where, (bot_id, person_id), known_generation, after)
+        return self._snapshot(where, (bot_id, person_id), known_generation, after, True)
 
     def approximate_search(
         self,

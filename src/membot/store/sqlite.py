@@ -480,12 +480,12 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
     ) -> VectorSnapshot:
         """As :meth:`vector_snapshot`, for one scope: a person's lines with a bot, or
-        (``person_id`` None) all the bot's lines; read through the (bot, person, id) index,
-        so it costs what the scope holds."""
+        (``person_id`` None) all the bot's lines, with their texts; read through the (bot,
+        person, id) index, so it costs what the scope holds."""
         owner = "l.bot_id = ?" + (" AND l.person_id = ?" if person_id is not None else "")
         sql = (
             "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, "
-            "l.created_at FROM lines l JOIN line_vectors v ON v.line_id = l.id "
+            "l.created_at, l.text FROM lines l JOIN line_vectors v ON v.line_id = l.id "
             f"WHERE {owner} AND l.id > ? ORDER BY l.id"
         )
         owners = (bot_id,) if person_id is None else (bot_id, person_id)
