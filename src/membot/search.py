@@ -204,21 +204,31 @@ class _Matrix:
         return self._hits(top[np.isfinite(scores[top])], scores)
 
     def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
-        ids, threads, seqs = (self.columns[name] for name in ("ids", "thread_ids", "seqs"))
-        return [Hit(int(ids[i]), int(threads[i]), int(seqs[i]), float(scores[i])) for i in rows]
+        columns = (self.columns[name][rows].tolist() for name in ("ids", "thread_ids", "seqs"))
+        return [Hit(*hit) for hit in zip(*columns, scores[rows].tolist(), strict=True)]
 
-    def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
-        """The ``k`` lines in scope with the best BM25 for ``words`` (ties by id), best first."""
-        if self.size == 0 or k <= 0:
-            return []
+    def lexical_rows(self, words: list[str], scope: Scope) -> tuple[np.ndarray, np.ndarray]:
+        """The rows in scope holding any of ``words``, best BM25 first (ties by id), and every
+        row's BM25 (0 where it holds none)."""
+        scores = np.zeros(self.size)
+        if self.size == 0:
+            return np.zeros(0, dtype=np.int64), scores
         ids, bm25 = self.terms.bm25(words)
         held = self.columns["ids"][: self.size]
         rows = np.clip(np.searchsorted(held, ids), 0, self.size - 1)
         rows = rows[(held[rows] == ids) & self.mask(scope)[rows]]
-        scores = np.zeros(self.size)
         scores[rows] = bm25[np.searchsorted(ids, held[rows])]
-        best = rows[np.lexsort((held[rows], -scores[rows]))][:k]
-        return self._hits(best, scores)
+        return rows[np.lexsort((held[rows], -scores[rows]))], scores
+
+    def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
+        """The ``k`` lines in scope with the best BM25 for ``words``, best first."""
+        rows, scores = self.lexical_rows(words, scope)
+        return self._hits(rows[: max(k, 0)], scores)
+
+    def lexical_scores(self, words: list[str], scope: Scope) -> tuple[np.ndarray, np.ndarray]:
+        """(line ids, BM25) of the lines in scope holding any of ``words``, best first."""
+        rows, scores = self.lexical_rows(words, scope)
+        return self.columns["ids"][rows] if self.size else rows, scores[rows]
 
     def scored(self, query: np.ndarray, scope: Scope) -> InScope:
         if self.size == 0:
@@ -306,6 +316,10 @@ class VectorIndex:
         them), best first; a hit's score is its BM25. IDF and mean length are the scope's
         (a person's lines with the bot, or a shared bot's lines)."""
         return self._scope(scope).lexical(words, scope, k)
+
+    def lexical_scores(self, words: list[str], scope: Scope) -> tuple[np.ndarray, np.ndarray]:
+        """(line ids, BM25) of every line in scope holding any of ``words``, best first."""
+        return self._scope(scope).lexical_scores(words, scope)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order."""

@@ -331,13 +331,11 @@ def _bm25_scores(
     terms = query_terms(query, STOPWORDS)
     if not terms or not len(ids):
         return scores, []
-    found = memory.index.lexical(terms, scope, EVERY_LINE)
-    ranked = np.asarray([hit.line_id for hit in found], dtype=np.int64)
+    ranked, bm25 = memory.index.lexical_scores(terms, scope)
     at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
     in_scope = ids[at] == ranked
     if in_scope.any():
-        raw = np.asarray([hit.score for hit in found], dtype=np.float32)[in_scope]
-        scores[at[in_scope]] = min_max(raw)
+        scores[at[in_scope]] = min_max(bm25[in_scope].astype(np.float32))
     return scores, ranked[in_scope].tolist()
 
 
