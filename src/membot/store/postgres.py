@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -46,6 +46,33 @@ from membot.store.postgres_vectors import PostgresVectors, hnsw_index_sql
 log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[TupleRow]
+
+_INSERT_LINE = (
+    "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, created_at, "
+    "tokens, ref, source_key, embedding, words) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
+)
+
+
+def _insert_values(placed: tuple[ThreadRef, NewLine, int], line: Line) -> tuple:
+    ref, new, seq = placed
+    vector = np.ascontiguousarray(new.vector, dtype=np.float32)
+    return (
+        ref.id,
+        ref.bot_id,
+        ref.person_id,
+        seq,
+        str(new.role),
+        new.speaker,
+        new.text,
+        line.created_at,
+        new.tokens,
+        new.ref,
+        new.source_key,
+        vector,
+        word_count(new.text or ""),
+    )
+
 
 _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
@@ -349,12 +376,15 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         # threads wait for each other instead of deadlocking.
         keys = sorted({new.key for new in batch}, key=lambda k: (k.bot, k.person, k.thread))
         refs = {key: self._ensure_thread(db, key) for key in keys}
+        held = self._held_keys(db, batch, refs)
         next_seq: dict[int, int] = {}
-        stored: list[Line] = []
+        placed: list[tuple[ThreadRef, NewLine, int]] = []
         for new in batch:
             ref = refs[new.key]
-            if new.source_key is not None and self._holds_key(db, ref.id, new.source_key):
-                continue
+            if new.source_key is not None:
+                if (ref.id, new.source_key) in held:
+                    continue
+                held.add((ref.id, new.source_key))  # a key twice in one batch: stored once
             if ref.id not in next_seq:
                 # A line in an ended thread takes the conversation up again.
                 db.execute(
@@ -364,14 +394,27 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 next_seq[ref.id] = db.execute(
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = %s", (ref.id,)
                 ).fetchone()[0]
-            stored.append(self._insert_line(db, ref, new, next_seq[ref.id]))
+            placed.append((ref, new, next_seq[ref.id]))
             next_seq[ref.id] += 1
-        return stored
+        return self._insert_lines(db, placed)
 
     @staticmethod
-    def _holds_key(db: Connection, thread_id: int, source_key: str) -> bool:
-        query = "SELECT 1 FROM lines WHERE thread_id = %s AND source_key = %s"
-        return db.execute(query, (thread_id, source_key)).fetchone() is not None
+    def _held_keys(
+        db: Connection, batch: Sequence[NewLine], refs: dict[ThreadKey, ThreadRef]
+    ) -> set[tuple[int, str]]:
+        """(thread id, source key) of the batch's keys the threads hold already: one query
+        for the batch (its threads are locked, so none is added meanwhile)."""
+        wanted = [(refs[new.key].id, new.source_key) for new in batch if new.source_key]
+        if not wanted:
+            return set()
+        threads, keys = (list(column) for column in zip(*wanted, strict=True))
+        rows = db.execute(
+            "SELECT l.thread_id, l.source_key FROM lines l "
+            "JOIN unnest(%s::bigint[], %s::text[]) AS w (thread_id, source_key) "
+            "ON l.thread_id = w.thread_id AND l.source_key = w.source_key",
+            (threads, keys),
+        ).fetchall()
+        return {(thread_id, key) for thread_id, key in rows}
 
     def stored_source_keys(self, keys: Iterable[SourceKey]) -> set[SourceKey]:
         """Which of ``keys`` their threads hold: asked before embedding."""
@@ -411,42 +454,38 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
             db.execute(hnsw_index_sql(vectors_by[1]))
 
     @staticmethod
-    def _insert_line(db: Connection, ref: ThreadRef, new: NewLine, seq: int) -> Line:
-        created = (new.created_at or utc_now()).astimezone(UTC)
-        vector = np.ascontiguousarray(new.vector, dtype=np.float32)
-        (line_id,) = db.execute(
-            "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, "
-            "created_at, tokens, ref, source_key, embedding, words) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-            (
-                ref.id,
-                ref.bot_id,
-                ref.person_id,
+    def _insert_lines(
+        db: Connection, placed: Sequence[tuple[ThreadRef, NewLine, int]]
+    ) -> list[Line]:
+        """Insert lines at their seqs, sent together: one round trip for the batch, where each
+        line took two (its key checked, then inserted), each a wait on the network."""
+        if not placed:
+            return []
+        now = utc_now()
+        lines = [
+            Line(
+                0,
+                ref.key.bot,
+                ref.key.person,
+                ref.key.thread,
                 seq,
-                str(new.role),
-                new.speaker,
+                new.role,
                 new.text,
-                created,
+                (new.created_at or now).astimezone(UTC),
                 new.tokens,
+                new.speaker,
                 new.ref,
-                new.source_key,
-                vector,
-                word_count(new.text or ""),
-            ),
-        ).fetchone()
-        return Line(
-            line_id,
-            ref.key.bot,
-            ref.key.person,
-            ref.key.thread,
-            seq,
-            new.role,
-            new.text,
-            created,
-            new.tokens,
-            new.speaker,
-            new.ref,
-        )
+            )
+            for ref, new, seq in placed
+        ]
+        ids = []
+        with db.cursor() as cursor:
+            cursor.executemany(_INSERT_LINE, map(_insert_values, placed, lines), returning=True)
+            while True:
+                ids.append(cursor.fetchone()[0])
+                if not cursor.nextset():
+                    break
+        return [replace(line, id=line_id) for line, line_id in zip(lines, ids, strict=True)]
 
     def lines(self, line_ids: Sequence[int]) -> list[Line]:
         if not line_ids:
