@@ -125,7 +125,8 @@ def _relative_days(text: str, today: date) -> list[Span]:
             spans.append((today, today + timedelta(days=2 * length)))
     for pattern, sign in ((_IN_COUNT, 1), (_AGO, -1)):
         for match in pattern.finditer(text):
-            count = int(match[1]) if match[1].isdigit() else _NUMBER[" ".join(match[1].lower().split())]
+            word = " ".join(match[1].lower().split())
+            count = int(word) if word.isdigit() else _NUMBER[word]
             unit = _UNIT_DAYS[match[2].lower()]
             center = today + timedelta(days=sign * count * unit)
             spans += _around(center, max(unit, 1))
