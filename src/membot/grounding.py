@@ -74,8 +74,13 @@ class Evidence:
     ignore: frozenset[str]  # the speakers' names, lower case
 
     @classmethod
-    def of(cls, said: Sequence[Line], thread: Sequence[Line], names: Sequence[str] = (),
-           more: Sequence[str] = ()) -> Evidence:  # fmt: skip
+    def of(
+        cls,
+        said: Sequence[Line],
+        thread: Sequence[Line],
+        names: Sequence[str] = (),
+        more: Sequence[str] = (),
+    ) -> Evidence:
         """From the lines that may support a point (``said``), the thread's lines (its span)
         and texts that count as said beside them (``more``: an earlier, checked summary)."""
         moments = [line.created_at.date() for line in thread]

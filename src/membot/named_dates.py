@@ -20,26 +20,60 @@ from datetime import date, datetime, timedelta
 
 Span = tuple[date, date]  # first and last day, both included
 
-_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december"]  # fmt: skip
-_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?" \
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"  # fmt: skip
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-_NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a couple of": 2, "a few": 3,
-           "few": 3, "several": 4}  # fmt: skip
+_NUMBER = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a couple of": 2,
+    "a few": 3,
+    "few": 3,
+    "several": 4,
+}
 _COUNT = r"(\d{1,3}|" + "|".join(sorted(map(re.escape, _NUMBER), key=len, reverse=True)) + ")"
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 31, "year": 366}
 
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?,?\s*(\d{{4}})?",
-                        re.I)  # fmt: skip
+_DAY_MONTH = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?,?\s*(\d{{4}})?", re.I
+)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b,?\s*(\d{{4}})?", re.I)
-_MONTH_ALONE = re.compile(rf"\b(?:in|during|of|since|until|by|early|mid|late|this|next|last)"
-                          rf"\s+(?:-\s*)?{_MONTH}\b(?:,?\s+(\d{{4}}))?", re.I)  # fmt: skip
+_MONTH_ALONE = re.compile(
+    rf"\b(?:in|during|of|since|until|by|early|mid|late|this|next|last)"
+    rf"\s+(?:-\s*)?{_MONTH}\b(?:,?\s+(\d{{4}}))?",
+    re.I,
+)
 _YEAR = re.compile(r"\b(?:in|during|since|until|by)\s+((?:19|20)\d\d)\b", re.I)
-_DAY_WORD = re.compile(r"\b(yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening))\b",
-                       re.I)  # fmt: skip
+_DAY_WORD = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|this (?:morning|afternoon|evening))\b", re.I
+)
 _WEEKDAY_WORD = re.compile(rf"\b{_WEEKDAY}s?\b", re.I)
 _NAMED_UNIT = re.compile(r"\b(last|this|next|coming|past)\s+(week(?:end)?|month|year)\b", re.I)
 _IN_COUNT = re.compile(rf"\b(?:in|within|after)\s+{_COUNT}\s+(day|week|month|year)s?\b", re.I)
