@@ -101,7 +101,8 @@ async def test_the_tools_are_listed_with_their_results_and_hints(app, memory):
 
 async def test_a_person_key_uses_every_tool_on_its_own_memory(app, memory, llm):
     key = create_key(memory, bot="b", user="alice").secret
-    llm.enqueue(json.dumps({"points": ["2024-05-01: Alice loves green tea"], "categories": []}))
+    # Undated: membot dates it by the thread (a point must fall within the thread's days).
+    llm.enqueue(json.dumps({"points": ["Alice loves green tea"], "categories": []}))
     async with serving(app) as transport, session_with_key(transport, key) as session:
         call = session.call_tool
         stored = answer(await call("remember", {"text": "I love green tea", "thread": "t1"}))
