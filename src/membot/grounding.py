@@ -10,7 +10,7 @@ is checked, with no model involved, in this order (the first failure is the reas
 1. **placeholder**: no content word once its date and the speakers' names are gone, or
    template marks ("...", "YYYY", "[name]");
 2. **instruction**: it reads as an order to a model ("ignore previous instructions", "answer
-   keep", JSON, markup), not as a fact about a person;
+   keep", a decision, JSON), not as a fact about a person;
 3. **example**: it is the instruction's own example, and the person's words do not all
    support it;
 4. **date**: every ISO date in it falls within the thread's days or on a day the person named
@@ -59,7 +59,7 @@ _INSTRUCTION = re.compile(
     r"|\b(?:answer|respond|reply|output|return)\s+(?:with\s+)?(?:only\s+)?"
     r"(?:[\"'{]|keep\b|yes\b|no\b)"
     r"|\byou (?:must|should|shall|will|are now|have to|need to|may)\b"
-    r"|[{}<>]|&lt;|&gt;",
+    r"|[{}]",  # JSON: a verdict or a reply, never a fact (markup may be what was said)
     re.I,
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")

@@ -282,7 +282,7 @@ async def test_membot_mcp_serves_every_tool_over_stdio(tmp_path: Path, minilm, s
     """One real `membot mcp` process, as an MCP client starts it; the store is checked
     afterwards through Memory."""
     db = tmp_path / "stdio.db"
-    points = {"points": ["2024-05-01: Uma grows tomatoes"], "categories": ["hobbies"]}
+    points = {"points": ["Uma grows tomatoes"], "categories": ["hobbies"]}  # dated by the thread
     command = ["-m", "membot", "--db", str(db), "--llm", script(json.dumps(points))]
     parameters = StdioServerParameters(
         command=sys.executable,
