@@ -104,7 +104,7 @@ def test_a_tool_line_is_in_the_feed_but_not_recalled_later(cli) -> None:
     cli.ok("tool", "Paris: 31 degrees and sunny", "--user", "alice", "--thread", "t1",
            "--name", "weather")  # fmt: skip
     now = cli.say("Is it hot in Paris?", "alice", "t1")
-    assert "TOOL weather: Paris: 31 degrees and sunny" in now["feed"]
+    assert "TOOL weather: <tool_result>Paris: 31 degrees and sunny</tool_result>" in now["feed"]
     later = cli.say("What was the weather in Paris?", "alice", "t2")
     recalled = [line["text"] for block in later["recalled"] for line in block["lines"]]
     assert "Paris: 31 degrees and sunny" not in recalled

@@ -68,7 +68,9 @@ def test_a_chat_turn_whose_llm_fails_says_so_and_goes_on(cli, script, minilm) ->
     assert [line["text"] for line in history] == ["hello", "again", "Back."]
 
 
-POINTS = {"points": ["2024-05-01: alice is allergic to peanuts"], "categories": ["health"]}
+# Dated today, the day the lines are said: a point must fall within the thread's days.
+TODAY = datetime.now(UTC).date().isoformat()
+POINTS = {"points": [f"{TODAY}: alice is allergic to peanuts"], "categories": ["health"]}
 
 
 def test_end_asks_and_on_yes_remembers_then_starts_a_new_thread(cli, script, minilm) -> None:
@@ -81,7 +83,7 @@ def test_end_asks_and_on_yes_remembers_then_starts_a_new_thread(cli, script, min
     shown = flat(result.stdout)
     assert "Shall I remember this conversation? (yes/no)" in shown
     assert "ended thread first" in shown
-    assert "remembered [health]: - 2024-05-01: alice is allergic to peanuts" in shown
+    assert f"remembered [health]: - {TODAY}: alice is allergic to peanuts" in shown
     assert "new thread chat-" in shown and "ai> Hi." in shown
     (summary,) = cli.json("memories", "--user", "alice")
     assert (summary["kind"], summary["thread"]) == ("summary", "first")

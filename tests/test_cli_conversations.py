@@ -14,8 +14,10 @@ from membot.store import ThreadKey
 
 pytestmark = pytest.mark.slow
 
+# Dated today, the day the lines are said: a point must fall within the thread's days.
+TODAY = datetime.now(UTC).date().isoformat()
 POINTS = {
-    "points": ["2024-05-01: Alice is allergic to peanuts", "2024-05-01: Alice loves green tea"],
+    "points": [f"{TODAY}: Alice is allergic to peanuts", f"{TODAY}: Alice loves green tea"],
     "categories": ["health", "Preferences"],
 }
 
@@ -46,7 +48,7 @@ def test_end_with_remember_yes_keeps_a_summary_that_memories_lists(cli, script, 
     (summary,) = listed
     assert summary["kind"] == "summary" and summary["thread"] == "t1"
     assert summary["text"] == (
-        "- 2024-05-01: Alice is allergic to peanuts\n- 2024-05-01: Alice loves green tea"
+        f"- {TODAY}: Alice is allergic to peanuts\n- {TODAY}: Alice loves green tea"
     )
     assert summary["categories"] == ["health", "preferences"]
     for key in ("created_at", "covers_from", "covers_to"):
@@ -56,7 +58,7 @@ def test_end_with_remember_yes_keeps_a_summary_that_memories_lists(cli, script, 
 
     table = flat(cli.ok("memories", "--user", "alice").stdout)
     assert "membot / t1" in table and "health, preferences" in table
-    assert "peanuts" in table and "2024-05-01" in table  # wrapped to the console width
+    assert "peanuts" in table and TODAY in table  # wrapped to the console width
     assert cli.json("memories", "--user", "bob") == []
 
 

@@ -64,7 +64,7 @@ def test_a_bot_with_expertise_and_no_history_answers_from_its_documents(
     turn = Bot(memory, llm, "barista").turn("How fine should the grind be?", user="u", thread="t")
     assert turn.history_matches == () and "unrelated to any prior" in turn.history_hints
     assert turn.expertise_matches and turn.expertise_matches[0]["source"] == "expertise"
-    assert "citation_id: e1 Hint: [Espresso guide — Grind]" in turn.prompt
+    assert '<document citation_id="e1">\n[Espresso guide — Grind]' in turn.prompt
     assert turn.response == "Use a fine grind."
     ((cited),) = turn.citations
     assert (cited.id, cited.source) == ("e1", "expertise") and "fine grind" in cited.text

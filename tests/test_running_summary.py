@@ -58,10 +58,11 @@ def test_fold_shows_the_old_summary_and_the_lines_with_the_bots_names() -> None:
     ((message,),) = llm.history
     content = message["content"]
     assert "between Alice and Guide" in content
-    assert "Summary so far:\nAlice is a teacher." in content
+    assert "Summary so far:\n<summary>\nAlice is a teacher.\n</summary>" in content
     assert (
-        "Lines to add:\nAlice: I am moving to Lisbon in June.\nGuide: Exciting! Why Lisbon?\n"
-        "TOOL weather: 22C sunny\n" in content
+        "Lines to add:\n<transcript>\nAlice: I am moving to Lisbon in June.\n"
+        "Guide: Exciting! Why Lisbon?\nTOOL weather: <tool_result>22C sunny</tool_result>\n"
+        "</transcript>\n" in content
     )
     assert content.endswith("Updated summary:")
     assert llm.json_modes == [False]

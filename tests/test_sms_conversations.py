@@ -41,7 +41,8 @@ from membot.sms import (
 NUMBER = "+15550100001"
 BOT_NUMBER = "+15550109999"
 SECRET = "a test secret of more than sixteen characters"
-POINTS = json.dumps({"points": ["2024-05-01: Sam runs on Sundays"], "categories": ["hobbies"]})
+# Undated: membot dates it by the thread's last line (a point must fall within the thread).
+POINTS = json.dumps({"points": ["Sam runs on Sundays"], "categories": ["hobbies"]})
 
 # -- cutting replies ----------------------------------------------------------------------
 

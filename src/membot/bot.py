@@ -43,7 +43,7 @@ from membot.replies import (
     speaker_labels,
     without_label,
 )
-from membot.running_summary import fold, lines_to_fold
+from membot.running_summary import fold, grounded, lines_to_fold
 from membot.templates import fill
 
 
@@ -299,12 +299,16 @@ class Bot:
         )
         try:
             summary = fold(llm, profile, state.summary, lines)
+            notes = []
+            if summary is not None:  # held to the lines, like a remembered point
+                summary, notes = grounded(summary, state.summary, lines, profile, self.memory.embed)
         except MembotError as failure:
             return [f"running summary not updated: {failure}"]
-        if summary is None:
-            return ["running summary not updated: the model wrote nothing"]
+        if not summary:
+            why = "nothing it wrote is supported by the lines" if notes else "it wrote nothing"
+            return [*notes, f"running summary not updated: {why}"]
         self.memory.save_thread_summary(state, summary, seqs.stop - 1)
-        return [f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"]
+        return [*notes, f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"]
 
     def _turn(self, line, reply_line, reply, error, prompt: Prompt, recall, profile, clock,
               started, notes) -> Turn:  # fmt: skip

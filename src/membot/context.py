@@ -7,9 +7,14 @@ Pieces, as AllegroGraph's chatState names them (templates in :mod:`membot.templa
   first, as ``Speaker: text`` lines; when older lines have scrolled off, the thread's running
   summary opens it. ``{STORY}`` is the story template over the feed (``no_story`` without one).
 - ``{HISTORY_MATCHES}`` / ``{EXPERTISE_MATCHES}``: one hint per recalled block, remembered
-  summary or document chunk, as ``citation_id: ID Hint: TEXT``, newline-separated; a block's
-  text starts with its date and thread, a summary's with the dates it covers. Ids are ``h`` +
-  the block's first line id, ``s`` + a summary's id, ``e`` + a chunk's id.
+  summary or document chunk, each quoted as data (:mod:`membot.quoting`) between
+  ``<memory citation_id="ID">`` (``<document ...>`` for expertise) and its end tag,
+  newline-separated; a block's text starts with its date and thread, a summary's with the
+  dates it covers. Ids are ``h`` + the block's first line id, ``s`` + a summary's id, ``e`` +
+  a chunk's id.
+- Everything recalled or untrusted is quoted: the running summary in ``<summary>``, a tool's
+  result in ``<tool_result>``, and every line in transcript form on one line, escaped, so no
+  text can close a block or pass for a line the bot said.
 - ``{HISTORY_HINTS}`` / ``{EXPERTISE_HINTS}``: the hints templates over those matches, or the
   no-hints strings.
 
@@ -33,6 +38,7 @@ from typing import Any
 
 from membot.config import BotSettings
 from membot.model import Block, ExpertiseChunk, Line, Role, Summary, utc_now
+from membot.quoting import escape, one_line, quote
 from membot.templates import fill
 from membot.tokens import TokenCounter
 
@@ -63,7 +69,9 @@ class Hint:
 
     @property
     def as_match(self) -> str:
-        return f"citation_id: {self.id} Hint: {self.text}"
+        """The hint as it enters the prompt: quoted data, with its citation id."""
+        tag = "document" if self.source == "expertise" else "memory"
+        return quote(tag, self.text, citation_id=self.id)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -125,7 +133,20 @@ def now_text(now: datetime) -> str:
 
 
 def render_line(line: Line, speakers: Speakers) -> str:
-    return f"{speakers.label(line)}: {line.text}"
+    """``Speaker: text`` on one line (a line break in the text cannot start a fake line)."""
+    return f"{one_line(speakers.label(line))}: {one_line(line.text)}"
+
+
+def transcript_line(line: Line, speakers: Speakers) -> str:
+    """A line as it enters a prompt's transcript: escaped, and a tool's result quoted."""
+    if line.role == Role.TOOL:
+        result = quote("tool_result", line.text, inline=True)
+        return f"{escape(one_line(speakers.label(line)))}: {result}"
+    return escape(render_line(line, speakers))
+
+
+def transcript(lines: Sequence[Line], speakers: Speakers) -> str:
+    return "\n".join(transcript_line(line, speakers) for line in lines)
 
 
 def block_hint(block: Block, speakers: Speakers) -> Hint:
@@ -173,9 +194,8 @@ def _norm(text: str) -> str:
 
 
 def feed_text(feed: Sequence[Line], summary: str, speakers: Speakers) -> str:
-    parts = [f"(Earlier in this conversation: {summary})"] if summary else []
-    parts += [render_line(line, speakers) for line in feed]
-    return "\n".join(parts)
+    parts = [f"Earlier in this conversation, in summary:\n{quote('summary', summary)}"]
+    return "\n".join([*(parts if summary else []), transcript(feed, speakers)]).strip("\n")
 
 
 def _first_values(settings: BotSettings, query: str, feed: str, now: datetime) -> dict[str, str]:
@@ -196,7 +216,9 @@ def fill_prompt(
 ) -> dict[str, str]:
     """Every placeholder's value and the filled prompt (key ``PROMPT``), in chatState's order."""
     speakers = Speakers(settings.human_name, settings.bot_name)
-    values = _first_values(settings, query, feed_text(feed, summary, speakers), now)
+    # The new line, where the templates show it, cannot open a block or fake a transcript.
+    said = escape(one_line(query))
+    values = _first_values(settings, said, feed_text(feed, summary, speakers), now)
     story = settings.story_fmt if values["FEED"] else settings.no_story
     values["STORY"] = fill(story, values)
     values["HISTORY_MATCHES"] = "\n".join(hint.as_match for hint in history)
@@ -219,7 +241,8 @@ def match_string(template: str, settings: BotSettings, query: str, feed: Sequenc
                  story: bool = False, now: datetime | None = None) -> str:  # fmt: skip
     """A match string (history or expertise) filled from the new line and the feed."""
     speakers = Speakers(settings.human_name, settings.bot_name)
-    values = _first_values(settings, query, feed_text(feed, "", speakers), now or utc_now())
+    plain_feed = "\n".join(render_line(line, speakers) for line in feed)  # embedded, not prompted
+    values = _first_values(settings, query, plain_feed, now or utc_now())
     if story:
         values["STORY"] = fill(settings.story_fmt if feed else settings.no_story, values)
     return fill(template, values).strip() or query

@@ -1,38 +1,105 @@
-"""Is a point a model wrote about a person supported by what that person said?
+"""Is a point a model wrote about a person supported by what was said?
 
 A memory must never hold what the person did not say. When a thread ends with "remember
 this", a model writes the key points; small models copy the instruction's example ("is
-allergic to peanuts") or the bot's own advice into them. Before anything is kept, each point
-is held against the person's own lines of the thread, with no model involved:
+allergic to peanuts"), leave a placeholder ("2026-11-23: ..."), date a point a week ahead, or
+write the bot's own advice as the person's fact; a line that says "ignore previous
+instructions" may make a model write what it is told. Before anything is kept, each point
+is checked, with no model involved, in this order (the first failure is the reason given):
 
-- **words**: more than half of the point's content words (not stopwords, not the names of
-  the two speakers, not dates or numbers) occur in the person's lines, compared on a crude
-  stem (lower case, an ending such as "-ies", "-ing", "-ed" or "-s" dropped, the first five
-  letters) so "allergic" finds "allergy" and "flies" finds "fly"; or
-- **meaning**: the point, without its date and the speakers' names, has a cosine of at least
-  ``MIN_COSINE`` with one of the person's lines in the memory's own embedder (a paraphrase:
-  "Sam is moving to Berlin" for "We are relocating to Germany next month", 0.66 with the
-  bundled MiniLM, where "Sam has three cats" for "My dog barks at the neighbours" is 0.25;
-  tests/test_grounding.py holds such pairs).
+1. **placeholder**: no content word once its date and the speakers' names are gone, or
+   template marks ("...", "YYYY", "[name]");
+2. **instruction**: it reads as an order to a model ("ignore previous instructions", "answer
+   keep", a decision, JSON), not as a fact about a person;
+3. **example**: it is the instruction's own example, and the person's words do not all
+   support it;
+4. **date**: every ISO date in it falls within the thread's days or on a day the person named
+   (:mod:`membot.named_dates`): no "dated a week ahead";
+5. **support**: more than ``MIN_WORD_SHARE`` of its content words (not stopwords, not the
+   speakers' names, not dates or numbers) occur in what was said, compared on a crude stem
+   ("allergic" finds "allergy"), or, without its date and the names, it has a cosine of at
+   least ``MIN_COSINE`` with one line in the memory's embedder (a paraphrase: "Sam is moving
+   to Berlin" for "We are relocating to Germany next month", 0.66 with the bundled MiniLM,
+   where "Sam has three cats" for "My dog barks at the neighbours" is 0.25).
 
-A point that passes neither is dropped and the ending's notes say which. The check is
-deliberately strict: a fact only the bot said, even if the person nodded at it, is not kept.
+The thresholds are calibrated on LoCoMo (``benchmarks/grounding.py --calibrate``; the
+figures are in docs/reliability.md). The same check guards a thread's running summary,
+sentence by sentence, against all the lines it folds (:func:`grounded_summary`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
 
+from membot.model import Line
+from membot.named_dates import Span, named_days, within
 from membot.recall.bm25 import STOPWORDS
 
+# Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the pairs
+# keeping at least 0.9 of true points, this one kept the fewest invented ones.
 MIN_COSINE = 0.5
-MIN_WORD_SHARE = 0.5
+MIN_WORD_SHARE = 0.6
 _WORD = re.compile(r"[^\W\d_]+")
 _DATE_PREFIX = re.compile(r"^\s*(?:[-*•]\s*)?\(?\d{4}-\d{2}-\d{2}\)?\s*:?\s*")
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_PLACEHOLDER = re.compile(r"\.\.\.|…|\byyyy\b|\bmm-dd\b|\[[a-z _]+\]|\{[a-z_]*\}|^\W*$", re.I)
+# Orders to a model, not facts about a person: what injected text asks for.
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override|bypass)\b.{0,60}?\b(?:instruction|rule|polic|prompt"
+    r"|previous|prior|above|earlier|everything)"
+    r"|\b(?:previous|prior|above|earlier|new|system|updated|your|all|any|following|real)\s+"
+    r"(?:instructions?|rules|prompt)\b"
+    r"|\b(?:json|citation_ids?|system prompt|policy check(?:er)?|memory checker)\b"
+    r"|\b(?:decision|verdict)\b.{0,20}?\b(?:keep|trim|drop)\b"
+    r"|\b(?:answer|respond|reply|output|return)\s+(?:with\s+)?(?:only\s+)?"
+    r"(?:[\"'{]|keep\b|yes\b|no\b)"
+    r"|\byou (?:must|should|shall|will|are now|have to|need to|may)\b"
+    r"|[{}]",  # JSON: a verdict or a reply, never a fact (markup may be what was said)
+    re.I,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What points may rest on: the lines said, the thread's days, the days named in them."""
+
+    said: tuple[str, ...]
+    days: Span | None  # the thread's first and last day
+    named: tuple[Span, ...]
+    ignore: frozenset[str]  # the speakers' names, lower case
+
+    @classmethod
+    def of(
+        cls,
+        said: Sequence[Line],
+        thread: Sequence[Line],
+        names: Sequence[str] = (),
+        more: Sequence[str] = (),
+    ) -> Evidence:
+        """From the lines that may support a point (``said``), the thread's lines (its span)
+        and texts that count as said beside them (``more``: an earlier, checked summary)."""
+        moments = [line.created_at.date() for line in thread]
+        named = [span for line in said for span in named_days(line.text, line.created_at)]
+        return cls(
+            tuple(line.text for line in said) + tuple(more),
+            (min(moments), max(moments)) if moments else None,
+            tuple(named),
+            frozenset(part.lower() for name in names for part in _WORD.findall(name)),
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    point: str
+    kept: bool
+    reason: str = ""  # why it was dropped
 
 
 def _stem(word: str) -> str:
@@ -77,25 +144,116 @@ def _without_names(text: str, ignore: frozenset[str]) -> str:
     return " ".join(words) or text
 
 
+def reads_as_instruction(text: str) -> bool:
+    """Whether ``text`` reads as an order to a model rather than a fact about a person."""
+    return bool(_INSTRUCTION.search(text))
+
+
+def _bad_date(point: str, evidence: Evidence) -> str | None:
+    """The first ISO date in ``point`` outside the thread's days and every day named."""
+    for match in _ISO_DATE.finditer(point):
+        try:
+            day = date(int(match[1]), int(match[2]), int(match[3]))
+        except ValueError:
+            return match[0]
+        in_thread = evidence.days is not None and within(day, [evidence.days])
+        if not in_thread and not within(day, evidence.named):
+            return match[0]
+    return None
+
+
+def _first_failure(point: str, evidence: Evidence, heard: set[str], examples: set[str]) -> str:
+    """Why ``point`` fails checks 1-4 (the module doc), or "" when it passes them."""
+    text = undated(point)
+    stems = content_stems(text, evidence.ignore)
+    if not stems or _PLACEHOLDER.search(text):
+        return "a placeholder, not a point"
+    if reads_as_instruction(text):
+        return "reads as an instruction to a model, not as something said"
+    if " ".join(sorted(stems)) in examples and not stems <= heard:
+        return "the instruction's example, not something said"
+    if bad := _bad_date(point, evidence):
+        days = evidence.days
+        span = "no lines" if days is None else " to ".join(dict.fromkeys(map(str, days)))
+        return f"dated {bad}: outside the conversation ({span}) and not a day named in it"
+    return ""
+
+
+def check_points(
+    points: Sequence[str], evidence: Evidence, embed: Embed | None, examples: Sequence[str] = ()
+) -> list[Verdict]:
+    """A verdict for each of ``points``, in order (see the module doc); without ``embed``,
+    support is judged by words alone."""
+    heard = set().union(*(content_stems(text, evidence.ignore) for text in evidence.said))
+    example_keys = {" ".join(sorted(content_stems(undated(e), evidence.ignore))) for e in examples}
+    verdicts: list[Verdict | None] = []
+    shares: dict[int, tuple[int, int]] = {}
+    for index, point in enumerate(points):
+        if why := _first_failure(point, evidence, heard, example_keys):
+            verdicts.append(Verdict(point, False, why))
+            continue
+        stems = content_stems(undated(point), evidence.ignore)
+        found = len(stems & heard)
+        verdicts.append(Verdict(point, True) if found / len(stems) > MIN_WORD_SHARE else None)
+        shares[index] = (found, len(stems))
+    doubtful = [index for index, verdict in enumerate(verdicts) if verdict is None]
+    cosines = _best_cosines([points[i] for i in doubtful], evidence, embed)
+    for index, cosine in zip(doubtful, cosines, strict=True):
+        found, total = shares[index]
+        if cosine >= MIN_COSINE:
+            verdicts[index] = Verdict(points[index], True)
+            continue
+        measured = f"; best cosine {cosine:.2f}" if embed is not None and evidence.said else ""
+        why = f"not supported by what was said ({found} of {total} words{measured})"
+        verdicts[index] = Verdict(points[index], False, why)
+    return [verdict for verdict in verdicts if verdict is not None]
+
+
+def _best_cosines(points: Sequence[str], evidence: Evidence, embed: Embed | None) -> list[float]:
+    """Each point's best cosine (without its date and the names) to one text said."""
+    if not points or not evidence.said or embed is None:
+        return [0.0] * len(points)
+    asked = [_without_names(undated(point), evidence.ignore) for point in points]
+    vectors = np.asarray(embed(asked + list(evidence.said)), np.float32)
+    cosines = vectors[: len(points)] @ vectors[len(points) :].T
+    return [float(row.max()) for row in cosines]
+
+
 def unsupported_points(
     points: Sequence[str], said: Sequence[str], embed: Embed | None, names: Sequence[str] = ()
 ) -> list[str]:
-    """The ``points`` that nothing in ``said`` (the person's own lines) supports, in order;
-    without ``embed``, by their words alone."""
-    if not points:
-        return []
+    """The ``points`` that nothing in ``said`` supports by words or meaning, in order (the
+    support check alone: no dates, no thread)."""
     ignore = frozenset(part.lower() for name in names for part in _WORD.findall(name))
-    heard = set().union(*(content_stems(line, ignore) for line in said)) if said else set()
-    doubtful = []
-    for point in points:
-        stems = content_stems(undated(point), ignore)
-        found = len(stems & heard)
-        if stems and found / len(stems) > MIN_WORD_SHARE:
-            continue
-        doubtful.append(point)
-    if not doubtful or not said or embed is None:
-        return doubtful
-    asked = [_without_names(undated(point), ignore) for point in doubtful]
-    vectors = np.asarray(embed(asked + list(said)), np.float32)
-    cosines = vectors[: len(doubtful)] @ vectors[len(doubtful) :].T
-    return [point for point, row in zip(doubtful, cosines, strict=True) if row.max() < MIN_COSINE]
+    evidence = Evidence(tuple(said), None, (), ignore)
+    dated = [undated(point) for point in points]  # no thread days: dates are not checked here
+    verdicts = check_points(dated, evidence, embed)
+    return [point for point, verdict in zip(points, verdicts, strict=True) if not verdict.kept]
+
+
+def sentences(text: str) -> list[str]:
+    return [part.strip() for part in _SENTENCE.split(text) if part.strip()]
+
+
+def grounded_summary(
+    summary: str, evidence: Evidence, embed: Embed | None
+) -> tuple[str, list[Verdict]]:
+    """``summary`` with the sentences nothing said supports left out, and the verdicts on
+    the sentences left out."""
+    verdicts = check_points(sentences(summary), evidence, embed)
+    kept = " ".join(verdict.point for verdict in verdicts if verdict.kept)
+    return kept, [verdict for verdict in verdicts if not verdict.kept]
+
+
+def only_removes(rewritten: Sequence[str], draft: Sequence[str]) -> list[Verdict]:
+    """Verdicts on the points a check ``rewritten`` from ``draft``: one is kept only if its
+    words and dates are all in one draft point, so a check can take away, never add."""
+    drafts = [(content_stems(point), set(_ISO_DATE.findall(point))) for point in draft]
+    verdicts = []
+    for point in rewritten:
+        stems, dates = content_stems(point), set(_ISO_DATE.findall(point))
+        if any(stems <= words and dates <= days for words, days in drafts) and stems:
+            verdicts.append(Verdict(point, True))
+        else:
+            verdicts.append(Verdict(point, False, "the check added what the draft did not say"))
+    return verdicts

@@ -101,7 +101,8 @@ async def test_the_tools_are_listed_with_their_results_and_hints(app, memory):
 
 async def test_a_person_key_uses_every_tool_on_its_own_memory(app, memory, llm):
     key = create_key(memory, bot="b", user="alice").secret
-    llm.enqueue(json.dumps({"points": ["2024-05-01: Alice loves green tea"], "categories": []}))
+    # Undated: membot dates it by the thread (a point must fall within the thread's days).
+    llm.enqueue(json.dumps({"points": ["Alice loves green tea"], "categories": []}))
     async with serving(app) as transport, session_with_key(transport, key) as session:
         call = session.call_tool
         stored = answer(await call("remember", {"text": "I love green tea", "thread": "t1"}))
@@ -281,7 +282,7 @@ async def test_membot_mcp_serves_every_tool_over_stdio(tmp_path: Path, minilm, s
     """One real `membot mcp` process, as an MCP client starts it; the store is checked
     afterwards through Memory."""
     db = tmp_path / "stdio.db"
-    points = {"points": ["2024-05-01: Uma grows tomatoes"], "categories": ["hobbies"]}
+    points = {"points": ["Uma grows tomatoes"], "categories": ["hobbies"]}  # dated by the thread
     command = ["-m", "membot", "--db", str(db), "--llm", script(json.dumps(points))]
     parameters = StdioServerParameters(
         command=sys.executable,

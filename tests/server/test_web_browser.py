@@ -188,7 +188,7 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     app.server.llm.enqueue(
         json.dumps(
             {
-                "points": [f"2026-01-05: HUMAN loves flat whites {XSS_IMG} {XSS_SCRIPT}"],
+                "points": [f"HUMAN loves flat whites {XSS_IMG} {XSS_SCRIPT}"],  # dated today
                 "categories": ["preferences"],
             }
         )
