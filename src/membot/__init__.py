@@ -49,6 +49,7 @@ from membot.keys import (
     redeem_signin_key,
     revoke_key,
 )
+from membot.line_checks import MAX_LINE_CHARS
 from membot.llm import (
     LLM,
     TRY_OUT_NOTICE,
@@ -94,6 +95,7 @@ __all__ = [
     "DEFAULT_USER",
     "IMPORT_FORMATS",
     "LLM",
+    "MAX_LINE_CHARS",
     "TRY_OUT_NOTICE",
     "ApiKey",
     "AuthError",
