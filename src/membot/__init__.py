@@ -36,6 +36,7 @@ from membot.errors import (
     NotFoundError,
     ProviderError,
     StoreError,
+    StoreFullError,
 )
 from membot.importers import FORMATS as IMPORT_FORMATS
 from membot.importers import ImportPlan, read_file
@@ -130,6 +131,7 @@ __all__ = [
     "ScriptedLLM",
     "SmsRecord",
     "StoreError",
+    "StoreFullError",
     "Summary",
     "TextConversations",
     "ThreadInfo",

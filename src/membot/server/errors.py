@@ -24,6 +24,7 @@ from membot import (
     NotFoundError,
     ProviderError,
     StoreError,
+    StoreFullError,
 )
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ STATUS_OF: tuple[tuple[type[MembotError], int, str], ...] = (
     (ImportFormatError, 400, "bad_import"),
     (ConfigError, 400, "invalid_request"),
     (ProviderError, 503, "provider_unavailable"),
+    (StoreFullError, 507, "insufficient_storage"),
     (StoreError, 503, "store_unavailable"),
     (MembotError, 400, "invalid_request"),
 )
@@ -51,6 +53,7 @@ TYPE_OF_STATUS = {
     422: "invalid_request",
     429: "rate_limited",
     503: "unavailable",
+    507: "insufficient_storage",
 }
 
 
