@@ -8,6 +8,7 @@ store can write a lone surrogate (what a JSON ``"\\ud800"`` decodes to) as UTF-8
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 # line is a turn of dialog: the longest in LoCoMo and LongMemEval is 23,821 characters, and
 # the embedder reads only its first 256 word pieces anyway.
 MAX_LINE_CHARS = 32_000
+# In a Python string every surrogate is a lone one: pairs decode to one character.
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def check_storable(value: str, what: str) -> str:
@@ -36,6 +39,12 @@ def check_storable(value: str, what: str) -> str:
             "send it as UTF-8"
         ) from None
     return value
+
+
+def storable(text: str) -> str:
+    """Text a model wrote, made storable: its NULs dropped, lone surrogates replaced by
+    U+FFFD. A reply is stored as it came, not refused, since the person has it already."""
+    return SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
 def check_name(value: object, label: str) -> str:

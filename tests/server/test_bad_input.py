@@ -226,3 +226,12 @@ def test_read_file_names_the_line_of_a_bad_json_byte(tmp_path: Path) -> None:
     path.write_bytes(b'[\n {"sample_id": "x",\n  "conversation": "caf\xe9"}]')
     with pytest.raises(ImportFormatError, match=r"locomo.json:3: not UTF-8"):
         read_file(path, "locomo", "membot", None)
+
+
+def test_a_reply_holding_nul_or_a_lone_surrogate_is_stored_cleaned(server, admin) -> None:
+    server.memory.create_bot("coach")
+    server.llm.enqueue("Sun\x00day \ud800!")
+    turn = {"user": "alice", "thread": "t1", "text": "When do I run?"}
+    answer = server.client.post("/v1/bots/coach/turns", json=turn, headers=admin)
+    assert answer.status_code == 200, answer.text
+    assert texts(server.memory) == ["When do I run?", "Sunday \ufffd!"]

@@ -166,9 +166,9 @@ class OpenAICompatibleLLM:
             return f"cannot reach {self.name}: is the server running?"
         if isinstance(error, APIStatusError) and error.status_code == 429:
             return f"{self.name} is rate limiting membot (429): wait, or raise its limit"
-        if isinstance(error, APIStatusError):
+        if isinstance(error, APIStatusError) and error.status_code >= 500:
             return f"{self.name} failed with status {error.status_code}"
-        return f"{self.name} failed: {error}"
+        return f"{self.name} failed: {error}"  # a 4xx's own words say what to change
 
     @contextmanager
     def _provider_errors(self) -> Iterator[None]:
