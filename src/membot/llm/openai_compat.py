@@ -153,7 +153,7 @@ class OpenAICompatibleLLM:
                 if tries > self.max_retries or spent + wait >= self.deadline:
                     tried = f"{tries} {'try' if tries == 1 else 'tries'} in {spent:.1f} s"
                     raise ProviderError(f"{self._problem(error)} ({tried})") from error
-                log.warning("%s: %s; trying again in %.1f s", self.name, error, wait)
+                log.info("%s: %s; trying again in %.1f s", self.name, error, wait)
                 time.sleep(wait)
 
     def _problem(self, error: Exception) -> str:
