@@ -16,6 +16,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -384,5 +385,111 @@ class OpenAIStyleServer:
 @pytest.fixture
 def openai_server() -> Iterator[OpenAIStyleServer]:
     server = OpenAIStyleServer()
+    yield server
+    server.close()
+
+
+# A chat endpoint that misbehaves on purpose (tests/llm/test_llm_faults.py, imports).
+COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}
+    ],
+}
+
+PIECE = {"index": 0, "finish_reason": None, "delta": {"content": "ok"}}
+CHUNK = {**COMPLETION, "object": "chat.completion.chunk", "choices": [PIECE]}
+STREAM = f"data: {json.dumps(CHUNK)}\n\ndata: [DONE]\n\n".encode()
+
+
+class MisbehavingEndpoint:
+    """An OpenAI-style chat endpoint whose next answers are scripted faults.
+
+    ``faults`` is consumed one per chat request: ``"hang"`` (no answer for ``hang_seconds``),
+    ``"429"`` (with ``Retry-After: retry_after``), ``"500"``, ``"garbage"`` (200, not JSON),
+    ``"empty"`` (200, JSON without choices) or ``"ok"``; when it runs out, ``then`` answers.
+    Embedding requests are answered (a 3-number vector per text), the first
+    ``embeddings_answered`` of them when it is set, and 500 after those."""
+
+    def __init__(self, *faults: str, then: str = "ok") -> None:
+        self.faults = list(faults)
+        self.then = then
+        self.chat_requests: list[float] = []  # when each chat request came
+        self.hang_seconds = 5.0
+        self.retry_after = "0"
+        self.embeddings_answered: int | None = None
+        self.embedding_requests = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_port}/v1"
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def next_fault(self) -> str:
+        self.chat_requests.append(time.monotonic())
+        return self.faults.pop(0) if self.faults else self.then
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path.endswith("/embeddings"):
+                    endpoint.embedding_requests += 1
+                    limit = endpoint.embeddings_answered
+                    if limit is not None and endpoint.embedding_requests > limit:
+                        return self.answer(500, {"error": {"message": "down", "type": "server"}})
+                    vectors = [[1.0, float(len(text)), 0.5] for text in body["input"]]
+                    data = [
+                        {"object": "embedding", "index": index, "embedding": vector}
+                        for index, vector in enumerate(vectors)
+                    ]
+                    return self.answer(200, {"object": "list", "data": data, "model": "e"})
+                fault = endpoint.next_fault()
+                if fault == "hang":
+                    time.sleep(endpoint.hang_seconds)
+                    return self.answer(200, COMPLETION)
+                if fault == "429":
+                    error = {"error": {"message": "slow down", "type": "rate_limit"}}
+                    return self.answer(429, error, {"Retry-After": endpoint.retry_after})
+                if fault == "500":
+                    return self.answer(500, {"error": {"message": "boom", "type": "server"}})
+                if fault == "garbage":
+                    return self.answer(200, b"<html>502 Bad Gateway</html>")
+                if fault == "empty":
+                    return self.answer(200, {"id": "x", "object": "chat.completion"})
+                if body.get("stream"):
+                    return self.answer(200, STREAM, {"Content-Type": "text/event-stream"})
+                return self.answer(200, COMPLETION)
+
+            def answer(self, status: int, payload: Any, headers: dict | None = None) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    headers = {"Content-Type": "application/json", **(headers or {})}
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting: what a hang is for
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+@pytest.fixture
+def endpoint() -> Iterator[MisbehavingEndpoint]:
+    server = MisbehavingEndpoint()
     yield server
     server.close()

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from membot import ImportFormatError, Memory
+from membot import ImportFormatError, Memory, ProviderError
 from membot.eval import shared_data_dir
 from membot.importers import read_file
 from membot.store.migrations import MIGRATIONS
@@ -28,10 +28,12 @@ SOURCE_KEY_MIGRATION = 5  # the migration that made lines.source_key
 
 
 class StopsAfter:
-    """Embeds with ``inner`` for ``batches`` calls, then stops as a Ctrl-C would."""
+    """Embeds with ``inner`` for ``batches`` calls, then stops as a Ctrl-C would (or fails
+    with ``error``: an embedder that went down)."""
 
-    def __init__(self, inner, batches: int) -> None:
+    def __init__(self, inner, batches: int, error: BaseException | None = None) -> None:
         self.inner, self.name, self.batches, self.calls = inner, inner.name, batches, 0
+        self.error = error or KeyboardInterrupt("stopped")
 
     @property
     def dimension(self) -> int:
@@ -39,7 +41,7 @@ class StopsAfter:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if self.calls == self.batches:
-            raise KeyboardInterrupt("stopped")
+            raise self.error
         self.calls += 1
         return self.inner.embed(texts)
 
@@ -75,12 +77,13 @@ def test_the_same_file_imported_twice_adds_nothing_the_second_time(make_memory, 
     assert stored(memory, LINES) == expected(LINES)
 
 
+@pytest.mark.parametrize("error", [KeyboardInterrupt(), ProviderError("the embedder is down")])
 @pytest.mark.parametrize("batches", [0, 1, 3, 7])
 def test_an_import_stopped_after_some_batches_and_run_again_adds_what_is_missing(
-    make_memory, make_embedder, tmp_path: Path, batches: int
+    make_memory, make_embedder, tmp_path: Path, batches: int, error: BaseException
 ) -> None:
-    first = make_memory(StopsAfter(make_embedder(), batches), tmp_path / "m.db")
-    with pytest.raises(KeyboardInterrupt):
+    first = make_memory(StopsAfter(make_embedder(), batches, error), tmp_path / "m.db")
+    with pytest.raises(type(error)):
         first.add_many(LINES, batch_size=128)
     assert first.count_lines() == 128 * batches  # whole batches, none of the one in flight
     first.close()
@@ -217,3 +220,34 @@ def count_lines(db: Path) -> int:
             return connection.execute("SELECT COUNT(*) FROM lines").fetchone()[0]
     except sqlite3.OperationalError:  # the schema is not there yet
         return 0
+
+
+def test_an_embedding_endpoint_failing_mid_import_then_back_stores_each_line_once(
+    tmp_path: Path, endpoint
+) -> None:
+    """`membot import` with an embedding endpoint (a real one on 127.0.0.1) that answers
+    one request, then 500: a clear error, whole batches stored; run again once it is back,
+    the rest, each line once."""
+    source = write_jsonl(
+        tmp_path / "lines.jsonl",
+        [{"text": f"line {n}", "user": "alice", "thread": f"t{n % 3}"} for n in range(600)],
+    )
+    db = tmp_path / "m.db"
+    options = ["--db", str(db), "--embedder", f"openai:e@{endpoint.base_url}"]
+    command = [sys.executable, "-m", "membot", *options, "import", str(source)]
+    endpoint.embeddings_answered = 1  # the first batch of 256
+
+    failed = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 1, failed
+    assert "embedding endpoint openai:e@http://127.0.0.1:" in failed.stderr
+    assert "Traceback" not in failed.stderr
+    assert count_lines(db) == 256
+
+    endpoint.embeddings_answered = None
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again
+    assert "imported 344 lines in 3 threads (256 were stored already)" in again.stderr
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT text FROM lines ORDER BY id").fetchall()
+    connection.close()
+    assert sorted(text for (text,) in rows) == sorted(f"line {n}" for n in range(600))

@@ -135,7 +135,7 @@ def locomo_sample(**changes: object) -> dict:
 @pytest.mark.parametrize(
     ("fmt", "content", "message"),
     [
-        ("locomo", "{not json", "is not JSON"),
+        ("locomo", "{not json", ":1: not JSON"),
         ("locomo", json.dumps([1, 2]), "not a LoCoMo conversation"),
         ("locomo", json.dumps([{"sample_id": "x"}]), "not a LoCoMo conversation"),
         ("locomo", json.dumps([locomo_sample(session_1_date_time="soon")]), "unknown date"),

@@ -36,6 +36,7 @@ from membot.errors import (
     NotFoundError,
     ProviderError,
     StoreError,
+    StoreFullError,
 )
 from membot.importers import FORMATS as IMPORT_FORMATS
 from membot.importers import ImportPlan, read_file
@@ -49,6 +50,7 @@ from membot.keys import (
     redeem_signin_key,
     revoke_key,
 )
+from membot.line_checks import MAX_LINE_CHARS
 from membot.llm import (
     LLM,
     TRY_OUT_NOTICE,
@@ -94,6 +96,7 @@ __all__ = [
     "DEFAULT_USER",
     "IMPORT_FORMATS",
     "LLM",
+    "MAX_LINE_CHARS",
     "TRY_OUT_NOTICE",
     "ApiKey",
     "AuthError",
@@ -128,6 +131,7 @@ __all__ = [
     "ScriptedLLM",
     "SmsRecord",
     "StoreError",
+    "StoreFullError",
     "Summary",
     "TextConversations",
     "ThreadInfo",

@@ -29,6 +29,7 @@ from membot.context import (
 )
 from membot.conversations import Ending, end_conversation, end_idle_threads
 from membot.errors import MembotError
+from membot.line_checks import storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
 from membot.memory import LineInput, Memory
@@ -193,7 +194,7 @@ class Bot:
                 notes.append(reply.note)
             if error is None:
                 with clock.step("store"):
-                    answer = LineInput(reply.response, user, thread, Role.BOT, self.name,
+                    answer = LineInput(storable(reply.response), user, thread, Role.BOT, self.name,
                                        created_at=now if given else None)  # fmt: skip
                     reply_line, _ = self.memory.add_with_vector(answer)
                 if profile.thread_summary:

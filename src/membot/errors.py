@@ -20,6 +20,11 @@ class StoreError(MembotError):
     """The store cannot do what was asked (missing thread, bad file, ...)."""
 
 
+class StoreFullError(StoreError):
+    """The disk holding the store, or the store's size limit, is full: the write that met it
+    stored nothing, and what was stored before is intact."""
+
+
 class EmbedderMismatchError(StoreError):
     """The store's vectors were made by another embedding model or dimension."""
 

@@ -28,7 +28,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from membot.errors import ImportFormatError
+from membot.errors import ConfigError, ImportFormatError
+from membot.line_checks import checked_line
 from membot.memory import LineInput
 from membot.model import Role
 
@@ -49,10 +50,7 @@ def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
     if not path.is_file():
         raise ImportFormatError(f"no such file: {path}")
     reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
-    try:
-        lines = list(with_source_keys(path, reader(path, bot, user)))
-    except UnicodeDecodeError as error:
-        raise ImportFormatError(f"{path} is not UTF-8 text: {error}") from error
+    lines = list(with_source_keys(path, reader(path, bot, user)))
     if not lines:
         raise ImportFormatError(f"{path} holds no lines to import as {fmt}")
     threads = len({(line.user, line.thread) for line in lines})
@@ -79,26 +77,39 @@ def with_source_keys(path: Path, lines: Iterable[LineInput]) -> Iterator[LineInp
 
 
 def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
-    with path.open(encoding="utf-8") as handle:
+    with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = json.loads(raw)
-                if not isinstance(record["text"], str) or not record["text"].strip():
-                    raise ValueError("text is empty or not a string")
-                yield LineInput(
-                    text=record["text"],
-                    user=record.get("user") or user or _missing("user"),
-                    thread=str(record.get("thread") or "imported"),
-                    role=Role(record.get("role", "human")),
-                    bot=record.get("bot") or bot,
-                    created_at=parse_time(record["created_at"]) if "created_at" in record else None,
-                    speaker=record.get("speaker"),
-                    ref=None if record.get("ref") is None else str(record["ref"]),
-                )
-            except (json.JSONDecodeError, KeyError, ValueError, TypeError) as error:
-                raise ImportFormatError(f"{path}:{number}: not a valid line: {error}") from error
+            try:  # line by line, so a bad byte is reported with its line
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise ImportFormatError(
+                    f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start})"
+                ) from None
+            if text.strip():
+                yield _jsonl_line(text, f"{path}:{number}", bot, user)
+
+
+def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
+    try:
+        record = json.loads(text)
+        if not isinstance(record, dict):
+            raise TypeError(f"a JSON object, not {type(record).__name__}")
+        if not isinstance(record["text"], str) or not record["text"].strip():
+            raise ValueError("text is empty or not a string")
+        return checked_line(
+            LineInput(
+                text=record["text"],
+                user=record.get("user") or user or _missing("user"),
+                thread=str(record.get("thread") or "imported"),
+                role=Role(record.get("role", "human")),
+                bot=record.get("bot") or bot,
+                created_at=parse_time(record["created_at"]) if "created_at" in record else None,
+                speaker=record.get("speaker"),
+                ref=None if record.get("ref") is None else str(record["ref"]),
+            )
+        )
+    except (json.JSONDecodeError, KeyError, ValueError, TypeError, ConfigError) as error:
+        raise ImportFormatError(f"{where}: not a valid line: {error}") from error
 
 
 def _missing(field: str) -> str:
@@ -106,63 +117,91 @@ def _missing(field: str) -> str:
 
 
 def _load_json(path: Path) -> Any:
+    data = path.read_bytes()
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ImportFormatError(f"{path} is not JSON: {error}") from error
+        return json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ImportFormatError(
+            f"{path}:{line}: not UTF-8 text ({error.reason} at byte {error.start})"
+        ) from None
+    except json.JSONDecodeError as error:
+        raise ImportFormatError(
+            f"{path}:{error.lineno}: not JSON: {error.msg} (column {error.colno})"
+        ) from None
+
+
+def _checked(lines: Iterator[LineInput], where: list[str], what: str) -> Iterator[LineInput]:
+    """``lines`` checked as a store will check them; an error names the file's element
+    being read (``where``, kept up to date by the reader) instead of a JSON line number."""
+    try:
+        for line in lines:
+            yield checked_line(line)
+    except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as error:
+        raise ImportFormatError(f"{where[0]}: not {what}: {error}") from error
 
 
 def _locomo(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
     data = _load_json(path)
-    samples = data if isinstance(data, list) else [data]
-    for sample in samples:
-        try:
-            conversation = sample["conversation"]
-            owner = user or conversation["speaker_a"]
-            yield from _locomo_sessions(sample["sample_id"], conversation, owner, bot)
-        except (KeyError, TypeError, ValueError) as error:
-            raise ImportFormatError(f"{path}: not a LoCoMo conversation: {error}") from error
+    where = [str(path)]
+    samples = _locomo_samples(path, data, bot, user, where)
+    yield from _checked(samples, where, "a LoCoMo conversation")
 
 
-def _locomo_sessions(
-    sample_id: str, conversation: dict, owner: str, bot: str
+def _locomo_samples(
+    path: Path, data: Any, bot: str, user: str | None, where: list[str]
 ) -> Iterator[LineInput]:
-    numbers = sorted(
-        int(key.split("_")[1])
-        for key in conversation
-        if key.startswith("session_") and not key.endswith("date_time")
-    )
-    for number in numbers:
-        when = parse_time(conversation[f"session_{number}_date_time"])
-        for turn in conversation[f"session_{number}"]:
-            text = turn["text"]
-            if turn.get("blip_caption"):
-                text = f"{text} [shares a photo: {turn['blip_caption']}]"
-            yield LineInput(text, owner, f"{sample_id}/session_{number}", Role.HUMAN, bot,
-                            when, turn["speaker"], turn["dia_id"])  # fmt: skip
+    for index, sample in enumerate(data if isinstance(data, list) else [data], start=1):
+        where[0] = f"{path}: sample {index}"
+        conversation = sample["conversation"]
+        owner = user or conversation["speaker_a"]
+        numbers = sorted(
+            int(key.split("_")[1])
+            for key in conversation
+            if key.startswith("session_") and not key.endswith("date_time")
+        )
+        for number in numbers:
+            where[0] = f"{path}: sample {index}, session_{number}"
+            when = parse_time(conversation[f"session_{number}_date_time"])
+            for place, turn in enumerate(conversation[f"session_{number}"], start=1):
+                where[0] = f"{path}: sample {index}, session_{number}, turn {place}"
+                text = turn["text"]
+                if turn.get("blip_caption"):
+                    text = f"{text} [shares a photo: {turn['blip_caption']}]"
+                thread = f"{sample['sample_id']}/session_{number}"
+                yield LineInput(text, owner, thread, Role.HUMAN, bot, when, turn["speaker"],
+                                turn["dia_id"])  # fmt: skip
 
 
 def _longmemeval(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
     data = _load_json(path)
-    for question in data if isinstance(data, list) else [data]:
-        try:
-            owner = user or question["question_id"]
-            sessions = zip(
-                question["haystack_session_ids"],
-                question["haystack_dates"],
-                question["haystack_sessions"],
-                strict=True,
-            )
-            for session_id, date, turns in sessions:
-                when = parse_time(date)
-                for index, turn in enumerate(turns):
-                    role = Role.HUMAN if turn["role"] == "user" else Role.BOT
-                    if not str(turn["content"]).strip():
-                        continue
-                    yield LineInput(turn["content"], owner, session_id, role, bot, when,
-                                    None, f"{session_id}:{index}")  # fmt: skip
-        except (KeyError, TypeError, ValueError) as error:
-            raise ImportFormatError(f"{path}: not a LongMemEval question: {error}") from error
+    where = [str(path)]
+    questions = _longmemeval_questions(path, data, bot, user, where)
+    yield from _checked(questions, where, "a LongMemEval question")
+
+
+def _longmemeval_questions(
+    path: Path, data: Any, bot: str, user: str | None, where: list[str]
+) -> Iterator[LineInput]:
+    for number, question in enumerate(data if isinstance(data, list) else [data], start=1):
+        where[0] = f"{path}: question {number}"
+        owner = user or question["question_id"]
+        sessions = zip(
+            question["haystack_session_ids"],
+            question["haystack_dates"],
+            question["haystack_sessions"],
+            strict=True,
+        )
+        for session_id, date, turns in sessions:
+            where[0] = f"{path}: question {number}, session {session_id!r}"
+            when = parse_time(date)
+            for index, turn in enumerate(turns):
+                where[0] = f"{path}: question {number}, session {session_id!r}, turn {index + 1}"
+                role = Role.HUMAN if turn["role"] == "user" else Role.BOT
+                if not str(turn["content"]).strip():
+                    continue
+                yield LineInput(turn["content"], owner, str(session_id), role, bot, when,
+                                None, f"{session_id}:{index}")  # fmt: skip
 
 
 _TIME_FORMATS = (

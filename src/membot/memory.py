@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +20,7 @@ import numpy as np
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
 from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
+from membot.line_checks import check_storable, checked_line
 from membot.model import (
     Block,
     ExpertiseChunk,
@@ -239,20 +240,7 @@ class Memory:
 
     def validate_line(self, item: LineInput) -> LineInput:
         """The line with its role parsed; ``ConfigError`` saying what is wrong otherwise."""
-        if not isinstance(item.text, str) or not item.text.strip():
-            raise ConfigError("a line needs some text")
-        for label, value in (("user", item.user), ("thread", item.thread), ("bot", item.bot)):
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"a line needs a {label} name")
-        try:
-            role = Role(item.role)
-        except ValueError as error:
-            raise ConfigError(
-                f"unknown role {item.role!r}: use human, bot, tool or system"
-            ) from error
-        if item.created_at is not None and item.created_at.tzinfo is None:
-            raise ConfigError("created_at needs a time zone (membot stores UTC)")
-        return replace(item, role=role)
+        return checked_line(item)
 
     def _new_line(self, item: LineInput, vector: np.ndarray) -> NewLine:
         key = ThreadKey(item.bot, item.user, item.thread)
@@ -313,6 +301,7 @@ class Memory:
         """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
         if not bot.strip():
             raise ConfigError("a bot needs a name")
+        check_storable(bot, "the bot's name")
         if self.has_bot(bot):
             raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
         return self.replace_profile(bot, dict(values))

@@ -11,7 +11,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, LLMPool, Memory, resolve_llm
 from membot.server import openai_api, rest, sms
-from membot.server.errors import error_response, install_error_handlers
+from membot.server.errors import declare_errors, error_response, install_error_handlers
 from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.service import MAX_BODY_BYTES, Service
 from membot.server.webapp import mount_web
@@ -49,7 +49,20 @@ def create_app(
     app.include_router(sms.router)
     mount_mcp(app, service)
     mount_web(app)
+    _declare_errors_in_schema(app)
     return app
+
+
+def _declare_errors_in_schema(app: FastAPI) -> None:
+    """``/openapi.json`` with the error answers declared (:func:`declare_errors`)."""
+    build = app.openapi
+
+    def openapi() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = declare_errors(build())
+        return app.openapi_schema
+
+    app.openapi = openapi
 
 
 def app_from_environment() -> FastAPI:

@@ -7,6 +7,7 @@ framework cannot read gets the same shape, and nothing answers a bare 500.
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +24,7 @@ from membot import (
     NotFoundError,
     ProviderError,
     StoreError,
+    StoreFullError,
 )
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,7 @@ STATUS_OF: tuple[tuple[type[MembotError], int, str], ...] = (
     (ImportFormatError, 400, "bad_import"),
     (ConfigError, 400, "invalid_request"),
     (ProviderError, 503, "provider_unavailable"),
+    (StoreFullError, 507, "insufficient_storage"),
     (StoreError, 503, "store_unavailable"),
     (MembotError, 400, "invalid_request"),
 )
@@ -50,6 +53,7 @@ TYPE_OF_STATUS = {
     422: "invalid_request",
     429: "rate_limited",
     503: "unavailable",
+    507: "insufficient_storage",
 }
 
 
@@ -132,3 +136,40 @@ def _describe(error: RequestValidationError) -> str:
         where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
         parts.append(f"{where or 'body'}: {item.get('msg', 'invalid')}")
     return "; ".join(parts) or "the request could not be read"
+
+
+# Answers any route may give: the key (401, 403), the body's size (413), what it holds (400,
+# 404, 409, 422), the rate (429), and a model, store or disk that cannot serve (503, 507).
+ERROR_STATUSES = (400, 401, 403, 404, 409, 413, 422, 429, 503, 507)
+ERROR_SCHEMA = {
+    "title": "Error",
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+        }
+    },
+}
+# Answers streamed as Server-Sent Events when the request asks for ``stream``.
+STREAMING_PATHS = {"/v1/bots/{bot}/turns", "/v1/chat/completions"}
+
+
+def declare_errors(schema: dict) -> dict:
+    """Declare in an OpenAPI ``schema`` what the server really answers: every error as
+    :data:`ERROR_SCHEMA` (FastAPI's own 422 shape is not what the handlers send), and the
+    event streams beside JSON."""
+    schema.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    for path, operations in schema.get("paths", {}).items():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            for status in ERROR_STATUSES:
+                responses[str(status)] = {"description": HTTPStatus(status).phrase, **error}
+            if path in STREAMING_PATHS:
+                content = responses["200"].setdefault("content", {})
+                # Each event's data is JSON of its own kind (README, "membot serve").
+                content["text/event-stream"] = {}
+    return schema

@@ -4,8 +4,10 @@ forgetting, documents and imports. Each route answers the object ``membot … --
 from __future__ import annotations
 
 import json
+import os
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 from membot import (
     ApiKey,
     ConfigError,
+    ImportFormatError,
     MembotError,
     NotFoundError,
     Turn,
@@ -356,7 +359,7 @@ async def add_documents(
     _need_builder(key, bot)
     if not files or len(files) > MAX_UPLOAD_FILES:
         raise ConfigError(f"send between 1 and {MAX_UPLOAD_FILES} files")
-    with tempfile.TemporaryDirectory(prefix="membot-upload-") as folder:
+    with tempfile.TemporaryDirectory(prefix="membot-upload-") as folder, _named_as_sent(folder):
         paths = [await _saved(upload, Path(folder)) for upload in files]
         service = service_of(request)
         infos = await _in_thread(service.memory.add_documents, paths, bot=bot)
@@ -391,7 +394,7 @@ async def import_lines(
 ) -> dict[str, Any]:
     """Import a JSONL file of lines (`membot import --format jsonl`) into this bot."""
     _need_builder(key, bot)
-    with tempfile.TemporaryDirectory(prefix="membot-import-") as folder:
+    with tempfile.TemporaryDirectory(prefix="membot-import-") as folder, _named_as_sent(folder):
         path = await _saved(file, Path(folder))
         plan = read_file(path, "jsonl", bot, None)
     strangers = {line.bot for line in plan.lines} - {bot}
@@ -412,6 +415,19 @@ async def _saved(upload: UploadFile, folder: Path) -> Path:
     path = folder / name
     path.write_bytes(await upload.read())
     return path
+
+
+@contextmanager
+def _named_as_sent(folder: str) -> Iterator[None]:
+    """An error about an uploaded file names it as it was sent ("notes.pdf:3: ..."), not by
+    the server's temporary folder, which means nothing to the caller."""
+    try:
+        yield
+    except (ImportFormatError, ConfigError) as error:
+        message = str(error).replace(f"{folder}{os.sep}", "")
+        if message == str(error):
+            raise
+        raise type(error)(message) from error
 
 
 async def _in_thread(function, *args, **kwargs):

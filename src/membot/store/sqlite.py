@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from membot.errors import EmbedderMismatchError, StoreError
+from membot.errors import EmbedderMismatchError, StoreError, StoreFullError
 from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import (
     BufferEntry,
@@ -62,14 +62,23 @@ def _line(row: Sequence) -> Line:
     )
 
 
+# How long a write waits for another connection's write lock before it gives up.
+BUSY_TIMEOUT_SECONDS = 10
+
+
 @contextmanager
 def _store_errors(path: Path) -> Iterator[None]:
     """SQLite failures become a StoreError that says what to do."""
     try:
         yield
     except sqlite3.Error as error:
+        if getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            raise StoreFullError(
+                f"the store at {path} is full (its disk, or its size limit): nothing of this "
+                "change was stored, what was stored before is intact; free some space"
+            ) from error
         if "locked" in str(error) or "busy" in str(error):
-            hint = "another membot process held it for over 10 s; try again"
+            hint = f"another process held it for over {BUSY_TIMEOUT_SECONDS} s; try again"
         else:
             hint = str(error)
         raise StoreError(f"the store at {path} failed: {hint}") from error
@@ -121,7 +130,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
         self._lock = threading.RLock()
         try:
             # busy_timeout first: another process may hold the lock while it creates the store.
-            self._db.execute("PRAGMA busy_timeout = 10000")
+            self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA foreign_keys = ON")
             # FULL: a line the caller was told is stored survives a power cut (about 0.25 ms

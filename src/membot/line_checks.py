@@ -1,0 +1,82 @@
+"""What a line must be before any store takes it, checked in one place for every way in
+(a turn, a tool result, an import, the API).
+
+Text that no store can keep is refused here with a message saying what to change, rather
+than met later as a store error: PostgreSQL keeps no NUL character in text, and neither
+store can write a lone surrogate (what a JSON ``"\\ud800"`` decodes to) as UTF-8.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from membot.errors import ConfigError
+from membot.model import Role
+
+if TYPE_CHECKING:
+    from membot.memory import LineInput
+
+# The longest line membot stores (README, "membot serve": the server answers 413 past it). A
+# line is a turn of dialog: the longest in LoCoMo and LongMemEval is 23,821 characters, and
+# the embedder reads only its first 256 word pieces anyway.
+MAX_LINE_CHARS = 32_000
+# In a Python string every surrogate is a lone one: pairs decode to one character.
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_storable(value: str, what: str) -> str:
+    """``value`` if a store can keep it as text; else ``ConfigError`` naming ``what``."""
+    if "\x00" in value:
+        raise ConfigError(f"{what} holds a NUL character (\\u0000), which is not text: remove it")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ConfigError(
+            f"{what} is not valid Unicode (a lone surrogate at character {error.start}): "
+            "send it as UTF-8"
+        ) from None
+    return value
+
+
+def storable(text: str) -> str:
+    """Text a model wrote, made storable: its NULs dropped, lone surrogates replaced by
+    U+FFFD. A reply is stored as it came, not refused, since the person has it already."""
+    return SURROGATE.sub("\ufffd", text.replace("\x00", ""))
+
+
+def check_name(value: object, label: str) -> str:
+    """A name (bot, person, thread): a non-blank string a store can keep."""
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"a line needs a {label} name")
+    return check_storable(value, f"the {label} name")
+
+
+def checked_line(item: LineInput) -> LineInput:
+    """``item`` with its role parsed; ``ConfigError`` saying what is wrong otherwise."""
+    if not isinstance(item.text, str) or not item.text.strip():
+        raise ConfigError("a line needs some text")
+    if len(item.text) > MAX_LINE_CHARS:
+        raise ConfigError(
+            f"a line is limited to {MAX_LINE_CHARS:,} characters, this one has "
+            f"{len(item.text):,}: split it, or add it as a document (`membot expertise add`)"
+        )
+    check_storable(item.text, "the line")
+    for label, value in (("user", item.user), ("thread", item.thread), ("bot", item.bot)):
+        check_name(value, label)
+    for label, value in (("speaker", item.speaker), ("ref", item.ref)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"a line's {label} is text, not {type(value).__name__}")
+        if value is not None:
+            check_storable(value, f"the {label}")
+    try:
+        role = Role(item.role)
+    except ValueError as error:
+        raise ConfigError(f"unknown role {item.role!r}: use human, bot, tool or system") from error
+    if item.created_at is not None and not isinstance(item.created_at, datetime):
+        raise ConfigError("created_at is a date and time")
+    if item.created_at is not None and item.created_at.tzinfo is None:
+        raise ConfigError("created_at needs a time zone (membot stores UTC)")
+    return replace(item, role=role)

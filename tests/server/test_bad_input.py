@@ -1,0 +1,237 @@
+"""Bad input, named one by one: full-text query syntax, NUL and invalid UTF-8, a 10 MB
+line, empty uploads, a PDF that is not one, templates that would loop. Each is a clear error
+(or handled), never a 500, and what was stored before is all still there."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from membot import MAX_LINE_CHARS, ConfigError, ImportFormatError, Memory
+from membot.importers import read_file
+
+# FTS5's own syntax (and tsquery's), as a person might type it.
+QUERY_SYNTAX = [
+    '"unclosed',
+    "NEAR(run Sundays",
+    "run AND",
+    "OR",
+    "NOT run",
+    "*",
+    "run*",
+    "text:run",
+    "^run",
+    "(run",
+    "run)",
+    "a\"b'c",
+    "-run",
+    "{run Sundays}",
+    "run & | ! <->",
+    "'",
+]
+TEN_MB = 10 * 1024 * 1024
+
+
+def texts(memory: Memory, user: str = "alice") -> list[str]:
+    return [line.text for line in memory.history(user=user)]
+
+
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+def test_query_syntax_nul_and_surrogates_in_the_library(memory: Memory) -> None:
+    memory.add("I run on Sundays", user="alice", thread="t1")
+    for query in [*QUERY_SYNTAX, "run\x00Sundays", "run \ud800"]:
+        matches = memory.search(query, user="alice", k=3)
+        assert [match.line.text for match in matches] == ["I run on Sundays"], query
+    for text in QUERY_SYNTAX:  # stored as typed, and found by its words
+        memory.add(f"{text} marathon", user="alice", thread="t1")
+    assert texts(memory)[1:] == [f"{text} marathon" for text in QUERY_SYNTAX]
+    for bad, said in [("a\x00b", "NUL"), ("a\ud800b", "not valid Unicode")]:
+        with pytest.raises(ConfigError, match=said):
+            memory.add(bad, user="alice", thread="t1")
+        with pytest.raises(ConfigError, match=said):
+            memory.add("fine", user=bad, thread="t1")
+        with pytest.raises(ConfigError, match=said):
+            memory.create_bot(bad)
+    with pytest.raises(ConfigError, match="limited to 32,000 characters"):
+        memory.add("x" * (MAX_LINE_CHARS + 1), user="alice", thread="t1")
+    assert len(texts(memory)) == 1 + len(QUERY_SYNTAX)
+
+
+def test_query_syntax_in_searches_and_turns_over_http(server, admin) -> None:
+    server.memory.create_bot("coach")
+    for text in QUERY_SYNTAX:
+        turn = {"user": "alice", "thread": "t1", "text": text}
+        answer = server.client.post("/v1/bots/coach/turns", json=turn, headers=admin)
+        assert answer.status_code == 200, answer.text
+        found = server.client.get(
+            "/v1/bots/coach/search", params={"q": text, "user": "alice"}, headers=admin
+        )
+        assert found.status_code == 200, found.text
+    said = [line.text for line in server.memory.history(user="alice", bot="coach")]
+    assert said[::2] == QUERY_SYNTAX  # each line as typed, a reply after each
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "said"),
+    [
+        ('{"user": "alice", "thread": "t1", "text": "a\\u0000b"}', 400, "NUL"),
+        ('{"user": "alice", "thread": "t\\u0000", "text": "hi"}', 400, "NUL"),
+        ('{"user": "alice", "thread": "t1", "text": "a\\ud800b"}', 422, "unicode"),
+        (b'{"user": "alice", "thread": "t1", "text": "caf\xe9"}', 400, "parsing the body"),
+        (b"\xff\xfe{", 400, "parsing the body"),
+        ("", 422, "body"),
+    ],
+)
+def test_nul_and_invalid_utf8_in_json_bodies_are_refused(
+    server, admin, body: str | bytes, status: int, said: str
+) -> None:
+    server.memory.add("earlier", user="alice", thread="t1", bot="coach")
+    headers = {**admin, "Content-Type": "application/json"}
+    for path in ("/v1/bots/coach/turns", "/v1/bots/coach/tool-results"):
+        sent = body if path.endswith("turns") or not body else _with_name(body)
+        answer = server.client.post(path, content=sent, headers=headers)
+        assert answer.status_code == status, answer.text
+        assert said in answer.json()["error"]["message"]
+    chat = '{"model": "coach", "user": "alice", "messages": [{"role": "user", "content": "%s"}]}'
+    for content, code in [("a\\u0000b", 400), ("a\\ud800b", 400)]:
+        answer = server.client.post("/v1/chat/completions", content=chat % content, headers=headers)
+        assert answer.status_code == code, answer.text
+    assert texts(server.memory) == ["earlier"]
+
+
+def _with_name(body: str | bytes) -> str | bytes:
+    """A turn's body as a tool result's (which also names the tool)."""
+    if isinstance(body, bytes):
+        return body
+    return body.replace('"thread"', '"name": "weather", "thread"', 1)
+
+
+def test_a_10_mb_line_is_refused_with_the_documented_limit(server, admin, tmp_path) -> None:
+    server.memory.add("earlier", user="alice", thread="t1", bot="coach")
+    big = "x" * TEN_MB
+    answer = server.client.post(
+        "/v1/bots/coach/turns", json={"user": "alice", "thread": "t1", "text": big}, headers=admin
+    )
+    assert answer.status_code == 413
+    assert answer.json()["error"]["message"] == "a line is limited to 32000 characters"
+    too_big = server.client.post(
+        "/v1/bots/coach/turns", content=b"x" * (21 * 1024 * 1024), headers=admin
+    )
+    assert too_big.status_code == 413
+    assert too_big.json()["error"] == {
+        "type": "too_large",
+        "message": "request bodies are limited to 20 MB",
+    }
+    line = json.dumps({"text": big, "user": "alice"}).encode()
+    upload = {"file": ("big.jsonl", b'{"text": "ok", "user": "alice"}\n' + line + b"\n")}
+    imported = server.client.post("/v1/bots/coach/import", files=upload, headers=admin)
+    assert imported.status_code == 400
+    assert imported.json()["error"]["message"].startswith("big.jsonl:2: not a valid line: a line")
+    assert texts(server.memory) == ["earlier"]
+
+
+def test_empty_uploads_and_a_pdf_that_is_not_one_are_refused(server, admin) -> None:
+    server.memory.create_bot("coach")
+    notes = {"files": ("notes.txt", b"Long runs build endurance.")}
+    assert server.client.post("/v1/bots/coach/documents", files=notes, headers=admin).is_success
+    refusals = [
+        ("documents", {"files": ("empty.txt", b"")}, "empty.txt: the document holds no text"),
+        ("documents", {"files": ("plan.pdf", b"%PDF-1.7\nnot really")}, "plan.pdf is not a"),
+        ("documents", {"files": ("plan.pdf", b"hello")}, "plan.pdf is not a readable PDF"),
+        ("import", {"file": ("empty.jsonl", b"")}, "empty.jsonl holds no lines"),
+        ("import", {"file": ("lines.jsonl", b"\n \n")}, "lines.jsonl holds no lines"),
+    ]
+    for route, files, said in refusals:
+        answer = server.client.post(f"/v1/bots/coach/{route}", files=files, headers=admin)
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["error"]["message"].startswith(said), answer.text
+    no_file = server.client.post("/v1/bots/coach/documents", headers=admin)
+    assert no_file.status_code == 422
+    listed = server.client.get("/v1/bots/coach/documents", headers=admin).json()
+    assert [document["name"] for document in listed["documents"]] == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    ("template", "value", "said"),
+    [
+        ("prompt_fmt", "{prompt_fmt}", "may not use {prompt_fmt}"),
+        ("story_fmt", "Before: {STORY}", "may not use {STORY}"),
+        ("history_hints_fmt", "{HISTORY_HINTS}", "may not use {HISTORY_HINTS}"),
+        ("no_response", "{PROMPT}", "may not use {PROMPT}"),
+        ("prompt_fmt", "{QUERY", "malformed template"),
+        ("prompt_fmt", "{QUERY!r}", "write placeholders like {QUERY}"),
+    ],
+)
+def test_a_template_that_would_loop_is_refused(server, admin, template, value, said) -> None:
+    server.memory.create_bot("coach")
+    before = server.client.get("/v1/bots/coach", headers=admin).json()
+    answer = server.client.patch("/v1/bots/coach", json={template: value}, headers=admin)
+    assert answer.status_code == 400
+    assert said in answer.json()["error"]["message"]
+    assert server.client.get("/v1/bots/coach", headers=admin).json() == before
+
+
+def test_placeholders_a_person_types_stay_text(server, admin) -> None:
+    server.memory.create_bot("coach")
+    text = "{STORY} {HISTORY_HINTS} {QUERY} {0} {__class__} {{"
+    turn = {"user": "alice", "thread": "t1", "text": text}
+    answer = server.client.post("/v1/bots/coach/turns", json=turn, headers=admin)
+    assert answer.status_code == 200, answer.text
+    assert f"Now HUMAN says '{text}'" in answer.json()["prompt"]  # filled once, not again
+    assert texts(server.memory) == [text, "(scripted reply)"]
+
+
+def run_cli(*args: str | bytes, db: Path, embedder: str) -> subprocess.CompletedProcess:
+    """``membot`` as a person runs it, in a process of its own (the arguments as bytes)."""
+    command = [sys.executable, "-m", "membot", "--db", str(db), "--embedder", embedder, *args]
+    return subprocess.run(command, capture_output=True, timeout=120)
+
+
+def stored_texts(db: Path) -> list[str]:
+    with sqlite3.connect(db) as connection:
+        rows = connection.execute("SELECT text FROM lines ORDER BY id").fetchall()
+    connection.close()
+    return [text for (text,) in rows]
+
+
+def test_cli_arguments_and_files_that_are_not_utf8_get_a_clear_error(
+    tmp_path: Path, openai_server
+) -> None:
+    db, embedder = tmp_path / "cli.db", f"openai:embed@{openai_server.base_url}"
+    first = ("say", "earlier", "--user", "alice", "--thread", "t1", "--dry-run")
+    assert run_cli(*first, db=db, embedder=embedder).returncode == 0
+    for args in [
+        (b"caf\xe9", "--user", "alice", "--thread", "t1"),
+        ("hi", "--user", b"al\xffice", "--thread", "t1"),
+    ]:
+        result = run_cli("say", *args, "--dry-run", db=db, embedder=embedder)
+        assert result.returncode == 1, result
+        assert b"not valid Unicode" in result.stderr
+        assert b"Traceback" not in result.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"text": "fine", "user": "alice"}\n{"text": "caf\xe9", "user": "alice"}\n')
+    result = run_cli("import", str(bad), db=db, embedder=embedder)
+    assert result.returncode == 1
+    assert f"{bad}:2: not UTF-8".encode() in result.stderr.replace(b"\n", b"")
+    assert stored_texts(db) == ["earlier"]
+
+
+def test_read_file_names_the_line_of_a_bad_json_byte(tmp_path: Path) -> None:
+    path = tmp_path / "locomo.json"
+    path.write_bytes(b'[\n {"sample_id": "x",\n  "conversation": "caf\xe9"}]')
+    with pytest.raises(ImportFormatError, match=r"locomo.json:3: not UTF-8"):
+        read_file(path, "locomo", "membot", None)
+
+
+def test_a_reply_holding_nul_or_a_lone_surrogate_is_stored_cleaned(server, admin) -> None:
+    server.memory.create_bot("coach")
+    server.llm.enqueue("Sun\x00day \ud800!")
+    turn = {"user": "alice", "thread": "t1", "text": "When do I run?"}
+    answer = server.client.post("/v1/bots/coach/turns", json=turn, headers=admin)
+    assert answer.status_code == 200, answer.text
+    assert texts(server.memory) == ["When do I run?", "Sunday \ufffd!"]
