@@ -199,7 +199,8 @@ class Served:
         options = ["--db", str(self.db), "--llm", "script:"]  # script: every reply at once
         serve = ["serve", "--port", str(port), "--workers", str(workers)]
         command = [sys.executable, "-m", "membot", *options, *serve]
-        self.process = subprocess.Popen(command, env=env, start_new_session=True)
+        # The server's banner goes to stderr, so that --json prints only JSON on stdout.
+        self.process = subprocess.Popen(command, env=env, start_new_session=True, stdout=sys.stderr)
         self._wait_until_up(timeout=120)
 
     def _wait_until_up(self, timeout: float) -> None:

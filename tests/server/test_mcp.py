@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +15,7 @@ import httpx2
 import pytest
 from fastapi import FastAPI
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult
+from mcp_client import BASE_URL, answer, refusal, serving, session_with_key
 
 from membot import Memory, ScriptedLLM
 from membot.keys import create_key, revoke_key
@@ -26,7 +23,6 @@ from membot.server import create_app
 
 pytestmark = pytest.mark.anyio
 
-BASE_URL = "http://membot.test"
 TOOLS = {"remember", "recall", "search", "history", "forget", "end_thread"}
 # Starting `membot mcp` imports the SDK and membot (about 3 s, far more on a busy CI runner);
 # the first embedding loads the model.
@@ -36,39 +32,6 @@ STDIO_SECONDS = 120
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@asynccontextmanager
-async def serving(app: FastAPI) -> AsyncIterator[httpx2.ASGITransport]:
-    """The app in process with its lifespan running (MCP's session manager lives there)."""
-    async with app.router.lifespan_context(app):
-        yield httpx2.ASGITransport(app=app)
-
-
-@asynccontextmanager
-async def session_with_key(
-    transport: httpx2.ASGITransport, key: str
-) -> AsyncIterator[ClientSession]:
-    headers = {"Authorization": f"Bearer {key}"}
-    with anyio.fail_after(30):
-        async with (
-            httpx2.AsyncClient(transport=transport, base_url=BASE_URL, headers=headers) as http,
-            streamable_http_client(f"{BASE_URL}/mcp", http_client=http) as (read, write),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            yield session
-
-
-def answer(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
-
-
-def refusal(result: CallToolResult) -> str:
-    assert result.is_error, result.structured_content
-    return result.content[0].text
 
 
 def texts(lines: list[dict[str, Any]]) -> list[str]:

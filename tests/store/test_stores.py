@@ -271,6 +271,23 @@ def test_the_relevance_buffer_is_stored_in_order(store: Store) -> None:
     assert store.buffer(t1) == []
 
 
+def test_a_block_of_a_thread_forgotten_meanwhile_is_left_out_of_the_buffer(store: Store) -> None:
+    """A turn recalls a block of another thread, which is forgotten before the turn writes its
+    buffer (a person forgetting a thread while another's turn, on a bot that shares memory,
+    recalls it: `benchmarks/soak.py` met it). The turn goes on; the block is left out."""
+    store.add_lines([new_line(ALICE_T1, "alice talks about logistics")])
+    store.add_lines([new_line(BOB_T1, "bob talks about logistics")])
+    alice, bob = store.thread_id(ALICE_T1), store.thread_id(BOB_T1)
+    assert alice is not None and bob is not None
+    recalled = [BufferEntry(alice, 1, 1, 0.8, (1,)), BufferEntry(bob, 1, 1, 0.7, (1,))]
+    store.forget("alice", None, "t1")
+
+    kept = store.change_buffer(bob, lambda held: recalled)
+
+    assert kept == recalled[1:]
+    assert store.buffer(bob) == recalled[1:]
+
+
 def test_forget_removes_lines_vectors_text_rows_and_buffer_entries(store: Store) -> None:
     store.add_lines([new_line(ALICE_T1, "alice talks about logistics")])
     store.add_lines([new_line(ALICE_T2, "alice talks about cooking")])

@@ -142,6 +142,15 @@ class PostgresExtras:
                 )
             ]
             entries = change(held)
+            # A block recalled from a thread forgotten since (another person's, on a bot
+            # that shares memory) is left out: the thread is gone, and the turn goes on.
+            # The rows kept are locked against a forget until the buffer is written.
+            sources = sorted({entry.source_thread_id for entry in entries})
+            found = db.execute(
+                "SELECT id FROM threads WHERE id = ANY(%s) FOR KEY SHARE", (sources,)
+            )
+            existing = {row[0] for row in found}
+            entries = [entry for entry in entries if entry.source_thread_id in existing]
             if entries != held:
                 self._write_buffer(db, thread_id, entries)
         return entries

@@ -573,6 +573,13 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
         with self._write() as db:
             held = self._read_buffer(db, thread_id)
             entries = change(held)
+            # A block recalled from a thread forgotten since (another person's, on a bot
+            # that shares memory) is left out: the thread is gone, and the turn goes on.
+            sources = sorted({entry.source_thread_id for entry in entries})
+            marks = ", ".join("?" * len(sources))
+            found = db.execute(f"SELECT id FROM threads WHERE id IN ({marks})", sources)
+            existing = {row[0] for row in found}
+            entries = [entry for entry in entries if entry.source_thread_id in existing]
             if entries != held:
                 self._write_buffer(db, thread_id, entries)
         return entries
