@@ -79,10 +79,16 @@ def check_store(path: Path, acked: Acked | None = None) -> StoreState:
         held = threads.setdefault((person, thread), [])
         held.append(text)
         assert seq == len(held), f"thread {thread!r} of {person!r}: seq {seq} after a gap"
-    for summary_id, text, vector_bytes in summaries:
+    for summary_id, _, vector_bytes in summaries:
         assert vector_bytes and vector_bytes % (4 * dimension) == 0, f"summary {summary_id}"
-    state = StoreState(meta.get("embedder"), dimension, len(rows), len(summaries),
-                       Counter(row[4] for row in rows), threads)  # fmt: skip
+    state = StoreState(
+        meta.get("embedder"),
+        dimension,
+        len(rows),
+        len(summaries),
+        Counter(row[4] for row in rows),
+        threads,
+    )
     if acked is not None:
         check_acked(state, by_id, dict((s[0], s[1]) for s in summaries), acked)
     return state

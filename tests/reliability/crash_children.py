@@ -13,6 +13,7 @@ ScriptedLLM that keeps what the person said) are the tests' fakes.
 from __future__ import annotations
 
 import importlib.util
+import json
 import multiprocessing
 import multiprocessing.forkserver
 import os
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import typer.main
+import uvicorn  # noqa: F401 - imported once here, so `membot serve` children start at once
 
 import membot
 import membot.cli
@@ -29,7 +31,6 @@ import membot.cli.common
 import membot.llm
 import membot.memory
 import membot.server.app
-import uvicorn  # noqa: F401 - imported once here, so `membot serve` children start at once
 from membot.embed import CachedEmbedder
 from membot.llm.scripted import DEFAULT_REPLY, ScriptedLLM
 from membot.tokens import default_token_counter
@@ -55,14 +56,8 @@ class EchoLLM(ScriptedLLM):
         self._record(messages, schema, stream=False)
         if schema is not None and "points" in str(schema):
             said = sorted({m for message in messages for m in LIKED.findall(message["content"])})
-            return '{"points": %s, "categories": ["preferences"]}' % _json_list(said)
+            return json.dumps({"points": said, "categories": ["preferences"]})
         return DEFAULT_REPLY
-
-
-def _json_list(items: Sequence[str]) -> str:
-    import json
-
-    return json.dumps(list(items))
 
 
 def _resolve_embedder(original):
@@ -112,6 +107,7 @@ _get_command = typer.main.get_command
 
 def _prebuilt_command(app):
     return _COMMAND if app is membot.cli.app else _get_command(app)
+
 
 _context = multiprocessing.get_context("forkserver")
 _context.set_forkserver_preload([__name__])

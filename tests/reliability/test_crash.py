@@ -45,8 +45,12 @@ class Runner:
         self.db = folder / "crash.db"
         self.cache = folder / "cache"
         self.rng = random.Random(seed)
-        self.env = {**os.environ, "MEMBOT_CACHE_DIR": str(self.cache), "HF_HUB_OFFLINE": "1",
-                    "OPENBLAS_NUM_THREADS": "1"}  # fmt: skip
+        self.env = {
+            **os.environ,
+            "MEMBOT_CACHE_DIR": str(self.cache),
+            "HF_HUB_OFFLINE": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+        }
         self.log = folder / "child.log"
         self.kills = 0  # of processes still running when the signal came
         self.acked = Acked()
@@ -106,10 +110,13 @@ def write_import(folder: Path, index: int, count: int = 1500, threads: int = 10)
     """A JSONL file of ``count`` lines over ``threads`` threads, every text its own."""
     path = folder / f"import-{index}.jsonl"
     records = [
-        {"text": f"I like the colour imp{index}x{n}", "thread": f"f{index}-t{n % threads}",
-         "role": "human" if n % 2 == 0 else "bot"}
+        {
+            "text": f"I like the colour imp{index}x{n}",
+            "thread": f"f{index}-t{n % threads}",
+            "role": "human" if n % 2 == 0 else "bot",
+        }
         for n in range(count)
-    ]  # fmt: skip
+    ]
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     return path
 
@@ -125,8 +132,9 @@ def file_lines(path: Path) -> dict[str, list[str]]:
 def test_imports_killed_at_random_points_store_whole_batches_once(tmp_path: Path) -> None:
     runner = Runner(tmp_path, SEED)
     scratch = tmp_path / "scratch.db"
-    duration = runner.run(runner.argv("import", str(write_import(tmp_path, 0)), "--user", "im",
-                                      db=scratch))  # fmt: skip
+    duration = runner.run(
+        runner.argv("import", str(write_import(tmp_path, 0)), "--user", "im", db=scratch)
+    )
     print(f"an import of 1,500 lines takes {duration:.2f} s")
     index, partial = 1, 0
     path = write_import(tmp_path, index)
@@ -138,7 +146,7 @@ def test_imports_killed_at_random_points_store_whole_batches_once(tmp_path: Path
         for thread, texts in expected.items():  # each thread: a prefix of the file, once
             assert held[thread] == texts[: len(held[thread])], thread
         done = sum(map(len, held.values())) == sum(map(len, expected.values()))
-        partial += killed and 0 < sum(map(len, held.values())) and not done
+        partial += killed and sum(map(len, held.values())) > 0 and not done
         assert done or killed, "an import that finished stored everything"
         if done:  # acknowledged: the import finished (or a rerun finished it)
             for thread, texts in expected.items():
@@ -177,8 +185,9 @@ class Traffic:
             n = self.counter[0]
         person, thread = f"p{number}", f"c{number}-{n // 4}"
         text = f"I like the colour srv{n}"
-        answer = http.post("/v1/bots/membot/turns", json={"user": person, "thread": thread,
-                                                         "text": text})  # fmt: skip
+        answer = http.post(
+            "/v1/bots/membot/turns", json={"user": person, "thread": thread, "text": text}
+        )
         if answer.status_code != 200:
             self.errors.append(f"turn: {answer.status_code} {answer.text[:200]}")
             return
@@ -187,8 +196,9 @@ class Traffic:
         for line in (turn["line"], turn["reply_line"]):
             acked[line["id"]] = AckedLine(person, thread, line["text"], line["seq"])
         if n % 4 == 3:
-            ending = http.post(f"/v1/bots/membot/users/{person}/threads/{thread}/end",
-                               json={"remember": True})  # fmt: skip
+            ending = http.post(
+                f"/v1/bots/membot/users/{person}/threads/{thread}/end", json={"remember": True}
+            )
             if ending.status_code != 200:
                 self.errors.append(f"end: {ending.status_code} {ending.text[:200]}")
                 return
@@ -256,8 +266,9 @@ def populate(db: Path, lines: int = 6000) -> Acked:
         for item in items:
             acked.lines_by_text[item.text] = AckedLine(item.user, item.thread, item.text)
         for thread in ("t0", "t1"):
-            summary = memory.add_summary(bot="membot", user="pop", thread=thread,
-                                         text=f"- likes the colour pop{thread}")  # fmt: skip
+            summary = memory.add_summary(
+                bot="membot", user="pop", thread=thread, text=f"- likes the colour pop{thread}"
+            )
             acked.summaries[summary.id] = summary.text
     finally:
         memory.close()
@@ -291,8 +302,9 @@ def test_a_migrate_killed_at_random_points_leaves_the_destination_empty_or_whole
     copies, empty = 0, 0
     destination = tmp_path / "copy-0.db"
     while runner.kills < 20:
-        killed = runner.run_killed(runner.argv("migrate", str(runner.db), str(destination)),
-                                   duration)  # fmt: skip
+        killed = runner.run_killed(
+            runner.argv("migrate", str(runner.db), str(destination)), duration
+        )
         source = check_store(runner.db, source_acked)
         if destination.exists():
             copied = check_store(destination)
