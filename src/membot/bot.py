@@ -226,7 +226,9 @@ class Bot:
         speakers = Speakers(profile.human_name, profile.bot_name)
         hints = [block_hint(block, speakers) for block in without_repeats(blocks, feed)]
         if profile.recall_summaries and profile.max_matches > 0:
-            vector = line_vector if query == line.text else self.memory.embed([query])[0]
+            vector = (
+                line_vector if query == line.text else self.memory.embed([query], keep=False)[0]
+            )
             owner = None if profile.share_across_people else line.person
             found = self.memory.search_summaries(
                 vector, bot=self.name, user=owner, k=profile.max_matches,
@@ -238,7 +240,9 @@ class Bot:
     def _expertise_hints(self, query, history_query, line_vector, profile) -> list[Hint]:
         if profile.expertise_max_matches == 0:
             return []
-        vector = line_vector if query == history_query else self.memory.embed([query])[0]
+        vector = (
+            line_vector if query == history_query else self.memory.embed([query], keep=False)[0]
+        )
         found = self.memory.search_expertise(vector, bot=self.name,
                                              k=profile.expertise_max_matches,
                                              min_score=profile.expertise_min_score)  # fmt: skip

@@ -30,6 +30,7 @@ assumed: idle threads end without remembering unless the caller says otherwise.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -332,7 +333,9 @@ def _grounded(
     said = [line.text for line in lines if line.role == "human"]
     names = (settings.human_name, settings.bot_name, lines[-1].person if lines else "")
     try:
-        dropped = unsupported_points(points, said, memory.embed, names)
+        # The points are checked, not stored: their vectors stay out of the embedding cache.
+        embed = functools.partial(memory.embed, keep=False)
+        dropped = unsupported_points(points, said, embed, names)
     except ProviderError as error:  # the embedder: keep only what the words alone support
         outcome.notes.append(f"points checked by their words only: {error}")
         dropped = unsupported_points(points, said, None, names)
