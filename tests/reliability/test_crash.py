@@ -14,6 +14,7 @@ scripted one.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -154,18 +155,21 @@ def test_imports_killed_at_random_points_store_whole_batches_once(tmp_path: Path
             index += 1
             path = write_import(tmp_path, index)
     runner.check()
+    print(f"import: {runner.kills} kills, {partial} left an import halfway")
     assert partial >= 5, f"only {partial} kills caught an import halfway"
 
 
 @dataclass
 class Traffic:
-    """Clients of one server run: turns in threads, ending every fourth thread."""
+    """Clients of one server run: each takes turns in a thread and ends it, remembered,
+    after every third turn."""
 
     runner: Runner
     url: str
     key: str
-    counter: list[int]
+    counter: list[int]  # texts are numbered across runs: each is said once
     errors: list[str] = field(default_factory=list)
+    answered: int = 0  # requests answered in this run
     cut_off: int = 0  # requests the kill cut off mid-way
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -173,38 +177,38 @@ class Traffic:
         headers = {"Authorization": f"Bearer {self.key}"}
         with httpx.Client(base_url=self.url, headers=headers, timeout=30) as http:
             try:
-                while True:
-                    self.exchange(http, number)
+                thread = ""
+                for turn in itertools.count():
+                    thread = self.exchange(http, f"p{number}", turn, thread)
             except httpx.TransportError:
                 with self.lock:
                     self.cut_off += 1
+            except Exception as error:  # a thread's failure fails the test, not just the thread
+                self.errors.append(repr(error))
 
-    def exchange(self, http: httpx.Client, number: int) -> None:
+    def exchange(self, http: httpx.Client, person: str, turn: int, thread: str) -> str:
+        """One turn in ``thread`` (a new one every third turn), ending it after the third."""
         with self.lock:
             self.counter[0] += 1
             n = self.counter[0]
-        person, thread = f"p{number}", f"c{number}-{n // 4}"
-        text = f"I like the colour srv{n}"
-        answer = http.post(
-            "/v1/bots/membot/turns", json={"user": person, "thread": thread, "text": text}
-        )
-        if answer.status_code != 200:
-            self.errors.append(f"turn: {answer.status_code} {answer.text[:200]}")
-            return
-        turn = answer.json()
+        thread = f"{person}-{n}" if turn % 3 == 0 else thread
+        body = {"user": person, "thread": thread, "text": f"I like the colour srv{n}"}
+        answer = http.post("/v1/bots/membot/turns", json=body)
+        self.answered += 1
+        assert answer.status_code == 200, answer.text[:300]
         acked = self.runner.acked.lines_by_id
-        for line in (turn["line"], turn["reply_line"]):
+        for line in (answer.json()["line"], answer.json()["reply_line"]):
             acked[line["id"]] = AckedLine(person, thread, line["text"], line["seq"])
-        if n % 4 == 3:
+        if turn % 3 == 2:
             ending = http.post(
                 f"/v1/bots/membot/users/{person}/threads/{thread}/end", json={"remember": True}
             )
-            if ending.status_code != 200:
-                self.errors.append(f"end: {ending.status_code} {ending.text[:200]}")
-                return
+            self.answered += 1
+            assert ending.status_code == 200, ending.text[:300]
             kept = ending.json()["remembered"]
             assert kept is not None, ending.json()
             self.runner.acked.summaries[kept["id"]] = kept["text"]
+        return thread
 
 
 def free_port() -> int:
@@ -241,7 +245,12 @@ def test_a_server_killed_during_turns_and_endings_loses_nothing_it_answered(
         clients = [threading.Thread(target=traffic.client, args=(n,)) for n in range(3)]
         for client in clients:
             client.start()
-        time.sleep(runner.rng.uniform(0.05, 1.0))
+        # Killed after a random number of answers and a random moment more: at any point
+        # of a turn or an ending, however fast this machine is.
+        wanted, deadline = runner.rng.randint(0, 9), time.monotonic() + 60
+        while traffic.answered < wanted and not traffic.errors and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(runner.rng.uniform(0.0, 0.2))
         os.kill(process.pid, signal.SIGKILL)
         process.join()
         runner.kills += 1
@@ -250,7 +259,12 @@ def test_a_server_killed_during_turns_and_endings_loses_nothing_it_answered(
         assert traffic.errors == []
         cut_off += traffic.cut_off
         runner.check()
-    assert len(runner.acked.summaries) >= 10 and len(runner.acked.lines_by_id) >= 200
+    lines, summaries = len(runner.acked.lines_by_id), len(runner.acked.summaries)
+    print(
+        f"serve: {runner.kills} kills, {cut_off} requests cut off, {lines} lines and "
+        f"{summaries} summaries answered"
+    )
+    assert summaries >= 5 and lines >= 200
     assert cut_off >= 100  # requests in flight when the server died
 
 
@@ -289,6 +303,7 @@ def test_a_reindex_killed_at_random_points_leaves_one_embedders_vectors(tmp_path
         finished += state.embedder == target
         halfway += killed and state.embedder != target
         assert state.embedder == target or killed
+    print(f"reindex: {runner.kills} kills, {halfway} during the re-embedding")
     assert halfway >= 10, f"only {halfway} kills caught a reindex halfway"
 
 
@@ -317,4 +332,5 @@ def test_a_migrate_killed_at_random_points_leaves_the_destination_empty_or_whole
                 destination = tmp_path / f"copy-{copies}.db"
                 continue
         empty += killed
+    print(f"migrate: {runner.kills} kills, {empty} left the copy empty, {copies} copies whole")
     assert empty >= 10, f"only {empty} kills caught a copy halfway"
