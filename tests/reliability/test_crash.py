@@ -19,6 +19,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import threading
@@ -31,7 +32,7 @@ import httpx
 import pytest
 from crash_checks import Acked, AckedLine, check_cache, check_store
 
-from membot import Bot, Memory
+from membot import Bot, Memory, restore_store
 
 SEED = 13
 KEY = re.compile(r"\bmb_[0-9a-f]{12}_[A-Za-z0-9_-]{43}\b")
@@ -268,20 +269,23 @@ def test_a_server_killed_during_turns_and_endings_loses_nothing_it_answered(
     assert cut_off >= 100  # requests in flight when the server died
 
 
-def populate(db: Path, lines: int = 6000) -> Acked:
-    """A store of ``lines`` lines in 20 threads, with two summaries, written in-process."""
+def populate(db: Path, lines: int = 6000, word: str = "pop") -> Acked:
+    """``lines`` lines in 20 threads of a person named ``word``, with two summaries, written
+    in-process."""
     from membot import LineInput
 
     memory = Memory(db, embedder=crash_children.HashingEmbedder())
     acked = Acked()
     try:
-        items = [LineInput(f"I like the colour pop{n}", "pop", f"t{n % 20}") for n in range(lines)]
+        items = [
+            LineInput(f"I like the colour {word}{n}", word, f"t{n % 20}") for n in range(lines)
+        ]
         memory.add_many(items)
         for item in items:
             acked.lines_by_text[item.text] = AckedLine(item.user, item.thread, item.text)
         for thread in ("t0", "t1"):
             summary = memory.add_summary(
-                bot="membot", user="pop", thread=thread, text=f"- likes the colour pop{thread}"
+                bot="membot", user=word, thread=thread, text=f"- likes the colour {word}{thread}"
             )
             acked.summaries[summary.id] = summary.text
     finally:
@@ -334,3 +338,42 @@ def test_a_migrate_killed_at_random_points_leaves_the_destination_empty_or_whole
         empty += killed
     print(f"migrate: {runner.kills} kills, {empty} left the copy empty, {copies} copies whole")
     assert empty >= 10, f"only {empty} kills caught a copy halfway"
+
+
+@pytest.mark.slow
+def test_a_backup_or_restore_killed_leaves_no_half_backup_and_the_store_whole(
+    tmp_path: Path,
+) -> None:
+    """`membot backup` killed: PATH is absent or a whole backup. `membot restore` killed:
+    the store holds what it held or the whole backup, nothing between."""
+    runner = Runner(tmp_path, SEED + 4)
+    before = populate(runner.db, lines=1000)
+    backup = tmp_path / "whole.db"
+    runner.run(["--db", str(runner.db), "backup", str(backup)])
+    more = populate(runner.db, lines=3000, word="more")  # the store holds more than the backup
+    everything = Acked(
+        lines_by_text={**before.lines_by_text, **more.lines_by_text},
+        summaries={**before.summaries, **more.summaries},
+    )
+    bigger = tmp_path / "bigger.db"
+    duration = runner.run(["--db", str(runner.db), "backup", str(bigger)])
+    for number in range(8):
+        target = tmp_path / f"killed-{number}.db"
+        runner.run_killed(["--db", str(runner.db), "backup", str(target)], duration)
+        assert not target.exists() or check_store(target, everything).lines == 4000
+    backups_killed = runner.kills
+    shutil.copy(bigger, tmp_path / "timed.db")
+    duration = runner.run(["--db", str(tmp_path / "timed.db"), "restore", str(backup), "--yes"])
+    restored = 0
+    while runner.kills < backups_killed + 10:
+        runner.run_killed(["--db", str(runner.db), "restore", str(backup), "--yes"], duration)
+        lines = check_store(runner.db).lines
+        assert lines in (1000, 4000), lines
+        check_store(runner.db, before if lines == 1000 else everything)
+        if lines == 1000:  # restored: the next restore starts from the bigger store again
+            restored += 1
+            restore_store(bigger, runner.db)
+    print(
+        f"backup and restore: {backups_killed} backups and {runner.kills - backups_killed} "
+        f"restores killed, {restored} restores whole"
+    )
