@@ -26,7 +26,9 @@ def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Sum
     """Every text the embedder may have been given for these lines and summaries."""
     from membot.memory import embedding_text, summary_parts
 
+    # A line is embedded as "Speaker: text"; a turn may embed its text alone as the query.
     texts = [embedding_text(line.text, line.speaker) for line in lines]
+    texts += [line.text for line in lines]
     for summary in summaries:
         texts += summary_parts(summary.text)
     threads: dict[tuple[str, str, str], int] = {}

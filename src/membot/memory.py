@@ -469,7 +469,7 @@ class Memory:
         settings = settings or self.bot_settings(line.bot)
         query = line.text if match_text is None else match_text
         if vector is None or query != line.text:
-            vector = self.embed([query], keep=query != line.text)[0]
+            vector = self.embed([query], keep=query == line.text)[0]
         thread_id = self._thread_id(line)
         # The feed is the window_size lines before the new one; neither is searched.
         window_from = line.seq - settings.window_size
