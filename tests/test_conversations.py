@@ -391,7 +391,7 @@ def test_points_are_checked_by_words_alone_when_the_embedder_fails(memory: Memor
     points = ["2024-05-01: Alice is allergic to peanuts", "2024-05-01: Alice owns three cats"]
     llm = ScriptedLLM([json.dumps({"points": points, "categories": []})])
 
-    def broken(texts):
+    def broken(texts, keep=True):  # Memory.embed's signature
         raise ProviderError("the embedder is down")
 
     memory.embed = broken

@@ -86,6 +86,7 @@ from membot.sms import (
     sms_sender_name,
     split_sms,
 )
+from membot.store.backup import BackupReport, backup_store, restore_store
 from membot.store.base import DocumentInfo, SmsRecord
 from membot.store.transfer import CopyReport, migrate_store
 
@@ -100,6 +101,7 @@ __all__ = [
     "TRY_OUT_NOTICE",
     "ApiKey",
     "AuthError",
+    "BackupReport",
     "Block",
     "Bot",
     "BotSettings",
@@ -138,6 +140,7 @@ __all__ = [
     "ThreadState",
     "Turn",
     "authenticate",
+    "backup_store",
     "bot_for_sms_number",
     "claim_sms",
     "create_key",
@@ -158,6 +161,7 @@ __all__ = [
     "redeem_signin_key",
     "resolve_embedder",
     "resolve_llm",
+    "restore_store",
     "revoke_key",
     "sms_sender_name",
     "split_sms",

@@ -7,6 +7,7 @@ lines scrolled off the feed into the running summary → Turn, with the whole tr
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -227,7 +228,9 @@ class Bot:
         speakers = Speakers(profile.human_name, profile.bot_name)
         hints = [block_hint(block, speakers) for block in without_repeats(blocks, feed)]
         if profile.recall_summaries and profile.max_matches > 0:
-            vector = line_vector if query == line.text else self.memory.embed([query])[0]
+            vector = (
+                line_vector if query == line.text else self.memory.embed([query], keep=False)[0]
+            )
             owner = None if profile.share_across_people else line.person
             found = self.memory.search_summaries(
                 vector, bot=self.name, user=owner, k=profile.max_matches,
@@ -239,7 +242,9 @@ class Bot:
     def _expertise_hints(self, query, history_query, line_vector, profile) -> list[Hint]:
         if profile.expertise_max_matches == 0:
             return []
-        vector = line_vector if query == history_query else self.memory.embed([query])[0]
+        vector = (
+            line_vector if query == history_query else self.memory.embed([query], keep=False)[0]
+        )
         found = self.memory.search_expertise(vector, bot=self.name,
                                              k=profile.expertise_max_matches,
                                              min_score=profile.expertise_min_score)  # fmt: skip
@@ -302,7 +307,9 @@ class Bot:
             summary = fold(llm, profile, state.summary, lines)
             notes = []
             if summary is not None:  # held to the lines, like a remembered point
-                summary, notes = grounded(summary, state.summary, lines, profile, self.memory.embed)
+                # Checked, not stored: the sentences' vectors stay out of the embedding cache.
+                embed = functools.partial(self.memory.embed, keep=False)
+                summary, notes = grounded(summary, state.summary, lines, profile, embed)
         except MembotError as failure:
             return [f"running summary not updated: {failure}"]
         if not summary:

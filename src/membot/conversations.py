@@ -39,6 +39,7 @@ assumed: idle threads end without remembering unless the caller says otherwise.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -351,7 +352,9 @@ def _grounded(
     evidence = Evidence.of(said, lines, names)
     examples = [EXAMPLE_POINT.replace("{HUMAN}", settings.human_name)]
     try:
-        verdicts = check_points(points, evidence, memory.embed, examples)
+        # The points are checked, not stored: their vectors stay out of the embedding cache.
+        embed = functools.partial(memory.embed, keep=False)
+        verdicts = check_points(points, evidence, embed, examples)
     except ProviderError as error:  # the embedder: keep only what the words alone support
         outcome.notes.append(f"points checked by their words only: {error}")
         verdicts = check_points(points, evidence, None, examples)

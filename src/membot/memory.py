@@ -130,10 +130,15 @@ class Memory:
 
     # -- embedding ------------------------------------------------------------------------
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts``, refusing an embedder that differs from the store's."""
+    def embed(self, texts: Sequence[str], *, keep: bool = True) -> np.ndarray:
+        """Vectors for ``texts``, refusing an embedder that differs from the store's.
+        ``keep=False`` for texts that are not stored (queries, points being checked): their
+        vectors stay out of the on-disk embedding cache, which forgetting could not reach."""
         self.store.check_embedder(self.embedder.name)  # fail before spending an embedding
-        vectors = self.embedder.embed(list(texts))
+        if not keep and isinstance(self.embedder, CachedEmbedder):
+            vectors = self.embedder.embed_transient(list(texts))
+        else:
+            vectors = self.embedder.embed(list(texts))
         self.store.check_embedder(self.embedder.name, int(vectors.shape[1]))
         return vectors
 
@@ -288,8 +293,12 @@ class Memory:
         from membot.keys import list_keys, revoke_key
 
         self.require_bot(bot)
+        from membot.forgetting import drop_cached_text
+
         texts = self.store.bot_line_texts(bot)
         removed = self.store.delete_bot(bot)
+        with self._recall_lock:
+            drop_cached_text(self)
         for key in list_keys(self):
             if key.bot == bot and key.revoked_at is None:
                 revoke_key(self, key.id)
@@ -353,7 +362,7 @@ class Memory:
             thread_id = self.store.thread_id(ThreadKey(bot, user, thread))
             if thread_id is None:
                 return []
-        vector = self.embed([query])[0]
+        vector = self.embed([query], keep=False)[0]
         scope = Scope(bot_id, person_id, thread_id=thread_id, roles=tuple(roles))
         with self._recall_lock:
             hits = self.index.search(vector, scope, k)
@@ -449,7 +458,7 @@ class Memory:
         settings = settings or self.bot_settings(line.bot)
         query = line.text if match_text is None else match_text
         if vector is None or query != line.text:
-            vector = self.embed([query])[0]
+            vector = self.embed([query], keep=query == line.text)[0]
         thread_id = self._thread_id(line)
         # The feed is the window_size lines before the new one; neither is searched.
         window_from = line.seq - settings.window_size
@@ -514,7 +523,7 @@ class Memory:
             window_from_seq=window_from,
             roles=settings.recall_roles,
         )
-        vector = self.embed([text])[0]
+        vector = self.embed([text], keep=False)[0]  # recall without storing: a query
         asked = aware(now) if now is not None else utc_now()
         with self._recall_lock:
             chosen = recall_for_turn(self, settings, text, vector, scope, asked, said=text)
@@ -673,10 +682,16 @@ class Memory:
         self, *, user: str, bot: str | None = None, thread: str | None = None
     ) -> dict[str, int]:
         """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries,
-        and their cached embeddings (a vector can be turned back into text)."""
+        summaries, what this process holds of them in memory, and their cached embeddings
+        (a vector can be turned back into text); the store overwrites what it freed."""
+        from membot.forgetting import derived_texts, drop_cached_text
+
         history = self.store.history(user, bot, thread)
-        texts = [embedding_text(line.text, line.speaker) for line in history]
+        summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]
+        texts = derived_texts(self, history, summaries)
         removed = self.store.forget(user, bot, thread)
+        with self._recall_lock:
+            drop_cached_text(self)
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard(texts)
         return removed

@@ -283,6 +283,12 @@ class VectorIndex:
                 scope.bot_id, scope.person_id, matrix.generation, matrix.cursor
             )
         )
+        # Lines were removed (forgotten) or re-embedded since the others were read: drop
+        # them now rather than at their next search, so no forgotten vector stays in memory.
+        for other in [
+            k for k, held in self._scopes.items() if held.generation != matrix.generation
+        ]:
+            del self._scopes[other]
         self._scopes[key] = matrix
         used = sum(each.nbytes for each in self._scopes.values())
         while used > self.budget_bytes and len(self._scopes) > 1:

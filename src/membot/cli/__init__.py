@@ -35,6 +35,7 @@ from membot import (
     parse_settings,
     read_file,
 )
+from membot.cli.backup import backup, restore
 from membot.cli.bots import bot_app
 from membot.cli.chat import run_chat
 from membot.cli.common import BotOption, Options, UserOption, err, options_of, out, print_json
@@ -281,6 +282,8 @@ def reindex(context: typer.Context) -> None:
 register_conversations(app)
 app.command()(serve)
 app.command()(migrate)
+app.command()(backup)
+app.command()(restore)
 app.command()(mcp)
 
 

@@ -1,4 +1,7 @@
-"""An on-disk cache of embeddings keyed by (model, text): the same text is embedded once."""
+"""An on-disk cache of embeddings keyed by (model, SHA-256 of the text): the same text is
+embedded once. The texts themselves are not kept; their vectors are (a vector can be turned
+back into text), so forgetting discards them and leaves no copy in the file's free pages or
+its write-ahead log."""
 
 from __future__ import annotations
 
@@ -43,6 +46,14 @@ class CachedEmbedder:
         return self.inner.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, keep=True)
+
+    def embed_transient(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`embed`, without saving what was missing: for texts that are not stored
+        (queries), whose vectors nothing would ever discard."""
+        return self._embed(texts, keep=False)
+
+    def _embed(self, texts: Sequence[str], keep: bool) -> np.ndarray:
         digests = [_digest(text) for text in texts]
         found = self._lookup(set(digests))
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
@@ -51,7 +62,8 @@ class CachedEmbedder:
         if missing:
             fresh = self.inner.embed(list(missing.values()))
             new_rows = dict(zip(missing.keys(), fresh, strict=True))
-            self._save(new_rows)
+            if keep:
+                self._save(new_rows)
             found.update(new_rows)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -84,6 +96,9 @@ class CachedEmbedder:
             "DELETE FROM embeddings WHERE model = ? AND digest = ?",
             [(self.name, digest) for digest in digests],
         )
+        # secure_delete overwrote the rows in the file; the log still holds their pages.
+        with self._lock:
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _write(self, sql: str, rows: list[tuple]) -> None:
         with self._lock:

@@ -386,6 +386,22 @@ def _in_feed(thread_id: int, seq: int, scope: Scope) -> bool:
 _UNITS: dict[tuple[str, int, int], Units] = {}
 
 
+def unit_kinds(windows: set[tuple[int, int]]) -> list[Units]:
+    """The pairs units, windows of each (size, overlap) in ``windows``, and every kind this
+    process has cut units of."""
+    kinds: list[Units] = [PairUnits(), *_UNITS.values()]
+    for size, overlap in windows:
+        size = max(size, 1)
+        kinds.append(WindowUnits(size, min(overlap, size - 1)))
+    return kinds
+
+
+def forget_cached_units(memory: Memory) -> None:
+    """Drop every kind's units and vectors kept for ``memory``."""
+    for kind in _UNITS.values():
+        kind.forget(memory)
+
+
 def _unit_cache(memory: Memory, kind: Units, defer: tuple[int, int] | None):
     """One units object per kind, so its per-store unit vectors are reused across turns;
     the units ``defer`` names (the feed's: thread id, first seq) are not embedded yet."""

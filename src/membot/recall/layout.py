@@ -63,6 +63,11 @@ _layouts: weakref.WeakKeyDictionary[Memory, tuple[tuple[int, int], Layout]] = (
 )
 
 
+def forget_layout(memory: Memory) -> None:
+    """Drop the lines kept for ``memory`` (after some were forgotten)."""
+    _layouts.pop(memory, None)
+
+
 def store_key(memory: Memory) -> tuple[int, int]:
     """Changes whenever lines are added, removed or re-embedded."""
     return memory.store.generation(), memory.store.count_lines()

@@ -47,6 +47,10 @@ class Units:
     def units(self, layout: Layout) -> list[Unit]:
         raise NotImplementedError
 
+    def forget(self, memory: Memory) -> None:
+        """Drop the units and vectors kept for ``memory``."""
+        self._cache.pop(memory, None)
+
     def text(self, unit: Unit) -> str:
         return self.separator.join(line.labelled for line in unit)
 

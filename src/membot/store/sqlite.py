@@ -8,6 +8,7 @@ or repeats even with several writers.
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -32,6 +33,8 @@ from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 from membot.store.sms import StoreSms
+
+log = logging.getLogger(__name__)
 
 _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
@@ -288,6 +291,8 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
             )
             self._bump_generation(db)
+            self._merge_lexical_index(db)
+        self._truncate_log()
         return counts
 
     # -- lines ----------------------------------------------------------------------------
@@ -632,6 +637,24 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
                     (person,),
                 )
                 self._bump_generation(db)
+                self._merge_lexical_index(db)
             if thread is None:
                 self._forget_sms(db, person, bot)
+        self._truncate_log()
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
+
+    @staticmethod
+    def _merge_lexical_index(db: sqlite3.Connection) -> None:
+        """FTS5 deletes by adding tombstones: the forgotten words stay in the index's older
+        segments until they are merged. 'optimize' merges them all into one (secure_delete
+        zeroes the old ones' pages); it costs a pass over the whole index."""
+        db.execute("INSERT INTO line_text (line_text) VALUES ('optimize')")
+
+    def _truncate_log(self) -> None:
+        """Copy the log into the file and empty it: its older frames hold pages as they were
+        before the forgetting. Readers still in a transaction keep their frames until the
+        next checkpoint; that is said, not waited for."""
+        with self._lock, _store_errors(self.path):
+            busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if busy:
+            log.warning("%s: a reader held the write-ahead log; it is emptied later", self.path)

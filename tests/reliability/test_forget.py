@@ -1,0 +1,159 @@
+"""Forget means gone: after a thread or a person is forgotten, their text is in no row, no
+free page, no write-ahead log of the store, not in the embedding cache (texts, digests or
+vectors), and not in what the process holds in memory. The raw bytes of every file are
+searched, while the Memory that forgot still holds them open, as a server would."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from membot import Bot, Memory, ScriptedLLM
+from membot.embed import CachedEmbedder
+from membot.forgetting import derived_texts
+from membot.recall import chat as chat_recall
+from membot.recall import layout
+
+# Words no other line has (and that the FTS5 stemmer leaves as they are).
+SECRET_WORDS = ("zqxvbnm", "jxvlkwp", "frobnixt")
+SAID = (
+    "my locker code is zqxvbnm and nobody knows it",
+    "the zqxvbnm code opens the blue locker at work",
+    "my sister jxvlkwp lives far away",
+    "I told jxvlkwp about the locker",
+)
+
+
+def raw_files(folder: Path) -> dict[str, bytes]:
+    """Every file of the store and the cache, as bytes: db, -wal and -shm included."""
+    return {path.name: path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def traces(folder: Path, needles: dict[str, bytes]) -> list[str]:
+    return [
+        f"{what} in {name}"
+        for name, content in raw_files(folder).items()
+        for what, needle in needles.items()
+        if needle in content
+    ]
+
+
+@pytest.fixture
+def world(tmp_path: Path, embedder):
+    """A store where al has said secret things everywhere a text can go, beside bo's lines."""
+    folder = tmp_path / "store"
+    cached = CachedEmbedder(embedder, folder / "cache" / "embeddings.db")
+    memory = Memory(folder / "membot.db", embedder=cached)
+    # The running summary is written below, so no model call takes a scripted reply.
+    memory.configure_bot("membot", strategy="pairs", window_size=2, thread_summary=False)
+    bot = Bot(memory, ScriptedLLM(["ok, frobnixt noted"] * len(SAID)))
+    for text in SAID:  # lines, replies, the pairs' units (in memory and cached)
+        bot.turn(text, user="al", thread="private")
+    for text in ("I like tea", "tell me about the locker again"):  # a buffer: a private block
+        turn = bot.turn(text, user="al", thread="later")
+    assert any(block.thread == "private" for block in turn.recalled)
+    state = memory.thread_state(bot="membot", user="al", thread="private")
+    memory.save_thread_summary(state, "al keeps the zqxvbnm code; sister jxvlkwp", 2)
+    points = "- al's locker code is zqxvbnm\n- al's sister is jxvlkwp"
+    memory.add_summary(bot="membot", user="al", thread="private", text=points)
+    memory.search("where is zqxvbnm", user="al")  # a query: never cached
+    for text in ("I walk my dog", "my dog is called Rex"):
+        bot.turn(text, user="bo", thread="walks")
+    yield folder, memory
+    memory.close()
+
+
+def needles_for(memory: Memory, user: str, thread: str | None) -> dict[str, bytes]:
+    """The words, whole texts, cache keys and vectors that must be gone."""
+    lines = memory.history(user=user, thread=thread)
+    summaries = memory.summaries(user=user)
+    # A text someone else also said (the scripted "(scripted reply)") stays, rightly.
+    staying = {
+        line.text
+        for person in memory.people("membot")
+        for line in memory.history(user=person)
+        if line.id not in {forgotten.id for forgotten in lines}
+    }
+    needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS}
+    # Written out here rather than asked of membot.forgetting: the texts the embedder was
+    # given — each line, each pair of a line and its reply (the pairs strategy's units),
+    # each summary and its points.
+    texts = [line.text for line in lines]
+    texts += [
+        f"{a.text} {b.text}"
+        for a, b in itertools.pairwise(lines)
+        if a.thread == b.thread and (a.role, b.role) == ("human", "bot")
+    ]
+    for summary in summaries:
+        texts += [summary.text, *(point[2:] for point in summary.text.splitlines())]
+    assert set(texts) <= set(derived_texts(memory, lines, summaries)) | staying
+    for text in texts:
+        if text in staying:
+            continue
+        needles[f"text {text[:30]!r}"] = text.encode()
+        needles[f"digest of {text[:30]!r}"] = hashlib.sha256(text.encode()).digest()
+    for line in lines:
+        if line.text in staying:
+            continue
+        vector = memory.embed([line.text])[0]
+        needles[f"vector of {line.text[:30]!r}"] = np.asarray(vector, np.float32).tobytes()
+    return needles
+
+
+def in_memory_texts(memory: Memory) -> list[str]:
+    """What this process holds of the store's texts in memory: the strategies' lines and
+    units (the vector index holds vectors only: checked by its scopes)."""
+    held: list[str] = []
+    cached_layout = layout._layouts.get(memory)
+    if cached_layout is not None:
+        held += [line.text for line in cached_layout[1].by_id.values()]
+    for kind in chat_recall._UNITS.values():
+        units = kind._cache.get(memory)
+        if units is not None:
+            held += [*units.texts, *units.known]
+    return held
+
+
+@pytest.mark.parametrize("thread", ["private", None], ids=["a thread", "a person"])
+def test_forgotten_text_is_in_no_file_and_no_cache(world, thread: str | None) -> None:
+    folder, memory = world
+    needles = needles_for(memory, "al", thread)
+    assert len(traces(folder, needles)) > 10  # the search finds them before
+    assert any("zqxvbnm" in text for text in in_memory_texts(memory))
+
+    removed = memory.forget(user="al", thread=thread)
+    assert removed["lines"] == (8 if thread else 12) and removed["summaries"] == 1
+
+    assert traces(folder, needles) == []
+    assert not any(word in text for text in in_memory_texts(memory) for word in SECRET_WORDS)
+    assert memory.index.scopes_held() == []
+    # bo's memory is whole, and recall works on what is left.
+    assert [line.text for line in memory.history(user="bo")][::2] == [
+        "I walk my dog",
+        "my dog is called Rex",
+    ]
+    turn = Bot(memory, ScriptedLLM()).turn("what is my dog called", user="bo", thread="walks")
+    assert any("Rex" in line.text for block in turn.recalled for line in block.lines) or turn.feed
+    assert not any(word in turn.prompt for word in SECRET_WORDS)
+    assert traces(folder, needles) == []
+
+
+def test_another_process_drops_forgotten_vectors_at_its_next_search(tmp_path: Path, embedder):
+    """A second Memory on the store (another worker) drops every scope it held once it
+    searches after the forgetting, not only the scope it searched."""
+    first = Memory(tmp_path / "m.db", embedder=embedder)
+    other = Memory(tmp_path / "m.db", embedder=embedder)
+    first.add("my code is zqxvbnm", user="al", thread="t")
+    first.add("I walk my dog", user="bo", thread="t")
+    other.search("code", user="al")
+    other.search("dog", user="bo")
+    assert len(other.index.scopes_held()) == 2
+    first.forget(user="al")
+    other.search("dog", user="bo")
+    assert len(other.index.scopes_held()) == 1
+    first.close()
+    other.close()
