@@ -204,6 +204,8 @@ class _Matrix:
         return self._hits(top[np.isfinite(scores[top])], scores)
 
     def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
+        if not len(rows):
+            return []
         columns = (self.columns[name][rows].tolist() for name in ("ids", "thread_ids", "seqs"))
         return [Hit(*hit) for hit in zip(*columns, scores[rows].tolist(), strict=True)]
 

@@ -88,3 +88,13 @@ def test_lexical_search_stays_in_its_scope_and_in_step_with_the_store(tmp_path: 
     everyone = Scope(bot, None)
     assert len(index.lexical(["miso"], everyone, 10)) == 2  # bob's and alice's t2
     store.close()
+
+
+def test_an_empty_scope_has_no_lexical_matches(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    add(store, "alice", "t1", "hello")
+    index = VectorIndex(store)
+    nobody = Scope(store.bot_id("membot") or 0, 12345)  # a person with no lines
+    assert index.lexical(["hello"], nobody, 10) == []
+    assert index.lexical_scores(["hello"], nobody)[0].size == 0
+    store.close()
