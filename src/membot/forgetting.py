@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Summary]) -> list[str]:
     """Every text the embedder may have been given for these lines and summaries."""
-    from membot.memory import embedding_text, summary_parts
+    from membot.memory import embedding_text
+    from membot.memory_knowledge import summary_parts
 
     # A line is embedded as "Speaker: text"; a turn may embed its text alone as the query.
     texts = [embedding_text(line.text, line.speaker) for line in lines]

@@ -20,36 +20,27 @@ import numpy as np
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
 from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
-from membot.line_checks import check_storable, checked_line
+from membot.line_checks import checked_line
+from membot.memory_knowledge import SummariesAndExpertise, summary_parts
+from membot.memory_profiles import BotProfiles
 from membot.model import (
     Block,
-    ExpertiseChunk,
     Line,
     Match,
     Role,
-    Summary,
     ThreadInfo,
     ThreadState,
     aware,
     utc_now,
 )
 from membot.recall import push_to_buffer
-from membot.recall.chat import check_strategy, recall_for_turn
-from membot.search import Scope, VectorIndex, best_scored
+from membot.recall.chat import recall_for_turn
+from membot.search import Scope, VectorIndex
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
-from membot.store.base import DocumentInfo, NewChunk
 from membot.tokens import TokenCounter, default_token_counter
 
 if TYPE_CHECKING:
-    from membot.documents import Document
-
-
-def summary_parts(text: str) -> list[str]:
-    """What a summary is embedded as: its whole text, then each key point ("- " lines) when
-    it has several, so a question about one point meets that point, not an average of all."""
-    points = [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
-    points = [point for point in points if point]
-    return [text.strip(), *points] if len(points) > 1 else [text.strip()]
+    pass
 
 
 @dataclass(frozen=True)
@@ -91,7 +82,7 @@ class Recall:
     search_ms: float
 
 
-class Memory:
+class Memory(BotProfiles, SummariesAndExpertise):
     """Every line of dialog, remembered with its embedding, in one store.
 
     ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder) or a ready
@@ -251,90 +242,6 @@ class Memory:
         key = ThreadKey(item.bot, item.user, item.thread)
         return NewLine(key, Role(item.role), item.text, vector, self.tokens.count(item.text),
                        item.created_at, item.speaker, item.ref, item.source_key)  # fmt: skip
-
-    # -- bots -----------------------------------------------------------------------------
-
-    def bot_settings(
-        self, bot: str = DEFAULT_BOT, overrides: dict[str, object] | None = None
-    ) -> BotSettings:
-        """The bot's profile: ``overrides`` (values passed with a call) over the stored
-        profile over the defaults."""
-        stored = self.store.bot_settings(bot) or {}
-        settings = BotSettings().with_values(stored)
-        if overrides:
-            settings = settings.with_values(overrides)
-            check_strategy(settings)
-        return settings
-
-    def configure_bot(self, bot: str = DEFAULT_BOT, /, **values: object) -> BotSettings:
-        """Change a bot's stored settings (unknown names and bad values are refused, and
-        nothing is saved)."""
-        settings = self.bot_settings(bot).with_values(values)
-        self._check_profile(bot, settings)
-        self.store.save_bot(bot, self._changed_from_defaults(settings))
-        return settings
-
-    def bots(self) -> list[str]:
-        """The bots in the store, by name."""
-        return self.store.bots()
-
-    def has_bot(self, bot: str) -> bool:
-        return self.store.bot_id(bot) is not None
-
-    def require_bot(self, bot: str) -> None:
-        """``NotFoundError`` unless ``bot`` is in the store."""
-        if not self.has_bot(bot):
-            raise NotFoundError(f"no bot named {bot!r}; `membot bot list` shows them")
-
-    def delete_bot(self, bot: str) -> dict[str, int]:
-        """Remove a bot and everything it holds (profile, every person's threads, lines,
-        summaries, documents), and the cached embeddings of its lines. Its keys are revoked:
-        a bot made later under the same name is not theirs."""
-        from membot.keys import list_keys, revoke_key
-
-        self.require_bot(bot)
-        from membot.forgetting import drop_cached_text
-
-        texts = self.store.bot_line_texts(bot)
-        removed = self.store.delete_bot(bot)
-        with self._recall_lock:
-            drop_cached_text(self)
-        for key in list_keys(self):
-            if key.bot == bot and key.revoked_at is None:
-                revoke_key(self, key.id)
-        if isinstance(self.embedder, CachedEmbedder):
-            self.embedder.discard(texts)
-        return removed
-
-    def create_bot(self, bot: str, /, **values: object) -> BotSettings:
-        """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
-        if not bot.strip():
-            raise ConfigError("a bot needs a name")
-        check_storable(bot, "the bot's name")
-        if self.has_bot(bot):
-            raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
-        return self.replace_profile(bot, dict(values))
-
-    def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
-        """Make ``values`` the bot's whole stored profile (the rest reverts to defaults)."""
-        settings = BotSettings().with_values(values)
-        self._check_profile(bot, settings)
-        self.store.save_bot(bot, self._changed_from_defaults(settings))
-        return settings
-
-    def _check_profile(self, bot: str, settings: BotSettings) -> None:
-        """What a single value cannot show: a strategy's numbers, a number another bot has."""
-        from membot.sms import check_number_free
-
-        check_strategy(settings)
-        check_number_free(self, bot, settings)
-
-    @staticmethod
-    def _changed_from_defaults(settings: BotSettings) -> dict[str, object]:
-        """Only what differs from the defaults is stored, so a later membot's better
-        default reaches every bot that did not choose otherwise."""
-        defaults = BotSettings().to_json()
-        return {k: v for k, v in settings.to_json().items() if defaults[k] != v}
 
     # -- reading --------------------------------------------------------------------------
 
@@ -558,123 +465,6 @@ class Memory:
                 blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,
                                     entry.matched_seqs, carried))  # fmt: skip
         return tuple(sorted(blocks, key=lambda block: block.started_at))
-
-    # -- remembered summaries -------------------------------------------------------------
-
-    def summaries(self, *, user: str, bot: str | None = None) -> list[Summary]:
-        """The summaries kept about a person, oldest first."""
-        return self.store.summaries(user, bot)
-
-    def add_summary(
-        self,
-        *,
-        bot: str,
-        user: str,
-        thread: str,
-        text: str,
-        categories: Sequence[str] = (),
-        covers: tuple[datetime, datetime] | None = None,
-    ) -> Summary:
-        """Store and embed a summary of a thread (``covers``: its first and last line's
-        time, read from the thread when not given)."""
-        if not text.strip():
-            raise ConfigError("a summary needs some text")
-        state = self.store.thread_state(ThreadKey(bot, user, thread))
-        if state is None:
-            raise ConfigError(f"{user} has no thread {thread!r} with {bot}")
-        if covers is None:
-            lines = self.store.history(user, bot, thread)
-            if not lines:
-                raise ConfigError(f"thread {thread!r} has no lines to summarise")
-            covers = (lines[0].created_at, lines[-1].created_at)
-        vectors = self._summary_vectors(text)
-        labels = [label.strip().lower() for label in categories if label.strip()]
-        return self.store.add_summary(state.id, text.strip(), labels, covers,
-                                      self.tokens.count(text), vectors,
-                                      self._vectors_by(vectors))  # fmt: skip
-
-    def _summary_vectors(self, text: str) -> np.ndarray:
-        return self.embed(summary_parts(text))
-
-    def search_summaries(
-        self, vector: np.ndarray, *, bot: str, user: str | None, k: int, min_score: float
-    ) -> list[tuple[Summary, float]]:
-        """A person's summaries (everyone's with ``user`` None) scoring at least
-        ``min_score`` against ``vector``, best first."""
-        bot_id = self.store.bot_id(bot)
-        person_id = self.store.person_id(user) if user is not None else None
-        if bot_id is None or (user is not None and person_id is None):
-            return []
-        ids, vectors = self.store.summary_vectors(bot_id, person_id)
-        scored = best_scored(ids, vectors, vector, k, min_score)
-        found = {s.id: s for s in self.store.summaries_by_id([i for i, _ in scored])}
-        return [(found[i], score) for i, score in scored if i in found]
-
-    # -- expertise ----------------------------------------------------------------------
-
-    def add_documents(
-        self, paths: Sequence[str | Path], *, bot: str = DEFAULT_BOT, max_tokens: int = 200,
-        overlap_tokens: int = 30,
-    ) -> list[DocumentInfo]:  # fmt: skip
-        """Add several documents; every file is read and checked first, so one bad file
-        stores nothing (a clear error names it)."""
-        from membot.documents import read_document
-
-        documents = [read_document(Path(path)) for path in paths]
-        return [
-            self._add_read_document(document, bot, max_tokens, overlap_tokens)
-            for document in documents
-        ]
-
-    def add_document(
-        self, path: str | Path, *, bot: str = DEFAULT_BOT, max_tokens: int = 200,
-        overlap_tokens: int = 30,
-    ) -> DocumentInfo:  # fmt: skip
-        """Read, chunk and embed a document into the bot's expertise (separate from history);
-        a document of the same file name is replaced. Chunks and vectors commit together."""
-        from membot.documents import read_document
-
-        return self._add_read_document(read_document(Path(path)), bot, max_tokens, overlap_tokens)
-
-    def _add_read_document(
-        self, document: Document, bot: str, max_tokens: int, overlap_tokens: int
-    ) -> DocumentInfo:
-        from membot.documents import chunk_document
-
-        chunks = chunk_document(document, self.tokens, max_tokens, overlap_tokens)
-        # Each chunk is embedded with its heading, so a passage keeps what it is about.
-        texts = [f"{c.heading}\n{c.text}" if c.heading else c.text for c in chunks]
-        vectors = self.embed(texts)
-        news = [NewChunk(c.ord, c.heading, c.text, c.tokens, v)
-                for c, v in zip(chunks, vectors, strict=True)]  # fmt: skip
-        self.store.add_document(bot, document.name, document.title, document.media,
-                                document.sha256, news, self._vectors_by(vectors))  # fmt: skip
-        return next(info for info in self.store.documents(bot) if info.name == document.name)
-
-    def documents(self, bot: str = DEFAULT_BOT) -> list[DocumentInfo]:
-        return self.store.documents(bot)
-
-    def remove_document(self, name: str, *, bot: str = DEFAULT_BOT) -> bool:
-        return self.store.remove_document(bot, name)
-
-    def document_chunks(self, name: str, *, bot: str = DEFAULT_BOT) -> list[ExpertiseChunk]:
-        """The passages a document was cut into, in order; ``NotFoundError`` if the bot has
-        no document of that name."""
-        if not any(info.name == name for info in self.store.documents(bot)):
-            raise NotFoundError(f"{bot} has no document named {name!r}")
-        return self.store.chunks_between(name, bot, 0, 2**62)
-
-    def search_expertise(
-        self, vector: np.ndarray, *, bot: str, k: int, min_score: float
-    ) -> list[tuple[ExpertiseChunk, float]]:
-        """The bot's document chunks scoring at least ``min_score``, best first."""
-        bot_id = self.store.bot_id(bot)
-        if bot_id is None or k <= 0:
-            return []
-        ids, vectors = self.store.chunk_vectors(bot_id)
-        scored = best_scored(ids, vectors, vector, k, min_score)
-        found = {chunk.id: chunk for chunk in self.store.chunks([i for i, _ in scored])}
-        return [(found[i], score) for i, score in scored if i in found]
 
     # -- forgetting and re-embedding ------------------------------------------------------
 

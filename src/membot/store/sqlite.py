@@ -33,16 +33,13 @@ from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 from membot.store.sms import StoreSms
+from membot.store.sqlite_vectors import SqliteVectors
 
 log = logging.getLogger(__name__)
 
 _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
 """
-_VECTOR_SQL = (
-    "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, l.created_at "
-    "FROM lines l JOIN line_vectors v ON v.line_id = l.id WHERE l.id > ? ORDER BY l.id"
-)
 _LINE_FROM = """
     FROM lines l JOIN threads t ON t.id = l.thread_id
     JOIN bots b ON b.id = l.bot_id JOIN people p ON p.id = l.person_id
@@ -119,7 +116,7 @@ class ThreadRef:
     key: ThreadKey
 
 
-class SqliteStore(StoreExtras, StoreKeys, StoreSms):
+class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
@@ -476,34 +473,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
         except sqlite3.OperationalError as error:
             raise StoreError(f"lexical search failed for {match!r}: {error}") from error
 
-    # -- vectors --------------------------------------------------------------------------
-
-    def vector_rows(self, after_id: int = 0) -> VectorRows:
-        """Every line with ``id > after_id``: ids, owners, thread, seq, role and vectors."""
-        return VectorRows.from_rows(self._query(_VECTOR_SQL, (after_id,)))
-
-    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot:
-        """The generation and the rows an index holding ``known_generation`` up to id
-        ``after`` is missing — all rows when the generation moved — read in one snapshot,
-        so a forget and new lines landing between the two reads cannot be half seen. Writers
-        take turns (``BEGIN IMMEDIATE``), so ids commit in order and the cursor is the last
-        id read."""
-        return self._snapshot(_VECTOR_SQL, (), known_generation, after)
-
-    def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
-    ) -> VectorSnapshot:
-        """As :meth:`vector_snapshot`, for one scope: a person's lines with a bot, or
-        (``person_id`` None) all the bot's lines, with their texts; read through the (bot,
-        person, id) index, so it costs what the scope holds."""
-        owner = "l.bot_id = ?" + (" AND l.person_id = ?" if person_id is not None else "")
-        sql = (
-            "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, "
-            "l.created_at, l.text FROM lines l JOIN line_vectors v ON v.line_id = l.id "
-            f"WHERE {owner} AND l.id > ? ORDER BY l.id"
-        )
-        owners = (bot_id,) if person_id is None else (bot_id, person_id)
-        return self._snapshot(sql, owners, known_generation, after)
+    # -- vector snapshots (the rest of the vectors: sqlite_vectors.py) ---------------------
 
     def _snapshot(
         self, sql: str, owners: tuple, known_generation: int | None, after: int
@@ -519,41 +489,6 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms):
                 self._db.execute("COMMIT")
         cursor = rows[-1][0] if rows else start
         return VectorSnapshot(generation, VectorRows.from_rows(rows), cursor)
-
-    def replace_vectors(
-        self,
-        vectors: Iterable[tuple[int, np.ndarray]],
-        meta: dict[str, str],
-        *,
-        last_id: int,
-        generation: int,
-        extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
-    ) -> None:
-        """Swap every line's vector (and the summaries' and chunks' in ``extras``, by table)
-        and the embedder metadata in one transaction; refused when lines came or went since
-        the caller read them up to ``last_id``."""
-        with self._write() as db:
-            newer = db.execute("SELECT 1 FROM lines WHERE id > ? LIMIT 1", (last_id,)).fetchone()
-            current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-            if newer or int(current[0] if current else 0) != generation:
-                raise StoreError("lines changed while re-embedding: run `membot reindex` again")
-            db.executemany(
-                "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
-                ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),
-            )
-            for table, rows in (extras or {}).items():
-                self._replace_extra_vectors(db, table, iter(rows))
-            self._set_meta(db, meta)
-            self._bump_generation(db)
-
-    def all_line_texts(self) -> list[tuple[int, str]]:
-        return self._query("SELECT id, text FROM lines ORDER BY id")
-
-    def bot_line_texts(self, bot: str) -> list[str]:
-        rows = self._query(
-            "SELECT l.text FROM lines l JOIN bots b ON b.id = l.bot_id WHERE b.name = ?", (bot,)
-        )
-        return [row[0] for row in rows]
 
     # -- relevance buffers ----------------------------------------------------------------
 

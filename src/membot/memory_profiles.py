@@ -1,0 +1,108 @@
+"""``Memory``'s bots: profiles read, checked and stored, bots made and removed. A mixin of
+:class:`~membot.memory.Memory`, which holds the store, the embedder and the caches."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from membot.config import DEFAULT_BOT, BotSettings
+from membot.embed import CachedEmbedder
+from membot.errors import ConfigError, ConflictError, NotFoundError
+from membot.line_checks import check_storable
+from membot.recall.chat import check_strategy
+
+if TYPE_CHECKING:
+    from membot.embed import Embedder
+    from membot.store import Store
+
+
+class BotProfiles:
+    """A bot's profile over the defaults, and the bots of the store."""
+
+    # Provided by Memory.
+    store: Store
+    embedder: Embedder
+    _recall_lock: threading.RLock
+
+    def bot_settings(
+        self, bot: str = DEFAULT_BOT, overrides: dict[str, object] | None = None
+    ) -> BotSettings:
+        """The bot's profile: ``overrides`` (values passed with a call) over the stored
+        profile over the defaults."""
+        stored = self.store.bot_settings(bot) or {}
+        settings = BotSettings().with_values(stored)
+        if overrides:
+            settings = settings.with_values(overrides)
+            check_strategy(settings)
+        return settings
+
+    def configure_bot(self, bot: str = DEFAULT_BOT, /, **values: object) -> BotSettings:
+        """Change a bot's stored settings (unknown names and bad values are refused, and
+        nothing is saved)."""
+        settings = self.bot_settings(bot).with_values(values)
+        self._check_profile(bot, settings)
+        self.store.save_bot(bot, self._changed_from_defaults(settings))
+        return settings
+
+    def bots(self) -> list[str]:
+        """The bots in the store, by name."""
+        return self.store.bots()
+
+    def has_bot(self, bot: str) -> bool:
+        return self.store.bot_id(bot) is not None
+
+    def require_bot(self, bot: str) -> None:
+        """``NotFoundError`` unless ``bot`` is in the store."""
+        if not self.has_bot(bot):
+            raise NotFoundError(f"no bot named {bot!r}; `membot bot list` shows them")
+
+    def delete_bot(self, bot: str) -> dict[str, int]:
+        """Remove a bot and everything it holds (profile, every person's threads, lines,
+        summaries, documents), and the cached embeddings of its lines. Its keys are revoked:
+        a bot made later under the same name is not theirs."""
+        from membot.keys import list_keys, revoke_key
+
+        self.require_bot(bot)
+        from membot.forgetting import drop_cached_text
+
+        texts = self.store.bot_line_texts(bot)
+        removed = self.store.delete_bot(bot)
+        with self._recall_lock:
+            drop_cached_text(self)
+        for key in list_keys(self):
+            if key.bot == bot and key.revoked_at is None:
+                revoke_key(self, key.id)
+        if isinstance(self.embedder, CachedEmbedder):
+            self.embedder.discard(texts)
+        return removed
+
+    def create_bot(self, bot: str, /, **values: object) -> BotSettings:
+        """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
+        if not bot.strip():
+            raise ConfigError("a bot needs a name")
+        check_storable(bot, "the bot's name")
+        if self.has_bot(bot):
+            raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
+        return self.replace_profile(bot, dict(values))
+
+    def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
+        """Make ``values`` the bot's whole stored profile (the rest reverts to defaults)."""
+        settings = BotSettings().with_values(values)
+        self._check_profile(bot, settings)
+        self.store.save_bot(bot, self._changed_from_defaults(settings))
+        return settings
+
+    def _check_profile(self, bot: str, settings: BotSettings) -> None:
+        """What a single value cannot show: a strategy's numbers, a number another bot has."""
+        from membot.sms import check_number_free
+
+        check_strategy(settings)
+        check_number_free(self, bot, settings)
+
+    @staticmethod
+    def _changed_from_defaults(settings: BotSettings) -> dict[str, object]:
+        """Only what differs from the defaults is stored, so a later membot's better
+        default reaches every bot that did not choose otherwise."""
+        defaults = BotSettings().to_json()
+        return {k: v for k, v in settings.to_json().items() if defaults[k] != v}
