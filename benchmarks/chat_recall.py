@@ -3,10 +3,10 @@
 The benchmark rankings (``membot eval``) order every line; a turn keeps only matches that pass
 the strategy's rule (threshold, at most ``max_matches``, expanded ±3). This measures that
 rule on a dev file: every LoCoMo conversation, or every LongMemEval question's haystack (user
-turns, as the official corpus holds them), in a fresh store (lines embedded by their own
-text, as a chat stores them), every question with evidence asked through
-``recall_for_turn`` with the bot's default settings, and for each strategy (and some of its
-options):
+turns, as the official corpus holds them), in a fresh store written as an import writes it
+(``Speaker: text`` embedded where a line has a speaker), every question with evidence asked
+through ``recall_for_turn`` with the bot's default settings, and for each strategy (and some of
+its options):
 
 - ``evidence_recall``: share of a question's evidence turns inside the recalled blocks;
 - ``any_evidence``: share of questions with at least one evidence turn recalled;
@@ -18,7 +18,8 @@ LongMemEval questions are asked at their ``question_date`` (time words such as "
 count from it); LoCoMo gives no date for its questions, so only dates that name their year
 count there.
 
-Run from the project root (about 2 minutes on 2 cores with a warm embedding cache)::
+Run from the project root (about a minute for each benchmark with a warm embedding cache, on 2
+cores shared with other jobs; far longer while the cache fills)::
 
     .venv/bin/python benchmarks/chat_recall.py [--benchmark locomo|longmemeval]
     .venv/bin/python benchmarks/chat_recall.py --json reports/chat_recall.json
@@ -63,6 +64,7 @@ VARIANTS = {
     "blend margin 0.15": {"strategy": "blend", "strategy.lexical_margin": 0.15},
     "blend lw 1": {"strategy": "blend", "strategy.lexical_weight": 1.0},
     "blend no time": {"strategy": "blend", "strategy.time_weight": 0.0},
+    "blend partners_only 0": {"strategy": "blend", "strategy.partners_only": 0},
     "prune": {"strategy": "prune"},
     "pairs": {"strategy": "pairs"},
     "windows": {"strategy": "windows"},
