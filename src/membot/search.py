@@ -13,12 +13,16 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
+
+if TYPE_CHECKING:
+    from membot.ann import ApproximateScope
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
 
@@ -234,6 +238,9 @@ class VectorIndex:
         self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
         self._all = _Matrix()
+        from membot.ann import ApproximateScopes  # ann builds on this module's Scope, InScope
+
+        self.approximate = ApproximateScopes(store)
 
     def __len__(self) -> int:
         return self._all.size
@@ -255,6 +262,15 @@ class VectorIndex:
             used -= dropped.nbytes
         return matrix
 
+    def _approximate(self, scope: Scope) -> ApproximateScope | None:
+        """The approximate search of a large shared scope (membot.ann), its matrix dropped;
+        None for any other scope."""
+        held = self._scopes.get((scope.bot_id, scope.person_id))
+        found = self.approximate.scope_for(scope, held.size if held else None)
+        if found is not None and held is not None:
+            del self._scopes[(scope.bot_id, scope.person_id)]
+        return found
+
     def scopes_held(self) -> list[tuple[int, int | None]]:
         """The (bot id, person id or None) of the scopes in memory, least recent first."""
         return list(self._scopes)
@@ -267,10 +283,15 @@ class VectorIndex:
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
     ) -> list[tuple[int, float]]:
         """The ``k`` best (line id, score) pairs in scope, best first."""
+        if approximate := self._approximate(scope):
+            return approximate.search(query, scope, k, min_score)
         return self._scope(scope).search(query, scope, k, min_score)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
-        """Every line in scope with its cosine to ``query``, in index (id) order."""
+        """Every line in scope with its cosine to ``query``, in index (id) order; for a large
+        shared scope, the lines its approximate index nominates and their neighbours."""
+        if approximate := self._approximate(scope):
+            return approximate.scored(query, scope)
         return self._scope(scope).scored(query, scope)
 
     def dates(self) -> dict[int, float]:

@@ -32,6 +32,7 @@ from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 from membot.store.sms import StoreSms
+from membot.store.sqlite_near import SqliteNearLines
 
 _LINE_COLUMNS = """
     l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
@@ -107,7 +108,7 @@ class ThreadRef:
     key: ThreadKey
 
 
-class SqliteStore(StoreExtras, StoreKeys, StoreSms):
+class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteNearLines):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
