@@ -68,6 +68,7 @@ class PostgresVectors:
     _bump_generation: Callable[[psycopg.Connection], None]
     _set_meta: Callable[[psycopg.Connection, dict[str, str]], None]
     _replace_extra_vectors: Callable[..., None]
+    _pgvector_iterates: bool | None = None  # read from the server on first use
 
     def _snapshot(self, where: str, params: tuple, known_generation: int | None, after: int):
         """Generation, rows and the next cursor, read in one REPEATABLE READ snapshot. The
@@ -137,7 +138,7 @@ class PostgresVectors:
 
     def _iterative_scans(self, db: psycopg.Connection) -> bool:
         """Whether the server's pgvector scans its HNSW index on past a filter (0.8.0 on)."""
-        if getattr(self, "_pgvector_iterates", None) is None:
+        if self._pgvector_iterates is None:
             sql = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
             row = db.execute(sql).fetchone()
             version = tuple(int(part) for part in (row[0] if row else "0").split(".")[:2])
