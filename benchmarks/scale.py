@@ -112,11 +112,15 @@ def location(kind: str, size: int, cache: Path) -> str:
     return server.replace("/postgres?", f"/{name}?")
 
 
-def build(kind: str, size: int, url: str, cache: Path) -> dict:
-    """The store, filled and indexed unless it was already (its meta says how fast)."""
+def build(kind: str, size: int, url: str, cache: Path, measure_only: bool = False) -> dict | None:
+    """The store, filled and indexed unless it was already (its meta says how fast); None
+    when it was not and ``measure_only`` says not to."""
     store = open_store(url)
     try:
         if store.get_meta("scale_lines_per_s") is None:
+            if measure_only:
+                print(f"skipped: no {kind} store of {size:,} lines built yet", file=sys.stderr)
+                return None
             print(f"building the {kind} store of {size:,} lines", file=sys.stderr)
             if kind == "postgresql":
                 store.close()
@@ -234,14 +238,18 @@ def measured(url: str, mode: str, turns: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(kinds: list[str], sizes: list[int], turns: int, cache: Path) -> list[dict]:
+def run(
+    kinds: list[str], sizes: list[int], turns: int, cache: Path, measure_only: bool = False
+) -> list[dict]:
     cache.mkdir(parents=True, exist_ok=True)
     reports = []
     for kind in kinds:
         for size in sizes:
             url = location(kind, size, cache)
-            report = {"store": kind, "lines": size, "people": PEOPLE}
-            report.update(build(kind, size, url, cache))
+            built = build(kind, size, url, cache, measure_only)
+            if built is None:
+                continue
+            report = {"store": kind, "lines": size, "people": PEOPLE, **built}
             for mode in ("person", "shared"):
                 report[mode] = measured(url, mode, turns)
             report["load_average"] = round(os.getloadavg()[0], 1)
@@ -303,13 +311,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--cache", type=Path, default=CACHE, help="where built stores are kept")
     parser.add_argument("--png", type=Path, help="write the plots into this folder")
+    parser.add_argument("--measure-only", action="store_true", help="skip the stores not built yet")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--measure", nargs=2, metavar=("URL", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure[0], args.measure[1], args.turns)))
         return
-    reports = run(args.stores, args.sizes, args.turns, args.cache)
+    reports = run(args.stores, args.sizes, args.turns, args.cache, args.measure_only)
     if args.png:
         plot(reports, args.png)
     if args.json:

@@ -4,6 +4,8 @@ keeps to the scope, stays up to date, and takes over from the exact index at the
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import numpy as np
@@ -167,3 +169,16 @@ def test_another_embedders_saved_index_is_built_again(tmp_path) -> None:
     again = UsearchNominator(store, bot)
     again.refresh()
     assert again.made_by == ["random-unit", str(DIMENSION)] and len(again.index) == 50
+
+
+def test_usearch_loaded_first_leaves_the_embedder_and_the_model_working() -> None:
+    """usearch 2.26.6 loaded before them crashed onnxruntime's import and kept llama.cpp from
+    loading a model; a process may search a large shared scope before it embeds."""
+    script = (
+        "import usearch.compiled, onnxruntime, llama_cpp\n"
+        "from membot.tokens import default_token_counter\n"
+        "print(default_token_counter().count('still counting'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.strip().splitlines()[-1]) > 0
