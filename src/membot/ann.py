@@ -35,8 +35,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_APPROXIMATE_FROM = 50_000  # lines in a shared scope; MEMBOT_APPROXIMATE_FROM changes it
 CANDIDATES = 200  # lines the index nominates per search, before their neighbours join them
-# Nodes a search visits: twice the candidates gave recall@10 0.997 over 60,000 MiniLM lines
-# with usearch (0.993 at once the candidates).
+# Nodes a search visits: twice the candidates, so the nominees are the near ones the graph
+# finds rather than the last it reached (benchmarks/hnsw_recall.py measures the recall).
 SEARCH_DEPTH = 2 * CANDIDATES
 
 
@@ -172,8 +172,9 @@ class PgvectorNominator:
         return [line_id for line_id, _ in found]
 
 
-# usearch's graph: 16 links a node (32 on the ground layer), candidates kept while adding.
-# 64 rather than 128 while adding: 2,900 lines/s instead of 840 here, recall 0.997 either way.
+# usearch's graph: 16 links a node (32 on the ground layer); 64 candidates kept while adding,
+# half usearch's default, since building is what a large scope waits for the first time and
+# the nominees are rescored exactly anyway.
 CONNECTIVITY, EXPANSION_ADD = 16, 64
 PAGE_LINES = 20_000  # vectors read from the store at a time while building (30 MB)
 SAVE_EVERY = 1_000  # lines added since the index file was written, at least, before it is again
