@@ -1,17 +1,21 @@
-"""How much the PostgreSQL store's approximate (HNSW) search misses against exact search.
+"""How much approximate search misses against exact search, on each store.
 
-Every line of the LoCoMo and LongMemEval dev files goes into one bot that shares memory
-across people (about 33,000 lines, embedded with the bundled MiniLM through the embedding
-cache), stored in PostgreSQL, where the store builds its HNSW index as lines arrive. Every
-question of both files is then searched in that bot's scope twice: exactly (one matrix
-product over every vector) and through the index at several ``ef_search`` values. It prints
-recall@10 (the share of the exact ten found by the index, averaged over questions) and the
-index search's median and 95th-percentile time.
+Every line of the LoCoMo and LongMemEval dev files goes into one bot that shares memory across
+people (about 33,000 lines, embedded with the bundled MiniLM through the embedding cache). Every
+question of each file is then searched in that bot's scope exactly (one matrix product over
+every vector) and approximately: through the path recall takes for a shared scope past
+``MEMBOT_APPROXIMATE_FROM`` lines (``membot.ann``: the index nominates 200 lines, which with
+their neighbours are scored exactly; forced on here whatever the scope's size), on SQLite
+(usearch, int8) and PostgreSQL (pgvector HNSW). It prints recall@10 (the share of the exact ten
+found, averaged over questions) per file and store, with the search's median and 95th-percentile
+time; on PostgreSQL also the index alone (``approximate_search``, k = 10) at several
+``ef_search`` values.
 
 Run from the project root; with no ``--db`` it starts a throwaway PostgreSQL with pgvector
 (``pgserver``, a dev dependency)::
 
-    .venv/bin/python benchmarks/hnsw_recall.py [--db postgresql://…] [--ef 40 100 200]
+    .venv/bin/python benchmarks/hnsw_recall.py [--stores sqlite postgresql] [--db postgresql://…]
+        [--ef 40 100 200]
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -28,22 +33,26 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 from membot import Memory, read_file
+from membot.ann import ApproximateScopes
 from membot.eval.harness import cached_embedder
-from membot.store import open_postgres
+from membot.search import Scope
+from membot.store import SqliteStore, open_postgres
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-FILES = (
-    ("locomo", DATA / "locomo" / "locomo_dev.json"),
-    ("longmemeval", DATA / "longmemeval" / "longmemeval_s_dev.json"),
-)
+FILES = {
+    "locomo": DATA / "locomo" / "locomo_dev.json",
+    "longmemeval": DATA / "longmemeval" / "longmemeval_s_dev.json",
+}
 BOT, K = "shared", 10
 
 
-def questions() -> list[str]:
-    locomo = json.loads(FILES[0][1].read_text(encoding="utf-8"))
-    asked = [qa["question"] for sample in locomo for qa in sample["qa"]]
-    longmemeval = json.loads(FILES[1][1].read_text(encoding="utf-8"))
-    return asked + [item["question"] for item in longmemeval]
+def questions() -> dict[str, list[str]]:
+    locomo = json.loads(FILES["locomo"].read_text(encoding="utf-8"))
+    longmemeval = json.loads(FILES["longmemeval"].read_text(encoding="utf-8"))
+    return {
+        "locomo": [qa["question"] for sample in locomo for qa in sample["qa"]],
+        "longmemeval": [item["question"] for item in longmemeval],
+    }
 
 
 def throwaway_postgres() -> str:
@@ -58,41 +67,72 @@ def throwaway_postgres() -> str:
     return url
 
 
+Search = Callable[[np.ndarray], list[tuple[int, float]]]
+
+
+def recall(search: Search, queries: np.ndarray, exact: np.ndarray, ids: np.ndarray) -> str:
+    """recall@K of ``search`` against the exact top K (rows of positions into ``ids``)."""
+    found, seconds = [], []
+    for query, best in zip(queries, exact, strict=True):
+        start = time.perf_counter()
+        hits = search(query)[:K]
+        seconds.append(time.perf_counter() - start)
+        found.append(len(set(ids[best].tolist()) & {line_id for line_id, _ in hits}) / K)
+    p50, p95 = np.percentile(np.asarray(seconds) * 1000, [50, 95])
+    return f"recall@{K} {np.mean(found):.4f}  p50 {p50:.1f} ms  p95 {p95:.1f} ms"
+
+
+def measure(kind: str, store, embedder, asked: dict[str, np.ndarray], ef: list[int]) -> None:
+    memory = Memory(store, embedder=embedder)
+    started = time.perf_counter()
+    for fmt, path in FILES.items():
+        memory.add_many(read_file(path, fmt, BOT, None).lines)
+    print(f"{kind}: {memory.count_lines()} lines stored in {time.perf_counter() - started:.0f} s")
+    bot_id = store.bot_id(BOT) or 0
+    scope = Scope(bot_id, None)
+    rows = store.scope_vector_snapshot(bot_id, None, None, 0).rows
+    approximate = ApproximateScopes(store, from_lines=0).scope_for(scope, None)
+    assert approximate is not None
+    started = time.perf_counter()
+    approximate.search(next(iter(asked.values()))[0], scope, K, None)  # builds a usearch index
+    print(f"{kind}: index ready in {time.perf_counter() - started:.1f} s")
+    for name, queries in asked.items():
+        exact = np.argsort(-(queries @ rows.vectors.T), axis=1)[:, :K]
+        print(f"{kind}, {name} ({len(queries)} questions): membot.ann  ", end="")
+        print(recall(lambda q: approximate.search(q, scope, K, None), queries, exact, rows.ids))
+        for each in ef if kind == "postgresql" else []:
+            index_alone = recall(
+                lambda q, each=each: store.approximate_search(q, bot_id, None, K, ef_search=each),
+                queries,
+                exact,
+                rows.ids,
+            )
+            print(f"{kind}, {name}: the index alone, ef_search {each:>4}: {index_alone}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"])
     parser.add_argument("--db", help="a PostgreSQL URL (default: a throwaway server)")
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 100, 200])
     args = parser.parse_args()
-    url = args.db or throwaway_postgres()
-    store = open_postgres(url, schema=f"membot_hnsw_{os.getpid()}")
     embedder = cached_embedder("minilm")
-    memory = Memory(store, embedder=embedder)
-    try:
-        started = time.perf_counter()
-        for fmt, path in FILES:
-            memory.add_many(read_file(path, fmt, BOT, None).lines)
-        print(f"{memory.count_lines()} lines stored in {time.perf_counter() - started:.0f} s")
-        bot_id = store.bot_id(BOT) or 0
-        rows = store.scope_vector_snapshot(bot_id, None, None, 0).rows
-        queries = embedder.embed(questions())
-        exact = np.argsort(-(queries @ rows.vectors.T), axis=1)[:, :K]
-        print(f"{len(queries)} questions, k = {K}, exact search over the bot's {len(rows.ids)}")
-        for ef in args.ef:
-            found, seconds = [], []
-            for query, best in zip(queries, exact, strict=True):
-                start = time.perf_counter()
-                hits = store.approximate_search(query, bot_id, None, K, ef_search=ef)
-                seconds.append(time.perf_counter() - start)
-                wanted = set(rows.ids[best].tolist())
-                found.append(len(wanted & {line_id for line_id, _ in hits}) / K)
-            p50, p95 = np.percentile(np.asarray(seconds) * 1000, [50, 95])
-            print(
-                f"ef_search {ef:>4}: recall@{K} {np.mean(found):.4f}  "
-                f"p50 {p50:.1f} ms  p95 {p95:.1f} ms"
-            )
-    finally:
-        memory.close()
-        store.drop()  # type: ignore[attr-defined]
+    asked = {name: embedder.embed(texts) for name, texts in questions().items()}
+    for kind in args.stores:
+        if kind == "sqlite":
+            with tempfile.TemporaryDirectory() as folder:
+                store = SqliteStore(Path(folder) / "recall.db")
+                try:
+                    measure(kind, store, embedder, asked, args.ef)
+                finally:
+                    store.close()
+            continue
+        store = open_postgres(args.db or throwaway_postgres(), schema=f"membot_hnsw_{os.getpid()}")
+        try:
+            measure(kind, store, embedder, asked, args.ef)
+        finally:
+            store.drop()  # type: ignore[attr-defined]
+            store.close()
 
 
 if __name__ == "__main__":

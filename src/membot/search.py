@@ -14,6 +14,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -21,6 +22,9 @@ from threadpoolctl import ThreadpoolController
 from membot.recall.bm25 import ScopeTerms
 from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
+
+if TYPE_CHECKING:
+    from membot.ann import ApproximateScope
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
 
@@ -246,6 +250,11 @@ class _Matrix:
         )
 
 
+# BM25 lines a large shared scope's blend reads from the store's full-text search: past
+# membot.ann's threshold a scope is too large to hold its words in memory, and only the lines
+# the approximate index nominates are ranked anyway.
+APPROXIMATE_LEXICAL_DEPTH = 1000
+
 # Vectors of the scopes searched last, kept in memory up to this many bytes (least recently
 # used scopes dropped first): about 600,000 MiniLM lines. MEMBOT_INDEX_MB changes it.
 DEFAULT_INDEX_BYTES = 1024 * 1024 * 1024
@@ -271,6 +280,9 @@ class VectorIndex:
         self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
         self._all = _Matrix()
+        from membot.ann import ApproximateScopes  # ann builds on this module's Scope, InScope
+
+        self.approximate = ApproximateScopes(store)
 
     def __len__(self) -> int:
         return self._all.size
@@ -298,6 +310,15 @@ class VectorIndex:
             used -= dropped.nbytes
         return matrix
 
+    def _approximate(self, scope: Scope) -> ApproximateScope | None:
+        """The approximate search of a large shared scope (membot.ann), its matrix dropped;
+        None for any other scope."""
+        held = self._scopes.get((scope.bot_id, scope.person_id))
+        found = self.approximate.scope_for(scope, held.size if held else None)
+        if found is not None and held is not None:
+            del self._scopes[(scope.bot_id, scope.person_id)]
+        return found
+
     def scopes_held(self) -> list[tuple[int, int | None]]:
         """The (bot id, person id or None) of the scopes in memory, least recent first."""
         return list(self._scopes)
@@ -317,20 +338,33 @@ class VectorIndex:
     ) -> list[Hit]:
         """The ``k`` lines in scope nearest ``query`` (cosine at least ``min_score``), with
         their thread and seq, best first."""
+        if approximate := self._approximate(scope):
+            return approximate.hits(query, scope, k, min_score)
         return self._scope(scope).search(query, scope, k, min_score)
 
     def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
         """The ``k`` lines in scope with the best BM25 for ``words`` (any line holding one of
         them), best first; a hit's score is its BM25. IDF and mean length are the scope's
-        (a person's lines with the bot, or a shared bot's lines)."""
+        (a person's lines with the bot, or a shared bot's lines); for a large shared scope,
+        the store's own full-text search answers (its statistics are the store's)."""
+        if approximate := self._approximate(scope):
+            return approximate.lexical(words, scope, k)
         return self._scope(scope).lexical(words, scope, k)
 
     def lexical_scores(self, words: list[str], scope: Scope) -> tuple[np.ndarray, np.ndarray]:
-        """(line ids, BM25) of every line in scope holding any of ``words``, best first."""
+        """(line ids, BM25) of every line in scope holding any of ``words``, best first (for
+        a large shared scope, the store's best ``APPROXIMATE_LEXICAL_DEPTH``)."""
+        if approximate := self._approximate(scope):
+            found = approximate.lexical(words, scope, APPROXIMATE_LEXICAL_DEPTH)
+            ids = np.asarray([hit.line_id for hit in found], dtype=np.int64)
+            return ids, np.asarray([hit.score for hit in found])
         return self._scope(scope).lexical_scores(words, scope)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
-        """Every line in scope with its cosine to ``query``, in index (id) order."""
+        """Every line in scope with its cosine to ``query``, in index (id) order; for a large
+        shared scope, the lines its approximate index nominates and their neighbours."""
+        if approximate := self._approximate(scope):
+            return approximate.scored(query, scope)
         return self._scope(scope).scored(query, scope)
 
     def dates(self) -> dict[int, float]:

@@ -41,6 +41,7 @@ def _vector_rows(rows: Sequence[Sequence]) -> VectorRows:
 # HNSW's build settings (pgvector's defaults) and the candidates a search keeps by default:
 # docs/deploy.md gives recall@10 against exact search for several ef_search values.
 HNSW_M, HNSW_EF_CONSTRUCTION, DEFAULT_EF_SEARCH = 16, 64, 100
+MAX_EF_SEARCH = 1000  # the most pgvector accepts
 
 
 def hnsw_index_sql(dimension: int) -> str:
@@ -68,6 +69,7 @@ class PostgresVectors:
     _bump_generation: Callable[[psycopg.Connection], None]
     _set_meta: Callable[[psycopg.Connection, dict[str, str]], None]
     _replace_extra_vectors: Callable[..., None]
+    _pgvector_iterates: bool | None = None  # read from the server on first use
 
     def _snapshot(
         self,
@@ -122,23 +124,58 @@ class PostgresVectors:
     ) -> list[tuple[int, float]]:
         """The ``k`` lines of a scope nearest ``query`` by cosine, best first, through the
         HNSW index: approximate, for scopes too large to read into memory (a bot sharing
-        memory across 50,000 lines and more). Lines outside the scope are filtered from
-        the index's ``ef_search`` candidates, so a scope that is a small part of the store
-        wants a larger ``ef_search``."""
+        memory across 50,000 lines and more). The index holds every bot's lines and the scope
+        is a filter: pgvector 0.8 and later scan on until ``k`` lines of the scope are found
+        (``hnsw.iterative_scan``); older ones filter the index's ``ef_search`` candidates, so
+        a scope that is a small part of the store wants a larger ``ef_search`` there."""
         vector = np.asarray(query, dtype=np.float32)
         dimension = len(vector)
         owner = "bot_id = %s" + (" AND person_id = %s" if person_id is not None else "")
         params = (bot_id,) if person_id is None else (bot_id, person_id)
         cast = f"embedding::vector({dimension})"
         with self._errors(), self._pool.connection() as db, db.transaction():
-            db.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
+            db.execute(f"SET LOCAL hnsw.ef_search = {min(int(ef_search), MAX_EF_SEARCH)}")
+            if self._iterative_scans(db):
+                db.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            # Materialised, then ordered: relaxed_order may return rows slightly out of order.
             rows = db.execute(
-                f"SELECT id, 1 - ({cast} <=> %s::vector({dimension})) FROM lines "
-                f"WHERE vector_dims(embedding) = {dimension} AND {owner} "
-                f"ORDER BY {cast} <=> %s::vector({dimension}) LIMIT %s",
-                (vector, *params, vector, k),
+                f"WITH near AS MATERIALIZED (SELECT id, {cast} <=> %s::vector({dimension}) "
+                f"AS distance FROM lines WHERE vector_dims(embedding) = {dimension} AND {owner} "
+                "ORDER BY distance LIMIT %s) SELECT id, 1 - distance FROM near ORDER BY distance",
+                (vector, *params, k),
             ).fetchall()
         return [(row[0], float(row[1])) for row in rows]
+
+    def _iterative_scans(self, db: psycopg.Connection) -> bool:
+        """Whether the server's pgvector scans its HNSW index on past a filter (0.8.0 on)."""
+        if self._pgvector_iterates is None:
+            sql = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            row = db.execute(sql).fetchone()
+            version = tuple(int(part) for part in (row[0] if row else "0").split(".")[:2])
+            self._pgvector_iterates = version >= (0, 8)
+        return bool(self._pgvector_iterates)
+
+    def scope_line_count(self, bot_id: int) -> int:
+        """How many lines the bot holds, every person's."""
+        return self._query("SELECT COUNT(*) FROM lines WHERE bot_id = %s", (bot_id,))[0][0]
+
+    def vector_rows_around(self, line_ids: Sequence[int]) -> VectorRows:
+        """The lines ``line_ids`` that still exist and the lines right before and after each
+        in its thread, once each, in id order (through the (thread, seq) key)."""
+        if not len(line_ids):
+            return VectorRows.empty(0)
+        with self._errors(), self._pool.connection() as db:
+            rows = (
+                db.cursor(binary=True)
+                .execute(
+                    f"SELECT DISTINCT ON (l.id) {_VECTOR_COLUMNS} FROM lines h JOIN lines l "
+                    "ON l.thread_id = h.thread_id AND l.seq BETWEEN h.seq - 1 AND h.seq + 1 "
+                    "WHERE h.id = ANY(%s) ORDER BY l.id",
+                    ([int(line_id) for line_id in line_ids],),
+                )
+                .fetchall()
+            )
+        return _vector_rows(rows)
 
     def replace_vectors(
         self,

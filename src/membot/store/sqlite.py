@@ -33,6 +33,7 @@ from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 from membot.store.sms import StoreSms
+from membot.store.sqlite_near import SqliteNearLines
 from membot.store.sqlite_vectors import SqliteVectors
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class ThreadRef:
     key: ThreadKey
 
 
-class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors):
+class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLines):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:

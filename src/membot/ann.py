@@ -1,0 +1,317 @@
+"""Approximate search for the scope of a bot that shares memory, once that scope is large.
+
+Below ``MEMBOT_APPROXIMATE_FROM`` lines (50,000 by default) a shared scope is searched exactly
+like any other (:class:`membot.search.VectorIndex`). From there on, holding its vectors in
+memory would cost 1.5 kB a line (1.5 GB at a million) and a turn one matrix product over all of
+them, so an approximate nearest-neighbour index only *nominates* the ``CANDIDATES`` lines
+nearest the query; those lines, with the lines right before and after each, are read back from
+the store and scored exactly. Every score a strategy sees is a true cosine; only which lines it
+looks at is approximate (recall@10 against exact search: ``benchmarks/hnsw_recall.py``).
+
+- PostgreSQL: pgvector's HNSW index, which the store keeps up to date as lines are written.
+- SQLite: a usearch HNSW index of int8 vectors (about 530 bytes a line with its graph, where
+  float32 takes 1,536 for the vector alone; the candidates are rescored from the store's
+  float32 vectors, so int8's rounding only shuffles the 200 nominees), built from the store page
+  by page the first time, saved beside the store file (``<store>.ann/bot-<id>.usearch``) so
+  that a new process loads it instead of building it, and brought up to date from the store
+  (the lines past its cursor) before each search.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from membot.recall.lines import Hit
+from membot.search import InScope, Scope, similarities
+from membot.store.base import ROLE_CODES, VectorRows
+
+log = logging.getLogger(__name__)
+
+DEFAULT_APPROXIMATE_FROM = 50_000  # lines in a shared scope; MEMBOT_APPROXIMATE_FROM changes it
+CANDIDATES = 200  # lines the index nominates per search, before their neighbours join them
+# Nodes a search visits: twice the candidates, so the nominees are the near ones the graph
+# finds rather than the last it reached (benchmarks/hnsw_recall.py measures the recall).
+SEARCH_DEPTH = 2 * CANDIDATES
+
+
+@runtime_checkable
+class NearLines(Protocol):
+    """What approximate search reads from any store."""
+
+    def scope_line_count(self, bot_id: int) -> int: ...
+    def vector_rows_around(self, line_ids: list[int]) -> VectorRows: ...
+    def lexical_search(
+        self,
+        terms: Sequence[str],
+        bot_id: int,
+        person_id: int | None,
+        thread_id: int | None,
+        roles: Sequence[str],
+        limit: int,
+    ) -> list[tuple[int, float]]: ...
+
+
+@runtime_checkable
+class IndexedStore(NearLines, Protocol):
+    """A store that keeps an approximate index itself (PostgreSQL with pgvector)."""
+
+    def count_lines(self) -> int: ...
+    def approximate_search(
+        self, query: np.ndarray, bot_id: int, person_id: int | None, k: int, ef_search: int
+    ) -> list[tuple[int, float]]: ...
+
+
+@runtime_checkable
+class PagedStore(NearLines, Protocol):
+    """A store file whose vectors an index beside it is built from (SQLite)."""
+
+    path: Path
+
+    def generation(self) -> int: ...
+    def get_meta(self, key: str) -> str | None: ...
+    def vector_page(self, bot_id: int, after_id: int, limit: int) -> VectorRows: ...
+
+
+class Nominator(Protocol):
+    def nominate(self, query: np.ndarray, count: int) -> list[int]: ...
+
+
+def approximate_from() -> int:
+    configured = os.environ.get("MEMBOT_APPROXIMATE_FROM", "")
+    return int(configured) if configured.isdigit() else DEFAULT_APPROXIMATE_FROM
+
+
+class ApproximateScopes:
+    """The approximate search of each large shared scope a process has searched."""
+
+    def __init__(self, store: object, from_lines: int | None = None) -> None:
+        self.store = store
+        self.from_lines = approximate_from() if from_lines is None else from_lines
+        self._scopes: dict[int, ApproximateScope] = {}
+
+    def scope_for(self, scope: Scope, held_lines: int | None) -> ApproximateScope | None:
+        """The approximate search for ``scope`` when it is a shared scope of at least
+        ``from_lines`` lines, else None (search it exactly). ``held_lines``: how many lines
+        the exact index holds for it, None when it holds none (the store counts them then).
+        A scope once found large stays approximate in this process."""
+        if scope.person_id is not None or scope.thread_id is not None:
+            return None
+        found = self._scopes.get(scope.bot_id)
+        if found is not None or not isinstance(self.store, NearLines):
+            return found
+        lines = self.store.scope_line_count(scope.bot_id) if held_lines is None else held_lines
+        if lines < self.from_lines:
+            return None
+        if isinstance(self.store, IndexedStore):
+            nominator: Nominator = PgvectorNominator(self.store, scope.bot_id)
+        elif isinstance(self.store, PagedStore):
+            nominator = UsearchNominator(self.store, scope.bot_id)
+        else:
+            return None
+        found = self._scopes[scope.bot_id] = ApproximateScope(self.store, nominator)
+        return found
+
+
+class ApproximateScope:
+    """A large shared scope's search: the nominees and their neighbours, scored exactly."""
+
+    def __init__(self, store: NearLines, nominator: Nominator) -> None:
+        self.store = store
+        self.nominator = nominator
+
+    def scored(self, query: np.ndarray, scope: Scope) -> InScope:
+        """The nominated lines in scope and their neighbours in scope, with their cosine to
+        ``query``, in id order (what :meth:`VectorIndex.scored_in_scope` gives for every
+        line of a smaller scope)."""
+        nominees = self.nominator.nominate(query, CANDIDATES)
+        rows = self.store.vector_rows_around(nominees)
+        if not len(rows.ids):
+            return InScope.empty()
+        keep = in_scope(rows, scope)
+        scores = similarities(rows.vectors[keep], query)
+        return InScope(
+            rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep], scores, rows.created[keep]
+        )
+
+    def search(
+        self, query: np.ndarray, scope: Scope, k: int, min_score: float | None
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best (line id, cosine) among the lines :meth:`scored` reads, best first."""
+        return [(hit.line_id, hit.score) for hit in self.hits(query, scope, k, min_score)]
+
+    def hits(self, query: np.ndarray, scope: Scope, k: int, min_score: float | None) -> list[Hit]:
+        """As :meth:`search`, with each line's thread and seq."""
+        lines = self.scored(query, scope)
+        order = np.argsort(-lines.scores, kind="stable")[: max(k, 0)]
+        floor = -np.inf if min_score is None else min_score
+        columns = (lines.ids, lines.thread_ids, lines.seqs)
+        ids, threads, seqs = (column.tolist() for column in columns)
+        return [
+            Hit(ids[i], threads[i], seqs[i], float(lines.scores[i]))
+            for i in order
+            if lines.scores[i] >= floor
+        ]
+
+    def lexical(self, words: Sequence[str], scope: Scope, k: int) -> list[Hit]:
+        """The ``k`` lines in scope with the store's best full-text (BM25) scores, best
+        first, with their thread and seq."""
+        found = self.store.lexical_search(
+            list(words), scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=k
+        )
+        if not found:
+            return []
+        rows = self.store.vector_rows_around([line_id for line_id, _ in found])
+        keep = in_scope(rows, scope)
+        columns = (rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep])
+        where = {line_id: (thread, seq) for line_id, thread, seq in zip(*columns, strict=True)}
+        return [Hit(i, *map(int, where[i]), score) for i, score in found if i in where]
+
+
+def in_scope(rows: VectorRows, scope: Scope) -> np.ndarray:
+    """Which rows ``scope`` lets a search return (its bot, person, thread, roles; not the
+    feed)."""
+    keep = rows.bot_ids == scope.bot_id
+    if scope.person_id is not None:
+        keep &= rows.person_ids == scope.person_id
+    if scope.thread_id is not None:
+        keep &= rows.thread_ids == scope.thread_id
+    if scope.window_thread_id is not None and scope.window_from_seq is not None:
+        in_feed = rows.thread_ids == scope.window_thread_id
+        keep &= ~(in_feed & (rows.seqs >= scope.window_from_seq))
+    keep &= np.isin(rows.roles, [ROLE_CODES[role] for role in scope.roles])
+    return keep
+
+
+class PgvectorNominator:
+    """Nominees from pgvector's HNSW index over every line of the store, filtered by bot.
+    Before pgvector 0.8 the filter applies to the ``ef_search`` lines the index visited, so
+    a bot holding a share of the store visits that many more (up to pgvector's 1,000)."""
+
+    def __init__(self, store: IndexedStore, bot_id: int) -> None:
+        self.store, self.bot_id = store, bot_id
+        share = store.scope_line_count(bot_id) / max(store.count_lines(), 1)
+        self.depth = int(SEARCH_DEPTH / max(share, 1e-3))
+
+    def nominate(self, query: np.ndarray, count: int) -> list[int]:
+        found = self.store.approximate_search(query, self.bot_id, None, count, self.depth)
+        return [line_id for line_id, _ in found]
+
+
+# usearch's graph: 16 links a node (32 on the ground layer); 64 candidates kept while adding,
+# half usearch's default, since building is what a large scope waits for the first time and
+# the nominees are rescored exactly anyway.
+CONNECTIVITY, EXPANSION_ADD = 16, 64
+PAGE_LINES = 20_000  # vectors read from the store at a time while building (30 MB)
+SAVE_EVERY = 1_000  # lines added since the index file was written, at least, before it is again
+
+
+class UsearchNominator:
+    """Nominees from a usearch index of one bot's lines, kept beside the SQLite store file.
+
+    The file records the cursor (last line id added) and the embedder its vectors came from:
+    a new process loads it and adds the lines past the cursor; an index of another embedder's
+    vectors (after ``membot reindex``) is built again. Lines forgotten since stay in the
+    graph and drop out when their rows are read back (they are gone from the store); SQLite
+    gives a new line the id of a forgotten one only when the newest lines were forgotten, and
+    such a line keeps the forgotten one's place in the graph (its score is still its own)."""
+
+    def __init__(self, store: PagedStore, bot_id: int) -> None:
+        self.store, self.bot_id = store, bot_id
+        folder = Path(f"{store.path}.ann")
+        self.path, self.stamp_path = folder / f"bot-{bot_id}.usearch", folder / f"bot-{bot_id}.json"
+        self.index: object | None = None
+        self.cursor = 0
+        self.made_by: list[str | None] | None = None
+        self.generation: int | None = None
+        self.unsaved = 0
+
+    def nominate(self, query: np.ndarray, count: int) -> list[int]:
+        index = self.refresh()
+        if len(index) == 0:
+            return []
+        index.expansion_search = max(SEARCH_DEPTH, count)
+        matches = index.search(np.asarray(query, dtype=np.float32), count, threads=1)
+        return [int(key) for key in matches.keys]
+
+    def refresh(self):  # -> usearch.index.Index
+        """The index, with every line of the bot up to now."""
+        generation = self.store.generation()
+        if generation != self.generation or self.index is None:
+            made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
+            if self.index is None:
+                self._load(made_by)
+            if made_by != self.made_by:
+                self._start(made_by)
+            self.generation = generation
+        self._add_new()
+        return self.index
+
+    def _new_index(self, dimension: int):
+        from usearch.index import Index  # an import of native code, only where it is used
+
+        return Index(
+            ndim=dimension,
+            metric="cos",
+            dtype="i8",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=SEARCH_DEPTH,
+        )
+
+    def _start(self, made_by: list[str | None]) -> None:
+        self.index = self._new_index(int(made_by[1] or 0))
+        self.made_by, self.cursor, self.unsaved = made_by, 0, 0
+
+    def _load(self, made_by: list[str | None]) -> None:
+        """The saved index, where one of this embedder's vectors is there and readable."""
+        try:
+            stamp = json.loads(self.stamp_path.read_text())
+            if stamp["made_by"] != made_by:
+                return
+            from usearch.index import Index
+
+            index = Index.restore(str(self.path))
+        except (OSError, ValueError, KeyError, RuntimeError) as error:
+            log.info("building the approximate index of bot %s again: %s", self.bot_id, error)
+            return
+        if index is not None:
+            self.index, self.made_by, self.cursor = index, made_by, int(stamp["cursor"])
+
+    def _add_new(self) -> None:
+        added = 0
+        while True:
+            rows = self.store.vector_page(self.bot_id, self.cursor, PAGE_LINES)
+            if not len(rows.ids):
+                break
+            if self.cursor == 0 and added == 0:
+                log.info("building the approximate index of bot %s", self.bot_id)
+            new = ~np.asarray(self.index.contains(rows.ids), dtype=bool)
+            if new.any():
+                self.index.add(rows.ids[new], rows.vectors[new])
+            self.cursor, added = int(rows.ids[-1]), added + int(new.sum())
+        self.unsaved += added
+        if self.unsaved >= max(SAVE_EVERY, len(self.index) // 100):
+            self.save()
+
+    def save(self) -> None:
+        """Write the index and its stamp (each to a new file renamed over the old: a reader
+        sees a whole file; an index newer than its stamp only re-reads lines it skips)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        stamp = json.dumps({"made_by": self.made_by, "cursor": self.cursor})
+        for target, write in (
+            (self.path, lambda name: self.index.save(name)),
+            (self.stamp_path, lambda name: Path(name).write_text(stamp)),
+        ):
+            handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=".part")
+            os.close(handle)
+            write(name)
+            os.replace(name, target)
+        self.unsaved = 0

@@ -1,0 +1,208 @@
+"""Approximate search of large shared scopes (membot.ann), on SQLite (usearch beside the store
+file) and PostgreSQL (pgvector's HNSW index): it finds what exact search finds, scores exactly,
+keeps to the scope, stays up to date, and takes over from the exact index at the threshold."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from membot import Role
+from membot.ann import ApproximateScope, ApproximateScopes, UsearchNominator
+from membot.search import Scope, VectorIndex
+from membot.store import NewLine, ThreadKey
+
+DIMENSION = 16
+BY = ("random-unit", DIMENSION)
+
+
+def vectors(count: int, seed: int) -> np.ndarray:
+    drawn = np.random.default_rng(seed).standard_normal((count, DIMENSION)).astype(np.float32)
+    return drawn / np.linalg.norm(drawn, axis=1, keepdims=True)
+
+
+def fill(store: Any, count: int, seed: int = 0, bot: str = "shared") -> list[int]:
+    """``count`` lines in threads of 10 over 5 people, alternating human and bot lines."""
+    lines = [
+        NewLine(
+            ThreadKey(bot, f"person-{n % 5}", f"t{n // 10}"),
+            Role.HUMAN if n % 2 == 0 else Role.BOT,
+            f"line {n}",
+            vector,
+            3,
+        )
+        for n, vector in enumerate(vectors(count, seed))
+    ]
+    return [line.id for line in store.add_lines(lines, BY)]
+
+
+def exact(store: Any, scope: Scope, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+    return VectorIndex(store).search(query, scope, k)
+
+
+def test_a_large_shared_scope_is_searched_approximately_and_scored_exactly(make_store) -> None:
+    store = make_store()
+    fill(store, 600)
+    bot = store.bot_id("shared")
+    scopes = ApproximateScopes(store, from_lines=500)
+    approximate = scopes.scope_for(Scope(bot, None), held_lines=None)
+    assert isinstance(approximate, ApproximateScope)
+    assert scopes.scope_for(Scope(bot, store.person_id("person-1")), None) is None  # a person's
+    found_all = []
+    for query in vectors(20, seed=1):
+        wanted = exact(store, Scope(bot, None), query, 10)
+        found = approximate.search(query, Scope(bot, None), 10, None)
+        found_all.append(len({i for i, _ in wanted} & {i for i, _ in found}) / 10)
+        # Every score is the true cosine, whatever the index nominated.
+        assert (
+            dict(found).items()
+            <= dict(approximate.search(query, Scope(bot, None), 400, None)).items()
+        )
+        for line_id, score in found:
+            if line_id in dict(wanted):
+                assert score == pytest.approx(dict(wanted)[line_id], abs=1e-5)
+    assert np.mean(found_all) >= 0.98
+
+
+def test_a_small_shared_scope_stays_exact(make_store) -> None:
+    store = make_store()
+    fill(store, 100)
+    scopes = ApproximateScopes(store, from_lines=500)
+    assert scopes.scope_for(Scope(store.bot_id("shared"), None), held_lines=None) is None
+    assert scopes.scope_for(Scope(store.bot_id("shared"), None), held_lines=500) is not None
+
+
+def test_approximate_lines_keep_to_the_scope_and_bring_their_neighbours(make_store) -> None:
+    store = make_store()
+    fill(store, 300)
+    fill(store, 300, seed=5, bot="other")  # another bot's lines never come back
+    bot = store.bot_id("shared")
+    thread = store.thread_id(ThreadKey("shared", "person-0", "t0"))
+    scope = Scope(bot, None, window_thread_id=thread, window_from_seq=3, roles=("human",))
+    approximate = ApproximateScopes(store, from_lines=0).scope_for(scope, None)
+    assert approximate is not None
+    for query in vectors(5, seed=2):
+        lines = approximate.scored(query, scope)
+        assert list(lines.ids) == sorted(lines.ids)
+        rows = store.vector_rows_around(lines.ids.tolist())
+        assert set(rows.bot_ids.tolist()) == {bot}
+        human = {int(i) for i, role in zip(rows.ids, rows.roles, strict=True) if role == 0}
+        assert set(lines.ids.tolist()) <= human
+        assert not any(
+            t == thread and s >= 3 for t, s in zip(lines.thread_ids, lines.seqs, strict=True)
+        )
+    # The line right before and after a nominee come along: their scores feed its neighbours'.
+    around = store.vector_rows_around([int(lines.ids[0])])
+    assert 2 <= len(around.ids) <= 3
+
+
+def test_lines_written_later_are_found(make_store) -> None:
+    store = make_store()
+    fill(store, 300)
+    bot = store.bot_id("shared")
+    approximate = ApproximateScopes(store, from_lines=0).scope_for(Scope(bot, None), None)
+    assert approximate is not None
+    query = vectors(1, seed=9)[0]
+    approximate.search(query, Scope(bot, None), 10, None)  # the index is built
+    key = ThreadKey("shared", "late", "t")
+    (late,) = store.add_lines([NewLine(key, Role.HUMAN, "late", query, 1)], BY)
+    best = approximate.search(query, Scope(bot, None), 1, None)
+    assert best[0][0] == late.id and best[0][1] == pytest.approx(1.0, abs=1e-5)
+    store.forget("late", None, None)
+    assert late.id not in dict(approximate.search(query, Scope(bot, None), 10, None))
+
+
+def test_the_exact_index_hands_a_shared_scope_over_at_the_threshold(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from membot.store import SqliteStore
+
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "400")
+    store = SqliteStore(tmp_path / "handover.db")
+    fill(store, 300)
+    bot = store.bot_id("shared")
+    index = VectorIndex(store)
+    query = vectors(1, seed=3)[0]
+    before = index.search(query, Scope(bot, None), 5)
+    assert index.scopes_held() == [(bot, None)]  # exact: held in memory
+    fill(store, 200, seed=4)
+    index.search(query, Scope(bot, None), 5)  # brings the held matrix to 500 lines
+    after = index.search(query, Scope(bot, None), 5)
+    assert index.scopes_held() == []  # approximate now: the matrix is dropped
+    assert before[0][0] in dict(after) or after[0][1] >= before[0][1]
+
+
+def test_the_sqlite_index_is_saved_beside_the_store_and_loaded_again(tmp_path) -> None:
+    from membot.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "saved.db")
+    fill(store, 300)
+    bot = store.bot_id("shared") or 0
+    first = UsearchNominator(store, bot)
+    query = vectors(1, seed=7)[0]
+    nominated = first.nominate(query, 20)
+    first.save()
+    assert (tmp_path / "saved.db.ann" / f"bot-{bot}.usearch").exists()
+    fill(store, 10, seed=8)
+    again = UsearchNominator(store, bot)
+    again._load(first.made_by)  # what a new process does first
+    assert again.cursor == first.cursor and len(again.index) == 300
+    again.nominate(query, 20)
+    assert len(again.index) == 310  # the lines past the saved cursor were added
+    assert set(nominated) <= set(again.nominate(query, 30))
+
+
+def test_another_embedders_saved_index_is_built_again(tmp_path) -> None:
+    from membot.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "stale.db")
+    fill(store, 50)
+    bot = store.bot_id("shared") or 0
+    first = UsearchNominator(store, bot)
+    first.nominate(vectors(1, seed=1)[0], 5)
+    first.made_by = ["an-older-embedder", str(DIMENSION)]
+    first.save()
+    again = UsearchNominator(store, bot)
+    again.refresh()
+    assert again.made_by == ["random-unit", str(DIMENSION)] and len(again.index) == 50
+
+
+def test_usearch_loaded_first_leaves_the_embedder_and_the_model_working() -> None:
+    """usearch 2.26.6 loaded before them crashed onnxruntime's import and kept llama.cpp from
+    loading a model; a process may search a large shared scope before it embeds."""
+    script = (
+        "import usearch.compiled, onnxruntime, llama_cpp\n"
+        "from membot.tokens import default_token_counter\n"
+        "print(default_token_counter().count('still counting'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout.strip().splitlines()[-1]) > 0
+
+
+def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_search(
+    make_store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the threshold a shared scope's words are not held in memory: BM25 is the store's,
+    bounded, and placed by thread and seq; a person's scope of the same bot stays in memory."""
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "100")
+    store = make_store()
+    ids = fill(store, 300)
+    bot = store.bot_id("shared") or 0
+    index = VectorIndex(store)
+    hits = index.lexical(["line", "42"], Scope(bot, None), 5)
+    assert hits[0].line_id == ids[42] and len(hits) == 5
+    assert (hits[0].thread_id, hits[0].seq) == (
+        store.thread_id(ThreadKey("shared", "person-2", "t4")),
+        1,  # line 42 opens person-2's thread t4 (line 47 follows it)
+    )
+    ranked, scores = index.lexical_scores(["42"], Scope(bot, None))
+    assert ranked.tolist() == [ids[42]] and scores[0] > 0
+    assert index.scopes_held() == []  # nothing of the shared scope was read into memory
+    person = Scope(bot, store.person_id("person-2"))
+    assert index.lexical(["42"], person, 5)[0].line_id == ids[42]
+    assert index.scopes_held() == [(bot, person.person_id)]
