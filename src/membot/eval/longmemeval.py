@@ -158,7 +158,7 @@ def evaluate_longmemeval(
         "official evaluate_retrieval_turn2session (unmarked turns of an answer session count "
         "as a noans session)",
         **report,
-        "baseline": "bm25_baseline: FTS5 BM25 over the same stores, no expansion",
+        "baseline": "bm25_baseline: the bm25 strategy over the same stores, no expansion",
         "bm25_baseline": _averages(scores["bm25_baseline"], corpora),
         "seconds": round(time.perf_counter() - started, 1),
     }

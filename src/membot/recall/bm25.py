@@ -3,13 +3,10 @@ memory beside each scope's vectors (so its cost follows the person's lines, not 
 and :class:`TermIndex`, a fixed BM25 over plain texts (``benchmarks/longmemeval_plain_tools.py``).
 
 A line's words are cut and stemmed as SQLite's FTS5 ``porter unicode61`` tokenizer cuts them
-(the store's own full-text index, which ``membot search`` and the PostgreSQL store use): runs
-of letters and digits, lower case, accents removed, Porter's stemmer for words longer than
-two letters. Over the LoCoMo dev lines 99.7 % of the words come out as FTS5's; Snowball's
-Porter keeps a few suffixes FTS5's drops ("incredibly" -> "incredibli", not "incred").
-
-A caller may leave out ``STOPWORDS`` (``blend`` does): BM25's IDF damps them, but every line
-holding "what" or "did" still gets a score and takes a place ahead of the lines BM25 misses.
+(the stores' own full-text indexes; a large shared scope's recall asks them, membot.ann): runs
+of letters and digits, lower case, accents removed, Porter's stemmer for words longer than two
+letters (tests/recall/test_bm25.py compares the two). Snowball's Porter keeps a few suffixes
+FTS5's drops ("incredibly" -> "incredibli", not "incred"), and FTS5 keeps emoji as words.
 """
 
 from __future__ import annotations
