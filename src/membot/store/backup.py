@@ -24,7 +24,7 @@ from pathlib import Path
 from membot.errors import ConfigError, StoreError
 from membot.store import is_postgres_url, open_store
 from membot.store.migrations import MIGRATIONS
-from membot.store.sqlite import SqliteStore
+from membot.store.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
 
 PG_DUMP_HINT = (
     "membot backup copies SQLite stores; back up a PostgreSQL store with its own tools, e.g. "
@@ -130,7 +130,7 @@ def restore_store(backup: str | Path, store: str | Path) -> BackupReport:
         destination = _sqlite_store(store)
         try:
             generation = destination.generation()
-            with destination._lock:
+            with destination._lock, destination._writers.held(BUSY_TIMEOUT_SECONDS):
                 source.backup(destination._db)
             # Processes holding the store reload what they keep in memory (vectors by
             # scope) when the generation moves: past both the store's and the backup's.

@@ -33,6 +33,7 @@ from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 from membot.store.sms import StoreSms
+from membot.store.sqlite_lock import ProcessWriteLock
 from membot.store.sqlite_near import SqliteNearLines
 from membot.store.sqlite_vectors import SqliteVectors
 
@@ -129,6 +130,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open the store at {self.path}: {error}") from error
         self._lock = threading.RLock()
+        self._writers = ProcessWriteLock(self.path)
         try:
             # busy_timeout first: another process may hold the lock while it creates the store.
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
@@ -145,10 +147,11 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     def close(self) -> None:
         self._db.close()
+        self._writers.close()
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._lock, _store_errors(self.path):
+        with self._lock, self._writers.held(BUSY_TIMEOUT_SECONDS), _store_errors(self.path):
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield self._db
@@ -590,7 +593,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         """Copy the log into the file and empty it: its older frames hold pages as they were
         before the forgetting. Readers still in a transaction keep their frames until the
         next checkpoint; that is said, not waited for."""
-        with self._lock, _store_errors(self.path):
+        with self._lock, self._writers.held(BUSY_TIMEOUT_SECONDS), _store_errors(self.path):
             busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.warning("%s: a reader held the write-ahead log; it is emptied later", self.path)

@@ -1,0 +1,66 @@
+"""One writer at a time across processes, for a SQLite store and its checkpoints.
+
+SQLite already lets one transaction write at a time. This lock also keeps a checkpoint (the
+write-ahead log copied into the file and emptied, which forgetting asks for) from running
+while another process commits: SQLite 3.7.0 to 3.51.2 can corrupt a WAL database when a
+checkpoint that follows another one overlaps a commit from another connection (the
+"WAL-reset" bug, fixed in 3.51.3), and Python bundles older SQLites. Every membot write and
+checkpoint takes this lock, an advisory ``flock`` on ``<store>-lock`` beside the file, so
+membot's own processes never race that way; other programs writing the file do not take it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from membot.errors import StoreError
+
+
+class ProcessWriteLock:
+    """An exclusive ``flock`` held while a block runs; waits up to ``timeout`` seconds."""
+
+    def __init__(self, store_path: Path) -> None:
+        self.path = Path(f"{store_path}-lock")
+        self._fd: int | None = None
+        self._local = threading.RLock()  # one fd per store object: its threads take turns
+        self._depth = 0  # held already by this thread: a nested block does not lock again
+
+    @contextmanager
+    def held(self, timeout: float) -> Iterator[None]:
+        with self._local:
+            if self._depth == 0:
+                self._acquire(timeout)
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0 and self._fd is not None:
+                    fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def _acquire(self, timeout: float) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise StoreError(
+                        f"the store at {str(self.path)[:-5]} is busy: another process held "
+                        f"it for over {timeout:g} s; try again"
+                    ) from None
+                time.sleep(0.002)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
