@@ -351,14 +351,19 @@ class VectorIndex:
             return approximate.lexical(words, scope, k)
         return self._scope(scope).lexical(words, scope, k)
 
-    def lexical_scores(self, words: list[str], scope: Scope) -> tuple[np.ndarray, np.ndarray]:
+    def lexical_scores(
+        self, words: list[str], scope: Scope, *, just_read: bool = False
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(line ids, BM25) of every line in scope holding any of ``words``, best first (for
-        a large shared scope, the store's best ``APPROXIMATE_LEXICAL_DEPTH``)."""
+        a large shared scope, the store's best ``APPROXIMATE_LEXICAL_DEPTH``). With
+        ``just_read``, the scope as the search just before read it: no second trip to the
+        store in one turn."""
         if approximate := self._approximate(scope):
             found = approximate.lexical(words, scope, APPROXIMATE_LEXICAL_DEPTH)
             ids = np.asarray([hit.line_id for hit in found], dtype=np.int64)
             return ids, np.asarray([hit.score for hit in found])
-        return self._scope(scope).lexical_scores(words, scope)
+        held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
+        return (held or self._scope(scope)).lexical_scores(words, scope)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order; for a large

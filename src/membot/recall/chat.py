@@ -331,7 +331,8 @@ def _bm25_scores(
     terms = query_terms(query, STOPWORDS)
     if not terms or not len(ids):
         return scores, []
-    ranked, bm25 = memory.index.lexical_scores(terms, scope)
+    # The lines' cosines were read a moment ago: their words are the same lines'.
+    ranked, bm25 = memory.index.lexical_scores(terms, scope, just_read=True)
     at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
     in_scope = ids[at] == ranked
     if in_scope.any():
