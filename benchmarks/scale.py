@@ -177,7 +177,7 @@ def shared_search_once(url: str) -> float:
 
 def disk_bytes(kind: str, url: str, lines: int) -> dict:
     if kind == "sqlite":
-        import sqlite3
+        from membot.store.sqlite_driver import sqlite3
 
         path = Path(url)
         with sqlite3.connect(path) as connection:  # the write-ahead log into the file

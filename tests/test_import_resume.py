@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from membot import ImportFormatError, Memory, ProviderError
 from membot.eval import shared_data_dir
 from membot.importers import read_file
 from membot.store.migrations import MIGRATIONS
+from membot.store.sqlite_driver import sqlite3
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 SOURCE_KEY_MIGRATION = 5  # the migration that made lines.source_key

@@ -4,7 +4,6 @@ refused when missing, malformed, unknown, revoked or expired."""
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from datetime import timedelta
 
 import pytest
@@ -13,6 +12,7 @@ from membot import ConfigError, Memory
 from membot.errors import AuthError
 from membot.keys import KEY_PATTERN, authenticate, create_key, list_keys, revoke_key
 from membot.model import utc_now
+from membot.store.sqlite_driver import sqlite3
 
 
 def raw_rows(memory: Memory) -> list[tuple]:

@@ -6,7 +6,6 @@ do not, so every expectation below can be worked out by hand.
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -19,6 +18,7 @@ from membot import (
     Memory,
     Role,
 )
+from membot.store.sqlite_driver import sqlite3
 
 TIGHT = {
     "threshold": 0.5,

@@ -6,7 +6,6 @@ exactly once, over HTTP (503 with the message) and on the command line (status 2
 from __future__ import annotations
 
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from fastapi.testclient import TestClient
 from membot import Memory, OpenAICompatibleLLM, ProviderError
 from membot.keys import create_key
 from membot.server import create_app
+from membot.store.sqlite_driver import sqlite3
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 # ``endpoint`` (tests/conftest.py): a MisbehavingEndpoint on 127.0.0.1.

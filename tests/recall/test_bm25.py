@@ -3,7 +3,6 @@ the scope is the whole table, and a search that stays in its scope and in step w
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +12,7 @@ from membot import Role
 from membot.recall.bm25 import ScopeTerms, index_words
 from membot.search import Scope, VectorIndex
 from membot.store import NewLine, SqliteStore, ThreadKey
+from membot.store.sqlite_driver import sqlite3
 
 TEXTS = [
     "I went hiking in the mountains last weekend with my sister.",

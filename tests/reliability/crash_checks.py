@@ -4,11 +4,12 @@ and summary whose storing was acknowledged is there once."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections import Counter
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from membot.store.sqlite_driver import sqlite3
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ checked store of one moment; a restore replaces the store in one transaction."""
 from __future__ import annotations
 
 import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from membot import (
     backup_store,
     restore_store,
 )
+from membot.store.sqlite_driver import sqlite3
 
 
 def fill(memory: Memory, count: int, thread: str = "t", start: int = 0) -> list[str]:

@@ -5,7 +5,6 @@ line, empty uploads, a PDF that is not one, templates that would loop. Each is a
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from membot import MAX_LINE_CHARS, ConfigError, ImportFormatError, Memory
 from membot.importers import read_file
+from membot.store.sqlite_driver import sqlite3
 
 # FTS5's own syntax (and tsquery's), as a person might type it.
 QUERY_SYNTAX = [

@@ -3,7 +3,6 @@ on both stores (``make_store``), the SQLite schema upgrade on SQLite."""
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from membot import EmbedderMismatchError, Role
 from membot.store import NewLine, SqliteStore, Store, ThreadKey
 from membot.store.extras import NewChunk
 from membot.store.migrations import MIGRATIONS
+from membot.store.sqlite_driver import sqlite3
 
 ALICE = ThreadKey("membot", "alice", "t1")
 BOB = ThreadKey("membot", "bob", "t1")

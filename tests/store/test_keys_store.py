@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from membot import StoreError
 from membot.store import SqliteStore
 from membot.store.base import KeyStore, StoredKey
 from membot.store.migrations import MIGRATIONS
+from membot.store.sqlite_driver import sqlite3
 
 CREATED = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 KEYS_MIGRATION = 3  # the migration that made the api_keys table

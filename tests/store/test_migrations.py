@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ import pytest
 from membot import Role, StoreError
 from membot.store import NewLine, SqliteStore, ThreadKey
 from membot.store.migrations import MIGRATIONS
+from membot.store.sqlite_driver import sqlite3
 
 
 def user_version(path: Path) -> int:

@@ -5,7 +5,6 @@ integrity_check, every earlier line there, the next write works once there is ro
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from membot import LineInput, Memory, ScriptedLLM, StoreError, StoreFullError
 from membot.keys import create_key
 from membot.server import create_app
 from membot.store import sqlite as sqlite_store
+from membot.store.sqlite_driver import sqlite3
 
 
 def integrity(db: Path) -> str:

@@ -4,7 +4,6 @@ not a store) at the end."""
 
 from __future__ import annotations
 
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import pytest
 
 from membot import Role, StoreError
 from membot.store import BufferEntry, NewLine, SourceKey, SqliteStore, Store, ThreadKey
+from membot.store.sqlite_driver import sqlite3
 
 ALICE_T1 = ThreadKey("membot", "alice", "t1")
 ALICE_T2 = ThreadKey("membot", "alice", "t2")

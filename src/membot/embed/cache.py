@@ -6,7 +6,6 @@ its write-ahead log."""
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from membot.embed.base import Embedder
+from membot.store.sqlite_driver import sqlite3
 
 
 def _digest(text: str) -> bytes:

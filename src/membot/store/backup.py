@@ -16,7 +16,6 @@ tools for both (``pg_dump``, ``pg_restore``).
 from __future__ import annotations
 
 import os
-import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from membot.errors import ConfigError, StoreError
 from membot.store import is_postgres_url, open_store
 from membot.store.migrations import MIGRATIONS
 from membot.store.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
+from membot.store.sqlite_driver import sqlite3
 
 PG_DUMP_HINT = (
     "membot backup copies SQLite stores; back up a PostgreSQL store with its own tools, e.g. "

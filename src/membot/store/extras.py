@@ -9,7 +9,6 @@ vectors in one transaction, like lines do.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ import numpy as np
 from membot.errors import StoreError
 from membot.model import ExpertiseChunk, Summary, ThreadState, utc_now
 from membot.store.base import DocumentInfo, NewChunk, ThreadKey
+from membot.store.sqlite_driver import sqlite3
 
 
 def _moment(text: str | None) -> datetime | None:

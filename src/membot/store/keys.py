@@ -7,12 +7,12 @@ backend.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
 from membot.store.base import StoredKey
+from membot.store.sqlite_driver import sqlite3
 
 _KEY_SQL = (
     "SELECT id, bot, person, label, created_at, expires_at, revoked_at, last_used_at FROM api_keys"

@@ -5,9 +5,8 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from membot.errors import StoreError
+from membot.store.sqlite_driver import sqlite3
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: bots, people, threads, lines with vectors and a lexical index, relevance buffers.
@@ -176,6 +175,13 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX IF NOT EXISTS sms_messages_by_time ON sms_messages (received_at);
     CREATE INDEX IF NOT EXISTS sms_messages_by_sender ON sms_messages (sender);
+    """,
+    # 7: a forgotten line's words leave the full-text index when the line is deleted (FTS5's
+    # secure-delete, SQLite 3.42+), instead of an 'optimize' pass over the whole index after
+    # each forget; that one merges what earlier forgets left behind.
+    """
+    INSERT INTO line_text (line_text, rank) VALUES ('secure-delete', 1);
+    INSERT INTO line_text (line_text) VALUES ('optimize');
     """,
 )
 

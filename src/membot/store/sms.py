@@ -8,12 +8,12 @@ outlive ``membot forget`` of their threads, or a forgotten person would be texte
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 
 from membot.store.base import SmsRecord, SmsSender
+from membot.store.sqlite_driver import sqlite3
 
 _SENDER_COLUMNS = "bot, sender, thread, stopped, asking_about, held_text, held_sid"
 _RECORD_COLUMNS = "sid, bot, sender, received_at, replies, via"

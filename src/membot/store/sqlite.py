@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
 from membot.store.migrations import migrate
 from membot.store.sms import StoreSms
+from membot.store.sqlite_driver import sqlite3
 from membot.store.sqlite_lock import ProcessWriteLock
 from membot.store.sqlite_near import SqliteNearLines
 from membot.store.sqlite_vectors import SqliteVectors
@@ -576,18 +576,10 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                     (person,),
                 )
                 self._bump_generation(db)
-                self._merge_lexical_index(db)
             if thread is None:
                 self._forget_sms(db, person, bot)
         self._truncate_log()
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
-
-    @staticmethod
-    def _merge_lexical_index(db: sqlite3.Connection) -> None:
-        """FTS5 deletes by adding tombstones: the forgotten words stay in the index's older
-        segments until they are merged. 'optimize' merges them all into one (secure_delete
-        zeroes the old ones' pages); it costs a pass over the whole index."""
-        db.execute("INSERT INTO line_text (line_text) VALUES ('optimize')")
 
     def _truncate_log(self) -> None:
         """Copy the log into the file and empty it: its older frames hold pages as they were

@@ -5,7 +5,6 @@ swapping every vector for another embedder's. A mixin of
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 
@@ -13,6 +12,7 @@ import numpy as np
 
 from membot.errors import StoreError
 from membot.store.base import VectorRows, VectorSnapshot
+from membot.store.sqlite_driver import sqlite3
 
 _VECTOR_SQL = (
     "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, l.created_at "

@@ -11,7 +11,6 @@ the transaction commits.
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -23,6 +22,7 @@ from membot.errors import ConfigError, StoreError
 from membot.store.base import Store
 from membot.store.postgres_lexical import word_count
 from membot.store.sqlite import SqliteStore
+from membot.store.sqlite_driver import sqlite3
 
 # Tables in an order that respects their references, with the columns copied.
 TABLES: dict[str, tuple[str, ...]] = {
