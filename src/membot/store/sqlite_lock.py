@@ -4,7 +4,7 @@ SQLite already lets one transaction write at a time. This lock also keeps a chec
 write-ahead log copied into the file and emptied, which forgetting asks for) from running
 while another process commits: SQLite 3.7.0 to 3.51.2 can corrupt a WAL database when a
 checkpoint that follows another one overlaps a commit from another connection (the
-"WAL-reset" bug, fixed in 3.51.3), and the SQLite membot opens files with is 3.50.4. Every membot write and
+"WAL-reset" bug, fixed in 3.51.3), and membot's SQLite is 3.50.4. Every membot write and
 checkpoint takes this lock, an advisory ``flock`` on ``<store>-lock`` beside the file, so
 membot's own processes never race that way; other programs writing the file do not take it.
 """
