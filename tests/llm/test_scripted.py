@@ -40,6 +40,15 @@ def test_a_script_file_is_consumed_across_objects(tmp_path: Path) -> None:
     assert resolve_llm(f"script:{path}").complete(MESSAGES, 10) == DEFAULT_REPLY
 
 
+def test_the_script_spec_records_no_calls_so_a_long_running_server_keeps_no_prompts() -> None:
+    served = resolve_llm("script:")
+    assert isinstance(served, ScriptedLLM)
+    for _ in range(3):
+        assert served.complete(MESSAGES, 10) == DEFAULT_REPLY
+        assert "".join(served.stream(MESSAGES, 10)) == DEFAULT_REPLY
+    assert served.history == [] and served.schemas == [] and served.streamed == []
+
+
 def test_a_stream_gives_the_reply_in_pieces_and_records_the_schema() -> None:
     llm = ScriptedLLM(["Hello there, Alice."], piece_size=5)
     schema = {"type": "object"}

@@ -26,7 +26,7 @@ def resolve_llm(spec: str, key_env: str | None = None, timeout: float = 60.0) ->
             raise ConfigError("openai LLM spec wants a model: openai:MODEL[@BASE_URL]")
         return OpenAICompatibleLLM(model, base_url or None, api_key_env=key_env, timeout=timeout)
     if spec.startswith("script:"):
-        return ScriptedLLM(path=spec[len("script:") :])
+        return ScriptedLLM(path=spec[len("script:") :], record=False)  # no one reads it
     raise ConfigError(f"unknown LLM {spec!r}: use smollm2, openai:MODEL[@BASE_URL] or script:PATH")
 
 

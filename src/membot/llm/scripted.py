@@ -4,6 +4,10 @@ With a ``path`` the queue lives in a JSON file (a list of strings), so separate 
 ``membot say`` run several times by a test — take replies from one script. A reply that
 starts with ``!error`` makes the call fail with ``ProviderError``; when streamed, a reply with
 ``!error`` further on yields the text before it, then fails (a connection lost mid-reply).
+
+Calls are recorded (``history``, ``schemas``, ``streamed``) for a test to look at, unless
+``record`` is false: ``--llm script:`` (a server under load in the benchmarks) records none,
+since a process answering for hours would keep every prompt it was sent.
 """
 
 from __future__ import annotations
@@ -23,9 +27,15 @@ class ScriptedLLM:
     name = "scripted"
 
     def __init__(
-        self, replies: Sequence[str] = (), path: str | Path | None = None, piece_size: int = 7
+        self,
+        replies: Sequence[str] = (),
+        path: str | Path | None = None,
+        piece_size: int = 7,
+        *,
+        record: bool = True,
     ) -> None:
         self.path = Path(path) if path else None
+        self.record = record
         self._queue = list(replies)
         self.piece_size = piece_size  # characters per streamed piece
         self.history: list[list[Message]] = []
@@ -49,6 +59,8 @@ class ScriptedLLM:
         return reply
 
     def _record(self, messages: Sequence[Message], schema: JsonSchema | None, stream: bool):
+        if not self.record:
+            return
         self.history.append([dict(message) for message in messages])
         self.schemas.append(schema)
         self.streamed.append(stream)

@@ -292,7 +292,6 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
             )
             self._bump_generation(db)
-            self._merge_lexical_index(db)
         self._truncate_log()
         return counts
 
