@@ -40,6 +40,10 @@ CANDIDATES = 200  # lines the index nominates per search, before their neighbour
 # Nodes a search visits: twice the candidates, so the nominees are the near ones the graph
 # finds rather than the last it reached (benchmarks/hnsw_recall.py measures the recall).
 SEARCH_DEPTH = 2 * CANDIDATES
+# The lexical side of a large scope asks the store's full-text search for its rarest words
+# only, as many as hold this many lines between them: about 50 ms of FTS5 scoring on 2 cores
+# (a common word in a store of a million lines costs seconds; docs/performance.md).
+LEXICAL_POSTINGS = 10_000
 
 
 @runtime_checkable
@@ -56,6 +60,7 @@ class NearLines(Protocol):
         thread_id: int | None,
         roles: Sequence[str],
         limit: int,
+        max_postings: int | None = None,
     ) -> list[tuple[int, float]]: ...
 
 
@@ -161,11 +166,12 @@ class ApproximateScope:
         ]
 
     def lexical(self, words: Sequence[str], scope: Scope, k: int) -> list[Hit]:
-        """The ``k`` lines in scope with the store's best full-text (BM25) scores, best
-        first, with their thread and seq."""
+        """The ``k`` lines in scope with the store's best full-text (BM25) scores for the
+        rarest of ``words`` (``LEXICAL_POSTINGS``), best first, with their thread and seq."""
         found = self.store.lexical_search(
-            list(words), scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=k
-        )
+            list(words), scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=k,
+            max_postings=LEXICAL_POSTINGS,
+        )  # fmt: skip
         if not found:
             return []
         rows = self.store.vector_rows_around([line_id for line_id, _ in found])

@@ -211,6 +211,7 @@ class LexicalSearch(Protocol):
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
+        max_postings: int | None = None,
     ) -> list[tuple[int, float]]: ...
 
 

@@ -541,9 +541,12 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
+        max_postings: int | None = None,
     ) -> list[tuple[int, float]]:
         """(line id, score) of lines holding any of ``terms`` (words), best first, by BM25
-        (``postgres_lexical.py``); terms are passed as values, never as query syntax."""
+        (``postgres_lexical.py``); terms are passed as values, never as query syntax.
+        ``max_postings`` is not applied here yet: every term is asked (the SQLite store asks
+        only the rarest; PostgreSQL's cost on a large scope is not measured)."""
         if not terms:
             return []
         query, params = bm25_query(terms, bot_id, person_id, thread_id, roles, limit)

@@ -454,10 +454,19 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
+        max_postings: int | None = None,
     ) -> list[tuple[int, float]]:
         """(line id, score) of lines holding any of ``terms`` (words), best first; the score
         is FTS5's BM25 negated, so higher is better. Each term is quoted, so no text can be
-        read as FTS5 syntax."""
+        read as FTS5 syntax.
+
+        FTS5 scores every line that holds a term, about 5 microseconds each here: a common
+        word in a store of a million lines costs seconds. With ``max_postings``, only the
+        rarest terms are asked, as many as hold at most that many lines between them (the
+        store's counts; none if even the rarest holds more): the common ones weigh least in
+        BM25 (their IDF is the lowest) and cost most."""
+        if max_postings is not None:
+            terms = self._rarest_terms(terms, max_postings)
         if not terms:
             return []
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -475,6 +484,31 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             return self._query(sql, [*params, *roles, limit])
         except sqlite3.OperationalError as error:
             raise StoreError(f"lexical search failed for {match!r}: {error}") from error
+
+    def _rarest_terms(self, terms: Sequence[str], max_postings: int) -> list[str]:
+        """The rarest of ``terms`` holding at most ``max_postings`` lines between them, by
+        the counts in FTS5's vocabulary (read through a per-connection ``fts5vocab`` table:
+        a lookup per term, not a scan)."""
+        wanted = sorted(set(terms))
+        if not wanted:
+            return []
+        with self._lock, _store_errors(self.path):
+            self._db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.line_vocabulary "
+                "USING fts5vocab(main, line_text, 'row')"
+            )
+            counts = self._db.execute(
+                "SELECT term, doc FROM temp.line_vocabulary "
+                f"WHERE term IN ({','.join('?' * len(wanted))})",
+                wanted,
+            ).fetchall()
+        chosen, spent = [], 0
+        for term, count in sorted(counts, key=lambda row: (row[1], row[0])):
+            if spent + count > max_postings:
+                break
+            chosen.append(term)
+            spent += count
+        return chosen
 
     # -- vector snapshots (the rest of the vectors: sqlite_vectors.py) ---------------------
 

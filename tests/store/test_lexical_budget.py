@@ -1,0 +1,35 @@
+"""A large shared scope's lexical search asks only its rarest words: a common word in a store
+of a million lines costs FTS5 seconds to score (docs/performance.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from membot.model import Role
+from membot.store.base import NewLine, ThreadKey
+from membot.store.sqlite import SqliteStore
+
+
+def test_a_postings_budget_asks_the_rarest_words_that_fit(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "budget.db")
+    texts = [f"we walked the dog again, day {n}" for n in range(40)]
+    texts += ["the dog met an otter", "an otter and a heron by the river", "a heron alone"]
+    key = ThreadKey("bench", "sam", "t")
+    vector = np.ones(4, dtype=np.float32)
+    store.add_lines([NewLine(key, Role.HUMAN, text, vector, 5) for text in texts], ("test", 4))
+    bot = store.bot_id("bench")
+    assert bot is not None
+
+    def found(terms: list[str], budget: int | None) -> set[str]:
+        hits = store.lexical_search(terms, bot, limit=100, max_postings=budget)
+        return {line.text for line in store.lines([line_id for line_id, _ in hits])}
+
+    everything = found(["dog", "otter", "heron"], None)
+    assert len(everything) == 43  # 41 lines hold "dog", the rest "otter" or "heron"
+    # "otter" (2 lines) and "heron" (2) fit in 4; "dog" (41) does not.
+    assert found(["dog", "otter", "heron"], 4) == set(texts[40:])
+    assert found(["dog", "otter", "heron"], 3) == set(texts[41:])  # ties: "heron" first
+    assert found(["dog"], 40) == set()  # even the rarest asked holds more: no lexical side
+    assert found(["unheard"], 10) == set()
