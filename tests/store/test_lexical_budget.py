@@ -3,17 +3,15 @@ of a million lines costs FTS5 seconds to score (docs/performance.md)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from membot.model import Role
+from membot.store import Store
 from membot.store.base import NewLine, ThreadKey
-from membot.store.sqlite import SqliteStore
 
 
-def test_a_postings_budget_asks_the_rarest_words_that_fit(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "budget.db")
+def test_a_postings_budget_asks_the_rarest_words_that_fit(make_store) -> None:
+    store: Store = make_store()  # SQLite, then PostgreSQL
     texts = [f"we walked the dog again, day {n}" for n in range(40)]
     texts += ["the dog met an otter", "an otter and a heron by the river", "a heron alone"]
     key = ThreadKey("bench", "sam", "t")

@@ -5,8 +5,12 @@ integrity_check, every earlier line there, the next write works once there is ro
 from __future__ import annotations
 
 import contextlib
+import os
+import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -215,3 +219,73 @@ def test_a_busy_store_over_http_answers_503(make_memory, tmp_path: Path, monkeyp
     assert "held it for over 1 s; try again" in busy.json()["error"]["message"]
     assert integrity(tmp_path / "busy.db") == "ok"
     assert client.post("/v1/bots/coach/turns", json=turn, headers=headers).status_code == 200
+
+
+def incompressible_lines(count: int) -> list[LineInput]:
+    # PostgreSQL compresses long texts: random ones fill its pages as they are.
+    return [LineInput(secrets.token_hex(1000), "alice", "import") for _ in range(count)]
+
+
+@contextlib.contextmanager
+def small_disk(megabytes: int) -> Iterator[Path]:
+    """A tmpfs of ``megabytes`` that the test PostgreSQL (user ``pgserver`` when run as root)
+    may write: skipped where no filesystem can be mounted."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root")
+    base = Path(tempfile.mkdtemp(prefix="membot-small-disk-"))
+    base.chmod(0o755)  # the server's own user goes through it
+    disk = base / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(disk)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        shutil.rmtree(base)
+        pytest.skip(f"cannot mount a small filesystem here: {mounted.stderr.strip()}")
+    try:
+        (disk / "space").mkdir()
+        shutil.chown(disk / "space", "pgserver", "pgserver")
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_full_postgresql_disk_refuses_the_write_and_keeps_what_it_had(
+    postgres_server: str, make_memory
+) -> None:
+    """The database's files on a 24 MB filesystem of their own (a tablespace): filling it
+    gives PostgreSQL's disk_full, reported as StoreFullError (HTTP 507); what was stored
+    stays, and writes work again once the filesystem grows."""
+    import psycopg
+
+    name = f"membot_full_{uuid.uuid4().hex[:8]}"
+    with small_disk(24) as disk, psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f"CREATE TABLESPACE {name} LOCATION '{disk / 'space'}'")
+        admin.execute(f"CREATE DATABASE {name} TABLESPACE {name}")
+        url = postgres_server.replace("/postgres?", f"/{name}?")
+        try:
+            memory = make_memory(path=url)
+            memory.add("I run on Sundays", user="alice", thread="t1")
+            with pytest.raises(StoreFullError, match=r"is full .*nothing of this change"):
+                for _ in range(400):  # 40 lines of 2 kB a batch, until the disk is full
+                    memory.add_many(incompressible_lines(40), batch_size=40)
+            stored = memory.count_lines()
+            assert (stored - 1) % 40 == 0  # whole batches, none of the one that met the limit
+            with memory.store._pool.connection() as db:  # seqs gapless, totals counted
+                gaps = db.execute(
+                    "SELECT thread_id FROM lines GROUP BY thread_id HAVING max(seq) <> count(*)"
+                ).fetchall()
+                counted = db.execute("SELECT sum(lines) FROM lexical_totals").fetchone()[0]
+            assert gaps == [] and counted == stored
+            subprocess.run(["mount", "-o", "remount,size=256m", str(disk)], check=True)
+            memory.add("Still here", user="alice", thread="t1")
+            t1 = [line.text for line in memory.history(user="alice", thread="t1")]
+            assert t1 == ["I run on Sundays", "Still here"]
+            assert memory.count_lines() == stored + 1
+            memory.close()
+        finally:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.execute(f"DROP TABLESPACE IF EXISTS {name}")

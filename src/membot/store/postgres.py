@@ -30,7 +30,7 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
-from membot.errors import EmbedderMismatchError, StoreError
+from membot.errors import EmbedderMismatchError, StoreError, StoreFullError
 from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import (
     NewLine,
@@ -186,7 +186,16 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         try:
             yield
         except psycopg.Error as error:
-            raise StoreError(f"the store at {self.location} failed: {error}") from error
+            raise self._failure(error) from error
+
+    def _failure(self, error: psycopg.Error) -> StoreError:
+        """The error to raise for ``error``: a full disk says so (HTTP 507), as on SQLite."""
+        if isinstance(error, psycopg.errors.DiskFull):
+            return StoreFullError(
+                f"the store at {self.location} is full (its disk): nothing of this change was "
+                "stored, what was stored before is intact; free some space"
+            )
+        return StoreError(f"the store at {self.location} failed: {error}")
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
@@ -201,11 +210,11 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                     return work(db)
             except psycopg.errors.DeadlockDetected as error:
                 if attempt == _RETRIES - 1:
-                    raise StoreError(f"the store at {self.location} failed: {error}") from error
+                    raise self._failure(error) from error
                 log.info("deadlock between writers, retrying (%d)", attempt + 1)
                 time.sleep(random.uniform(0, 0.02 * (attempt + 1)))  # apart, not in step
             except psycopg.Error as error:
-                raise StoreError(f"the store at {self.location} failed: {error}") from error
+                raise self._failure(error) from error
         raise AssertionError("unreachable")
 
     def _query(self, query: str, params: Sequence | dict = ()) -> list[tuple]:
@@ -544,12 +553,13 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         max_postings: int | None = None,
     ) -> list[tuple[int, float]]:
         """(line id, score) of lines holding any of ``terms`` (words), best first, by BM25
-        (``postgres_lexical.py``); terms are passed as values, never as query syntax.
-        ``max_postings`` is not applied here yet: every term is asked (the SQLite store asks
-        only the rarest; PostgreSQL's cost on a large scope is not measured)."""
+        (``postgres_lexical.py``); terms are passed as values, never as query syntax. With
+        ``max_postings``, only the rarest terms holding at most that many lines together are
+        asked (as the SQLite store does; the counts are the store's)."""
         if not terms:
             return []
-        query, params = bm25_query(terms, bot_id, person_id, thread_id, roles, limit)
+        query, params = bm25_query(terms, bot_id, person_id, thread_id, roles, limit,
+                                   max_postings)  # fmt: skip
         return [(row[0], float(row[1])) for row in self._query(query, params)]
 
     # -- forgetting -----------------------------------------------------------------------

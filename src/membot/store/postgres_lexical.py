@@ -29,23 +29,30 @@ WITH wanted AS (
     SELECT word FROM unnest(%(terms)s::text[]) AS term,
          unnest(tsvector_to_array(to_tsvector('membot_english', term))) AS word
 ),
-query AS (
-    SELECT string_agg(DISTINCT '''' || replace(replace(word, '\\', '\\\\'), '''', '''''')
-                      || '''', ' | ')::tsquery AS q
-    FROM wanted
-),
 totals AS (
     SELECT greatest(sum(lines), 1)::float8 AS n,
            greatest(sum(words)::float8 / greatest(sum(lines), 1), 1) AS average
     FROM lexical_totals
 ),
-weights AS (
-    SELECT w.word, greatest(ln((totals.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
+counted AS (
+    SELECT w.word, found.n,
+           greatest(ln((totals.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
     FROM wanted w CROSS JOIN totals CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS n FROM lines
         WHERE lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
                           || '''')::tsquery
     ) found
+),
+weights AS (  -- with a budget: the rarest words, holding at most that many lines together
+    SELECT word, idf FROM (
+        SELECT word, idf, sum(n) OVER (ORDER BY n, word) AS running FROM counted
+    ) ranked
+    WHERE %(budget)s::float8 IS NULL OR running <= %(budget)s::float8
+),
+query AS (
+    SELECT string_agg(DISTINCT '''' || replace(replace(word, '\\', '\\\\'), '''', '''''')
+                      || '''', ' | ')::tsquery AS q
+    FROM weights
 ),
 matched AS (
     SELECT l.id, l.words, l.lexical FROM lines l, query
@@ -68,10 +75,13 @@ def bm25_query(
     thread_id: int | None,
     roles: Sequence[str],
     limit: int,
+    max_postings: int | None = None,
 ) -> tuple[str, dict]:
-    """The SQL and parameters of a BM25 search for any of ``terms`` in one scope."""
+    """The SQL and parameters of a BM25 search for any of ``terms`` in one scope; with
+    ``max_postings``, for the rarest of them that hold at most that many lines together."""
     conditions = ["l.bot_id = %(bot)s", "l.role = ANY(%(roles)s)"]
-    params: dict = {"terms": list(terms), "bot": bot_id, "roles": list(roles), "limit": limit}
+    params: dict = {"terms": list(terms), "bot": bot_id, "roles": list(roles), "limit": limit,
+                    "budget": max_postings}  # fmt: skip
     if person_id is not None:
         conditions.append("l.person_id = %(person)s")
         params["person"] = person_id
