@@ -79,10 +79,14 @@ class Runner:
         process = self.start(argv)
         process.join(self.rng.uniform(0.0, within))
         if process.exitcode is None:
-            os.kill(process.pid, signal.SIGKILL)
-            process.join()
-            self.kills += 1
-            return True
+            try:
+                os.kill(process.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it ended between the look and the kill: not killed
+                process.join()
+            else:
+                process.join()
+                self.kills += 1
+                return True
         assert process.exitcode == 0, self.log.read_text()
         return False
 
