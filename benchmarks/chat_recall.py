@@ -48,6 +48,7 @@ from membot.memory import LineInput
 from membot.model import Role
 from membot.recall.chat import recall_for_turn
 from membot.search import Scope
+from membot.store.base import lines_between
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 LONGMEMEVAL = shared_data_dir() / "longmemeval" / "longmemeval_s_dev.json"
@@ -133,8 +134,8 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
                     chosen = recall_for_turn(mem, settings, text, vector, scope, case.now)
                     refs = set()
                     for block in chosen.blocks:
-                        lines = mem.store.lines_between(
-                            block.source_thread_id, block.first_seq, block.last_seq
+                        lines = lines_between(
+                            mem.store, block.source_thread_id, block.first_seq, block.last_seq
                         )
                         refs.update(line.ref for line in lines)
                     found = len(evidence & refs)

@@ -37,6 +37,7 @@ from membot.recall import push_to_buffer
 from membot.recall.chat import recall_for_turn
 from membot.search import Scope, VectorIndex
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
+from membot.store.base import lines_between
 from membot.tokens import TokenCounter, default_token_counter
 
 if TYPE_CHECKING:
@@ -338,7 +339,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         thread_id = self._thread_id(line)
         if count <= 0 or line.seq <= 1:
             return []
-        return self.store.lines_between(thread_id, max(1, line.seq - count), line.seq - 1)
+        return lines_between(self.store, thread_id, max(1, line.seq - count), line.seq - 1)
 
     def _thread_id(self, line: Line) -> int:
         thread_id = self.store.thread_id(ThreadKey(line.bot, line.person, line.thread))
@@ -452,14 +453,16 @@ class Memory(BotProfiles, SummariesAndExpertise):
         roles: Sequence[str],
     ) -> tuple[Block, ...]:
         blocks = []
-        for entry in buffer:
-            last = entry.last_seq
-            if entry.source_thread_id == thread_id:
-                last = min(last, window_from - 1)  # those lines are in the feed
-            lines = self.store.lines_between(entry.source_thread_id, entry.first_seq, last)
+        ranges = [
+            (entry.source_thread_id, entry.first_seq,
+             min(entry.last_seq, window_from - 1)  # those lines are in the feed
+             if entry.source_thread_id == thread_id else entry.last_seq)
+            for entry in buffer
+        ]  # fmt: skip
+        for entry, found in zip(buffer, self.store.lines_in_ranges(ranges), strict=True):
             # Expansion brings neighbours by seq; roles left out of recall (tool results)
             # stay out of the blocks too.
-            lines = [line for line in lines if str(line.role) in roles]
+            lines = [line for line in found if str(line.role) in roles]
             if lines and (owner is None or lines[0].person == owner):
                 carried = (entry.source_thread_id, entry.first_seq) not in fresh_keys
                 blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,

@@ -12,6 +12,7 @@ from membot import BotSettings, ConfigError, Memory, Role
 from membot.recall.chat import CHAT_STRATEGIES, OPTIONS, ChatRecall, recall_for_turn
 from membot.search import Scope
 from membot.store import ThreadKey
+from membot.store.base import lines_between
 
 QUERY = "tell me about my cat Miso"
 OLD = [
@@ -67,7 +68,7 @@ def add_thread(memory: Memory, lines, user: str = "alice", thread: str = "old") 
 def recalled_ids(memory: Memory, chosen: ChatRecall) -> set[int]:
     ids = set()
     for block in chosen.blocks:
-        for line in memory.store.lines_between(block.source_thread_id, block.first_seq,
+        for line in lines_between(memory.store, block.source_thread_id, block.first_seq,
                                                block.last_seq):  # fmt: skip
             ids.add(line.id)
     return ids

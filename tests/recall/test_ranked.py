@@ -16,6 +16,7 @@ from membot.recall.chat import chosen_for_turn, reciprocal_rank_fusion
 from membot.recall.lines import Hit
 from membot.recall.ranked import context_order, ranked_lines, settings_for_ranking
 from membot.search import Scope
+from membot.store.base import lines_between
 
 
 def stored(memory: Memory, *texts: str, thread: str = "t1", user: str = "ann") -> list[int]:
@@ -216,6 +217,6 @@ def test_a_turn_keeps_the_first_matches_of_the_benchmarks_ranking(
     held = set()
     for choice in choices[: len(kept)]:
         block = choice.block
-        held |= {line.id for line in memory.store.lines_between(
+        held |= {line.id for line in lines_between(memory.store,
             block.source_thread_id, block.first_seq, block.last_seq)}  # fmt: skip
     assert placed == held and placed <= set(order)

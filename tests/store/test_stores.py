@@ -17,6 +17,7 @@ import pytest
 
 from membot import Role, StoreError
 from membot.store import BufferEntry, NewLine, SourceKey, SqliteStore, Store, ThreadKey
+from membot.store.base import lines_between
 from membot.store.sqlite_driver import sqlite3
 
 ALICE_T1 = ThreadKey("membot", "alice", "t1")
@@ -252,11 +253,26 @@ def test_lines_between_and_last_lines_read_by_seq(store: Store) -> None:
     store.add_lines([new_line(ALICE_T1, f"line {n}") for n in range(1, 8)])
     thread_id = store.thread_id(ALICE_T1)
     assert thread_id is not None
-    assert [line.seq for line in store.lines_between(thread_id, 3, 5)] == [3, 4, 5]
-    assert [line.seq for line in store.lines_between(thread_id, 6, 99)] == [6, 7]
+    assert [line.seq for line in lines_between(store, thread_id, 3, 5)] == [3, 4, 5]
+    assert [line.seq for line in lines_between(store, thread_id, 6, 99)] == [6, 7]
     assert [line.seq for line in store.last_lines(thread_id, 3)] == [5, 6, 7]
     assert store.last_lines(thread_id, 0) == []
     assert store.thread_id(ThreadKey("membot", "alice", "missing")) is None
+
+
+def test_lines_in_ranges_reads_many_ranges_as_each_alone(store: Store) -> None:
+    other = ThreadKey("membot", "bob", "t9")
+    store.add_lines([new_line(ALICE_T1, f"line {n}") for n in range(1, 8)])
+    store.add_lines([new_line(other, f"bob {n}") for n in range(1, 5)])
+    alice, bob = store.thread_id(ALICE_T1), store.thread_id(other)
+    assert alice is not None and bob is not None
+    ranges = [(alice, 2, 4), (bob, 3, 9), (alice, 4, 6), (alice, 5, 4), (bob + alice + 7, 1, 3)]
+    found = store.lines_in_ranges(ranges)
+    assert [[line.seq for line in lines] for lines in found] == [[2, 3, 4], [3, 4], [4, 5, 6],
+                                                                 [], []]  # fmt: skip
+    assert [line.text for line in found[1]] == ["bob 3", "bob 4"]
+    assert found == [lines_between(store, *bounds) for bounds in ranges]
+    assert store.lines_in_ranges([]) == []
 
 
 def test_the_relevance_buffer_is_stored_in_order(store: Store) -> None:

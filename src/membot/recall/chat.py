@@ -59,7 +59,7 @@ from membot.recall.pairs import PairUnits, Units
 from membot.recall.timeframe import window_of
 from membot.recall.windows import WindowUnits
 from membot.search import Scope, similarities
-from membot.store.base import BufferEntry
+from membot.store.base import BufferEntry, lines_between
 
 if TYPE_CHECKING:
     from membot.memory import Memory
@@ -183,22 +183,31 @@ def chosen_for_turn(
         return [Choice(hit, _with_partner(memory, hit), order, 1.0) for hit, order in ordered]
     option = options_of(settings)
     partners_only, decay = bool(option["partners_only"]), option["neighbour_decay"]
+    blocks = _blocks(memory, [hit for hit, _ in ordered], settings, scope, partners_only)
     return [
-        Choice(hit, _block(memory, hit, settings, scope, partners_only), order, decay)
-        for hit, order in ordered
+        Choice(hit, block, order, decay)
+        for (hit, order), block in zip(ordered, blocks, strict=True)
     ]
 
 
-def _block(
-    memory: Memory, hit: Hit, settings: BotSettings, scope: Scope, partners_only: bool
-) -> BufferEntry:
-    """The lines ``expand_before``/``expand_after`` around a hit; with ``partners_only``, only
-    as far as the farthest line said by another party on each side (of the roles recall
-    reads: a tool result is nobody's partner)."""
-    block = expand_neighbors(hit, settings.expand_before, settings.expand_after)
-    if not partners_only or block.first_seq == block.last_seq:
-        return block
-    lines = memory.store.lines_between(hit.thread_id, block.first_seq, block.last_seq)
+def _blocks(
+    memory: Memory, hits: list[Hit], settings: BotSettings, scope: Scope, partners_only: bool
+) -> list[BufferEntry]:
+    """The lines ``expand_before``/``expand_after`` around each hit; with ``partners_only``,
+    only as far as the farthest line said by another party on each side (of the roles recall
+    reads: a tool result is nobody's partner). The lines are read in one query."""
+    blocks = [expand_neighbors(hit, settings.expand_before, settings.expand_after) for hit in hits]
+    if not partners_only:
+        return blocks
+    wider = [i for i, block in enumerate(blocks) if block.first_seq != block.last_seq]
+    ranges = [(hits[i].thread_id, blocks[i].first_seq, blocks[i].last_seq) for i in wider]
+    for i, lines in zip(wider, memory.store.lines_in_ranges(ranges), strict=True):
+        blocks[i] = _to_partners(hits[i], lines, scope)
+    return blocks
+
+
+def _to_partners(hit: Hit, lines: list[Line], scope: Scope) -> BufferEntry:
+    """A hit's block cut to the farthest line of another party on each side."""
     said_by = {line.seq: _party(line) for line in lines if str(line.role) in scope.roles}
     own = said_by.get(hit.seq)
     others = [seq for seq, party in said_by.items() if party != own]
@@ -214,7 +223,7 @@ def _party(line: Line) -> tuple[str, str | None]:
 def _with_partner(memory: Memory, hit: Hit) -> BufferEntry:
     """The hit and its turn partner: the bot line right after a human line, or the human
     line right before a bot line."""
-    around = memory.store.lines_between(hit.thread_id, hit.seq - 1, hit.seq + 1)
+    around = lines_between(memory.store, hit.thread_id, hit.seq - 1, hit.seq + 1)
     lines = {line.seq: line for line in around}
     first = last = hit.seq
     line = lines.get(hit.seq)

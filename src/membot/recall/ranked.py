@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from membot.config import BotSettings
 from membot.recall.chat import EVERY_LINE, Choice, check_strategy, chosen_for_turn
 from membot.search import Scope
+from membot.store.base import lines_between
 
 if TYPE_CHECKING:
     from membot.memory import Memory
@@ -97,7 +98,7 @@ def _block_lines(memory: Memory, choice: Choice, scope: Scope) -> list[tuple[int
     """(distance from the match, line id) of the block's other lines in scope, nearest
     first: lines of roles recall leaves out, and the feed's, stay out as in a turn."""
     block, hit = choice.block, choice.hit
-    lines = memory.store.lines_between(block.source_thread_id, block.first_seq, block.last_seq)
+    lines = lines_between(memory.store, block.source_thread_id, block.first_seq, block.last_seq)
     found = []
     for line in lines:
         in_feed = (

@@ -36,6 +36,7 @@ from membot.store.base import (
     NewLine,
     SourceKey,
     ThreadKey,
+    split_ranges,
 )
 from membot.store.postgres_extras import PostgresExtras
 from membot.store.postgres_lexical import bm25_query, word_count
@@ -504,13 +505,17 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         by_id = {row[0]: _line(row) for row in rows}
         return [by_id[line_id] for line_id in line_ids if line_id in by_id]
 
-    def lines_between(self, thread_id: int, first_seq: int, last_seq: int) -> list[Line]:
+    def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
+        """The lines of each (thread id, first seq, last seq) range, in seq order, as a
+        query for each would give them, in one round trip."""
+        if not ranges:
+            return []
+        where = " OR ".join(["(l.thread_id = %s AND l.seq BETWEEN %s AND %s)"] * len(ranges))
         rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
-            "WHERE l.thread_id = %s AND l.seq BETWEEN %s AND %s ORDER BY l.seq",
-            (thread_id, first_seq, last_seq),
+            f"SELECT {_LINE_COLUMNS}, l.thread_id {_LINE_FROM} WHERE {where} ORDER BY l.seq",
+            [value for bounds in ranges for value in bounds],
         )
-        return [_line(row) for row in rows]
+        return split_ranges(ranges, [(row[-1], _line(row)) for row in rows])
 
     def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]:
         """Up to ``limit`` lines of a thread after ``after_seq``, in order."""

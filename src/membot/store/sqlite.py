@@ -27,6 +27,7 @@ from membot.store.base import (
     ThreadKey,
     VectorRows,
     VectorSnapshot,
+    split_ranges,
 )
 from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
@@ -408,13 +409,17 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         by_id = {row[0]: _line(row) for row in rows}
         return [by_id[line_id] for line_id in line_ids if line_id in by_id]
 
-    def lines_between(self, thread_id: int, first_seq: int, last_seq: int) -> list[Line]:
+    def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
+        """The lines of each (thread id, first seq, last seq) range, in seq order, as a
+        query for each would give them, in one query."""
+        if not ranges:
+            return []
+        where = " OR ".join(["(l.thread_id = ? AND l.seq BETWEEN ? AND ?)"] * len(ranges))
         rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
-            "WHERE l.thread_id = ? AND l.seq BETWEEN ? AND ? ORDER BY l.seq",
-            (thread_id, first_seq, last_seq),
+            f"SELECT {_LINE_COLUMNS}, l.thread_id {_LINE_FROM} WHERE {where} ORDER BY l.seq",
+            [value for bounds in ranges for value in bounds],
         )
-        return [_line(row) for row in rows]
+        return split_ranges(ranges, [(row[-1], _line(row)) for row in rows])
 
     def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]:
         """Up to ``limit`` lines of a thread after ``after_seq``, in order."""
