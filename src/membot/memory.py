@@ -13,7 +13,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,9 +38,6 @@ from membot.search import Scope, VectorIndex
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
 from membot.store.base import lines_between
 from membot.tokens import TokenCounter, default_token_counter
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

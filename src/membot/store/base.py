@@ -362,6 +362,13 @@ class Store(
     def close(self) -> None: ...
 
 
+def ranges_condition(ranges: Sequence[tuple[int, int, int]], mark: str) -> tuple[str, list]:
+    """The WHERE condition matching the lines of any (thread id, first seq, last seq) range
+    of ``ranges`` (``mark``: the driver's placeholder), and its parameters."""
+    one = f"(l.thread_id = {mark} AND l.seq BETWEEN {mark} AND {mark})"
+    return " OR ".join([one] * len(ranges)), [value for bounds in ranges for value in bounds]
+
+
 def split_ranges(
     ranges: Sequence[tuple[int, int, int]], found: Sequence[tuple[int, Line]]
 ) -> list[list[Line]]:

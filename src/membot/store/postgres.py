@@ -36,6 +36,7 @@ from membot.store.base import (
     NewLine,
     SourceKey,
     ThreadKey,
+    ranges_condition,
     split_ranges,
 )
 from membot.store.postgres_extras import PostgresExtras
@@ -510,10 +511,10 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         query for each would give them, in one round trip."""
         if not ranges:
             return []
-        where = " OR ".join(["(l.thread_id = %s AND l.seq BETWEEN %s AND %s)"] * len(ranges))
+        where, params = ranges_condition(ranges, "%s")
         rows = self._query(
             f"SELECT {_LINE_COLUMNS}, l.thread_id {_LINE_FROM} WHERE {where} ORDER BY l.seq",
-            [value for bounds in ranges for value in bounds],
+            params,
         )
         return split_ranges(ranges, [(row[-1], _line(row)) for row in rows])
 

@@ -27,6 +27,7 @@ from membot.store.base import (
     ThreadKey,
     VectorRows,
     VectorSnapshot,
+    ranges_condition,
     split_ranges,
 )
 from membot.store.extras import StoreExtras, _moment
@@ -142,6 +143,11 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA secure_delete = ON")
             migrate(self._db)
+            # Each word's line count, read where a large scope's search picks its rarest
+            # words (_rarest_terms); a view over the index, kept with this connection.
+            self._db.execute(
+                "CREATE VIRTUAL TABLE temp.line_vocabulary USING fts5vocab(main, line_text, 'row')"
+            )
         except sqlite3.DatabaseError as error:
             self._db.close()
             raise StoreError(f"{self.path} is not a membot store: {error}") from error
@@ -414,10 +420,10 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         query for each would give them, in one query."""
         if not ranges:
             return []
-        where = " OR ".join(["(l.thread_id = ? AND l.seq BETWEEN ? AND ?)"] * len(ranges))
+        where, params = ranges_condition(ranges, "?")
         rows = self._query(
             f"SELECT {_LINE_COLUMNS}, l.thread_id {_LINE_FROM} WHERE {where} ORDER BY l.seq",
-            [value for bounds in ranges for value in bounds],
+            params,
         )
         return split_ranges(ranges, [(row[-1], _line(row)) for row in rows])
 
@@ -492,16 +498,11 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     def _rarest_terms(self, terms: Sequence[str], max_postings: int) -> list[str]:
         """The rarest of ``terms`` holding at most ``max_postings`` lines between them, by
-        the counts in FTS5's vocabulary (read through a per-connection ``fts5vocab`` table:
-        a lookup per term, not a scan)."""
+        the counts in FTS5's vocabulary (a lookup per term, not a scan)."""
         wanted = sorted(set(terms))
         if not wanted:
             return []
         with self._lock, _store_errors(self.path):
-            self._db.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.line_vocabulary "
-                "USING fts5vocab(main, line_text, 'row')"
-            )
             counts = self._db.execute(
                 "SELECT term, doc FROM temp.line_vocabulary "
                 f"WHERE term IN ({','.join('?' * len(wanted))})",
