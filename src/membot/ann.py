@@ -41,8 +41,8 @@ CANDIDATES = 200  # lines the index nominates per search, before their neighbour
 # finds rather than the last it reached (benchmarks/hnsw_recall.py measures the recall).
 SEARCH_DEPTH = 2 * CANDIDATES
 # The lexical side of a large scope asks the store's full-text search for its rarest words
-# only, as many as hold this many lines between them: about 50 ms of FTS5 scoring on 2 cores
-# (a common word in a store of a million lines costs seconds; docs/performance.md).
+# only, as many as hold this many lines between them (a common word in a store of a million
+# lines costs seconds to score; docs/performance.md measures the turn with this bound).
 LEXICAL_POSTINGS = 10_000
 
 

@@ -471,8 +471,8 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         is FTS5's BM25 negated, so higher is better. Each term is quoted, so no text can be
         read as FTS5 syntax.
 
-        FTS5 scores every line that holds a term, about 5 microseconds each here: a common
-        word in a store of a million lines costs seconds. With ``max_postings``, only the
+        FTS5 scores every line that holds a term: a common word in a store of a million
+        lines costs it seconds (docs/performance.md). With ``max_postings``, only the
         rarest terms are asked, as many as hold at most that many lines between them (the
         store's counts; none if even the rarest holds more): the common ones weigh least in
         BM25 (their IDF is the lowest) and cost most."""
