@@ -18,6 +18,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+from machine import announce
 
 from membot.embed import OnnxMiniLMEmbedder, bundled_minilm
 from membot.eval import shared_data_dir
@@ -52,6 +53,7 @@ def batch_rate(embed: Callable[[list[str]], np.ndarray], lines: list[str]) -> fl
 
 
 def main() -> None:
+    announce()
     lines = dialog_lines()
     with tempfile.TemporaryDirectory() as folder:
         onnx = OnnxMiniLMEmbedder(Path(folder))

@@ -27,6 +27,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from machine import announce
+
 from membot import Memory, read_file, resolve_embedder
 from membot.eval import shared_data_dir
 
@@ -60,6 +62,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="membot-import-") as folder:
             print(json.dumps(one_run(args.one, lines, Path(folder))))
         return
+    announce()
     print(f"{len(lines)} LoCoMo dev lines, {os.cpu_count()} cores")
     for spec in args.embedder or ["minilm", "minilm-int8"]:
         rates = []

@@ -36,6 +36,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+from machine import announce
 
 from membot import Bot, Memory, ScriptedLLM, migrate_store
 from membot.embed import default_embedder
@@ -319,6 +320,7 @@ def main() -> None:
     if args.measure:
         print(json.dumps(measure(args.measure[0], args.measure[1], args.turns)))
         return
+    announce()
     reports = run(args.stores, args.sizes, args.turns, args.cache, args.measure_only)
     if args.png:
         plot(reports, args.png)

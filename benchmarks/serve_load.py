@@ -47,6 +47,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ["MEMBOT_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "membot-serve-load", "cache")
 
 import httpx
+from machine import announce
 from turn_latency import LOCOMO, build_store
 
 import membot
@@ -329,6 +330,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="measure everything N times")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    announce()
     store = built_store()
     results = []
     if not args.json:

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import httpx
+from machine import announce
 from serve_load import BOT, Served, built_store, percentile, questions, warm
 
 # Share of the RSS at the end of warm-up the server may grow by over the run.
@@ -289,6 +290,7 @@ def main() -> None:
     parser.add_argument("--sample", type=float, default=5, help="seconds between RSS readings")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    announce()
     if not 0 < args.warmup_minutes < args.minutes:
         parser.error("--warmup-minutes must be at least 1 and less than --minutes")
     store = built_store()

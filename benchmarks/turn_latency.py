@@ -24,6 +24,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from machine import announce
+
 from membot import Bot, Memory, ScriptedLLM
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
@@ -76,6 +78,7 @@ def main() -> None:
     parser.add_argument("--strategy", help="the bot's recall strategy (default: the default)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    announce()
     report = run(args.turns, args.strategy)
     if args.json:
         print(json.dumps(report, indent=2))
