@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -140,6 +142,11 @@ def test_a_line_stored_through_one_worker_is_recalled_through_the_other(cli, sta
             if len(warmed) == 2:
                 break
         assert len(warmed) == 2, "the kernel handed 40 turns in a row to one worker"
+        if Path("/proc/self/environ").exists():  # both workers run with the tuned allocator
+            for pid in counts:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+                arenas = os.environ.get("MALLOC_ARENA_MAX", "2")  # the operator's, else 2
+                assert f"MALLOC_ARENA_MAX={arenas}".encode() in environ, pid
 
         # Each try: a person says something through one worker, then asks about it; kept
         # when the kernel handed the question to the other worker.

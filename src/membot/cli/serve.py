@@ -32,8 +32,10 @@ def serve(
     """Serve REST, the OpenAI-compatible endpoint and MCP over one store."""
     import uvicorn
 
+    from membot.server.allocator import tune_allocator
     from membot.server.ratelimit import parse_rate
 
+    tune_allocator()  # before the workers start: they read it from the environment
     options = options_of(context)
     limit = parse_rate(rate_limit)
     # Every worker builds its app from the environment (uvicorn starts them as processes).

@@ -235,11 +235,13 @@ def _from_postgres(table: str, row: Sequence) -> tuple:
 def _write_postgres(db: Any, table: str, rows: list[tuple]) -> None:
     columns = list(TABLES[table])
     if table == "lines":
+        # The one table that grows with the store: COPY, not an INSERT a row.
         columns = [*columns[:-1], "embedding", "words"]
-        rows = [
-            (*row[:-1], np.frombuffer(row[-1], dtype=np.float32), word_count(row[7]))
-            for row in rows
-        ]
+        with db.cursor().copy(f"COPY lines ({', '.join(columns)}) FROM STDIN") as copy:
+            for row in rows:
+                vector = np.frombuffer(row[-1], dtype=np.float32)
+                copy.write_row((*row[:-1], vector, word_count(row[7])))
+        return
     marks = ", ".join(["%s"] * len(columns))
     upsert = " ON CONFLICT (key) DO UPDATE SET value = excluded.value" if table == "meta" else ""
     db.cursor().executemany(
