@@ -206,3 +206,33 @@ def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_sear
     person = Scope(bot, store.person_id("person-2"))
     assert index.lexical(["42"], person, 5)[0].line_id == ids[42]
     assert index.scopes_held() == [(bot, person.person_id)]
+
+
+def test_a_servers_warm_up_loads_every_shared_memory_before_the_first_turn(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``warm_up(shared_memory=True)`` (what ``membot serve`` runs before taking requests)
+    reads a small shared bot's lines into memory and loads a large one's approximate index;
+    a bot that keeps people apart is left to its people's turns, and a plain warm-up reads
+    no memory at all."""
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "30")
+    memory = make_memory()
+    memory.configure_bot("small", share_across_people=True)
+    memory.configure_bot("large", share_across_people=True)
+    for bot, count in (("small", 10), ("large", 40), ("apart", 40)):
+        for n in range(count):
+            memory.add(f"{bot} line {n}", user=f"person-{n % 3}", bot=bot, thread="t")
+    memory.close()
+
+    plain = make_memory()
+    plain.warm_up()
+    assert plain.index.scopes_held() == [] and plain.index.approximate._scopes == {}
+
+    warmed = make_memory()
+    warmed.warm_up(shared_memory=True)
+    small, large = warmed.store.bot_id("small"), warmed.store.bot_id("large")
+    assert warmed.index.scopes_held() == [(small, None)]
+    (approximate,) = warmed.index.approximate._scopes.values()
+    assert isinstance(approximate.nominator, UsearchNominator)
+    assert approximate.nominator.index is not None and len(approximate.nominator.index) == 40
+    assert list(warmed.index.approximate._scopes) == [large]

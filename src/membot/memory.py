@@ -111,10 +111,25 @@ class Memory(BotProfiles, SummariesAndExpertise):
     def close(self) -> None:
         self.store.close()
 
-    def warm_up(self) -> None:
-        """Load the embedder and tokenizer now, so the first turn's timings are its own."""
+    def warm_up(self, *, shared_memory: bool = False) -> None:
+        """Load the embedder and tokenizer now, so the first turn's timings are its own.
+        With ``shared_memory``, also the memory of every bot that shares it across people
+        (its lines' vectors and words, or past ``MEMBOT_APPROXIMATE_FROM`` lines its
+        approximate index: about two seconds at a million lines), as ``membot serve`` does
+        before it takes requests, so no person's turn waits for it."""
         self.embedder.embed(["warm up"])
         self.tokens.count("warm up")
+        if not shared_memory:
+            return
+        shared = [bot for bot in self.bots() if self.bot_settings(bot).share_across_people]
+        if not shared or not self.store.count_lines():
+            return
+        vector = self.embed(["warm up"], keep=False)[0]
+        for bot in shared:
+            bot_id = self.store.bot_id(bot)
+            if bot_id is not None:
+                with self._recall_lock:
+                    self.index.search(vector, Scope(bot_id, None), 1)
 
     # -- embedding ------------------------------------------------------------------------
 

@@ -70,7 +70,7 @@ def app_from_environment() -> FastAPI:
     sets (``MEMBOT_DB``, ``MEMBOT_EMBEDDER``, ``MEMBOT_LLM``, ...)."""
     env = os.environ
     memory = Memory(env.get("MEMBOT_DB") or None, embedder=env.get("MEMBOT_EMBEDDER", "minilm"))
-    memory.warm_up()
+    memory.warm_up(shared_memory=True)  # before the first request, not during it
     spec = env.get("MEMBOT_LLM") or None
     llm = resolve_llm(spec, key_env=env.get("MEMBOT_LLM_KEY_ENV") or None) if spec else None
     return create_app(

@@ -38,9 +38,12 @@ counted AS (
     SELECT w.word, found.n,
            greatest(ln((totals.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
     FROM wanted w CROSS JOIN totals CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS n FROM lines
-        WHERE lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
-                          || '''')::tsquery
+        SELECT count(*)::float8 AS n FROM (
+            SELECT 1 FROM lines
+            WHERE lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
+                              || '''')::tsquery
+            LIMIT %(count_cap)s  -- a word past the budget is left out: no need to count on
+        ) hits
     ) found
 ),
 weights AS (  -- with a budget: the rarest words, holding at most that many lines together
@@ -81,7 +84,8 @@ def bm25_query(
     ``max_postings``, for the rarest of them that hold at most that many lines together."""
     conditions = ["l.bot_id = %(bot)s", "l.role = ANY(%(roles)s)"]
     params: dict = {"terms": list(terms), "bot": bot_id, "roles": list(roles), "limit": limit,
-                    "budget": max_postings}  # fmt: skip
+                    "budget": max_postings,
+                    "count_cap": None if max_postings is None else max_postings + 1}  # fmt: skip
     if person_id is not None:
         conditions.append("l.person_id = %(person)s")
         params["person"] = person_id
