@@ -1,0 +1,75 @@
+"""Where a large shared scope's search goes on PostgreSQL: per LoCoMo question, the time of
+the approximate index's nominees, of reading them back with their neighbours, and of the
+full-text (BM25) query; then ``EXPLAIN (ANALYZE, BUFFERS)`` of that query for the first one.
+
+Runs on a PostgreSQL store that ``benchmarks/scale.py`` built (kept under its cache folder):
+
+    .venv/bin/python benchmarks/pg_shared_search.py [--lines 100000] [--questions 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import psycopg
+import scale
+from machine import announce
+
+from membot import ann
+from membot.embed import default_embedder
+from membot.recall.bm25 import query_terms
+from membot.store import open_store
+from membot.store.postgres_lexical import bm25_query
+
+ROLES = ("human", "bot")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lines", type=int, default=100_000, help="which scale.py store")
+    parser.add_argument("--questions", type=int, default=8)
+    args = parser.parse_args()
+    announce()
+    url = scale.location("postgresql", args.lines, scale.CACHE)
+    store = open_store(url)
+    embedder = default_embedder()
+    bot = store.bot_id(scale.BOT)
+    if bot is None:
+        sys.exit(f"no store of {args.lines:,} lines: run benchmarks/scale.py first")
+    nominator = ann.PgvectorNominator(store, bot)
+    asked = [question for question, _ in scale.questions(args.questions)]
+    for question in asked:
+        vector = embedder.embed([question])[0]
+        words = list(query_terms(question))
+        started = time.perf_counter()
+        nominees = nominator.nominate(vector, ann.CANDIDATES)
+        nominated = time.perf_counter()
+        rows = store.vector_rows_around(nominees)
+        around = time.perf_counter()
+        found = store.lexical_search(
+            words, bot, None, None, ROLES, limit=1000, max_postings=ann.LEXICAL_POSTINGS
+        )
+        done = time.perf_counter()
+        print(
+            f"nominate {1000 * (nominated - started):6.1f} ms  "
+            f"around {1000 * (around - nominated):5.1f} ms ({len(rows.ids)} lines)  "
+            f"lexical {1000 * (done - around):6.1f} ms"
+            f" ({len(found)} lines)  {question}"
+        )
+    store.close()
+    sql, params = bm25_query(
+        list(query_terms(asked[0])), bot, None, None, list(ROLES), 1000, ann.LEXICAL_POSTINGS
+    )
+    with psycopg.connect(url) as db:
+        print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the lexical query for: {asked[0]}")
+        for (line,) in db.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params).fetchall():
+            print(line)
+
+
+if __name__ == "__main__":
+    main()
