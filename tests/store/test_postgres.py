@@ -145,6 +145,26 @@ def test_bm25_ranks_as_sqlite_fts5_does(store: PostgresStore, tmp_path) -> None:
     sqlite.close()
 
 
+def test_bm25_counts_a_word_repeated_up_to_hundreds_of_times_as_fts5_does(
+    store: PostgresStore, tmp_path
+) -> None:
+    """The term frequency read back from ``ts_rank`` (postgres_lexical's doc) is exact."""
+    sqlite = SqliteStore(tmp_path / "repeats.db")
+    counts = [1, 2, 3, 4, 5, 7, 10, 16, 25, 40, 64, 100, 150, 200, 255]
+    texts = [" ".join(["heron"] * count + ["pond"] * (count % 3)) for count in counts]
+    for each in (store, sqlite):
+        each.add_lines([new_line(ALICE_T1, text) for text in texts + CORPUS])
+    for terms in (["heron"], ["heron", "pond"]):
+        postgres_ranked = dict(store.lexical_search(terms, store.bot_id("membot") or 0, limit=50))
+        sqlite_ranked = dict(sqlite.lexical_search(terms, sqlite.bot_id("membot") or 0, limit=50))
+        assert postgres_ranked.keys() == sqlite_ranked.keys()
+        ids = sorted(sqlite_ranked)
+        np.testing.assert_allclose(
+            [postgres_ranked[i] for i in ids], [sqlite_ranked[i] for i in ids], rtol=1e-4
+        )
+    sqlite.close()
+
+
 def test_batches_locking_threads_in_opposite_orders_all_land(postgres_url: str) -> None:
     """Two writers each write to t1 and t2, one in each order: PostgreSQL aborts one of them
     when they deadlock, and the store writes that batch again."""

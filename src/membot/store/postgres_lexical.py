@@ -8,6 +8,15 @@ from the generated ``tsvector`` (term frequencies are its positions), the ``word
 (a line's length in words) and the store-wide counts in ``lexical_totals``, so the two stores
 rank alike; they still differ where PostgreSQL's parser and Snowball stemmer cut words
 differently from FTS5's unicode61 tokenizer and Porter stemmer (docs/deploy.md).
+
+A word's count in a line (its term frequency, ``tf``) is read without unnesting the line's
+``tsvector`` (which costs a row per word of every matched line: 850,000 rows for the 7,939
+lines one question matched in a store of 100,000): with every weight 1, ``ts_rank`` of a
+one-word query is ``(1 + 1/2² + … + 1/tf²) / (π²/6)``, PostgreSQL's own formula for a word
+found ``tf`` times, and since the sum's tail past ``tf`` is about ``1/tf - 1/(2 tf²)``,
+``tf = round(1 / (π²/6 × (1 - rank)) - 1/2)``, exact for every count a ``tsvector`` can hold
+(at most 256 positions a word). ``tests/store/test_postgres.py`` checks the scores against
+FTS5's on lines that repeat a word.
 """
 
 from __future__ import annotations
@@ -47,7 +56,9 @@ counted AS (
     ) found
 ),
 weights AS (  -- with a budget: the rarest words, holding at most that many lines together
-    SELECT word, idf FROM (
+    SELECT word, idf,
+           ('''' || replace(replace(word, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS q
+    FROM (
         SELECT word, idf, sum(n) OVER (ORDER BY n, word) AS running FROM counted
     ) ranked
     WHERE %(budget)s::float8 IS NULL OR running <= %(budget)s::float8
@@ -60,14 +71,18 @@ query AS (
 matched AS (
     SELECT l.id, l.words, l.lexical FROM lines l, query
     WHERE query.q IS NOT NULL AND l.lexical @@ query.q AND {where}
+),
+frequencies AS (  -- how often each word is in each matched line (module doc: ts_rank)
+    SELECT m.id, m.words, weights.idf,
+           round(1 / (1.64493406685 * (1 - ts_rank('{1,1,1,1}', m.lexical, weights.q)::float8))
+                 - 0.5) AS tf
+    FROM matched m JOIN weights ON m.lexical @@ weights.q
 )
-SELECT m.id, sum(
-    weights.idf * cardinality(u.positions) * 2.2
-    / (cardinality(u.positions) + 1.2 * (0.25 + 0.75 * m.words / totals.average))
+SELECT f.id, sum(
+    f.idf * f.tf * 2.2 / (f.tf + 1.2 * (0.25 + 0.75 * f.words / totals.average))
 ) AS score
-FROM matched m CROSS JOIN totals CROSS JOIN LATERAL unnest(m.lexical) AS u
-JOIN weights ON weights.word = u.lexeme
-GROUP BY m.id ORDER BY score DESC, m.id LIMIT %(limit)s
+FROM frequencies f CROSS JOIN totals
+GROUP BY f.id ORDER BY score DESC, f.id LIMIT %(limit)s
 """
 
 
