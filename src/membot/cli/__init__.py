@@ -292,7 +292,8 @@ def main() -> None:
     try:
         app()
     except MembotError as error:
-        err.print(f"[red]error:[/] {error}", highlight=False)
+        # Not wrapped at the console's width: a long path stays whole, to copy or to grep.
+        err.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
