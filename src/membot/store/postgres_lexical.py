@@ -43,13 +43,27 @@ totals AS (
            greatest(sum(words)::float8 / greatest(sum(lines), 1), 1) AS average
     FROM lexical_totals
 ),
+common AS (  -- lines holding each frequent word, as ANALYZE last estimated them
+    SELECT e.word, e.frequency * greatest(c.reltuples, 0) AS estimate
+    FROM pg_stats s JOIN pg_class c ON c.oid = 'lines'::regclass
+    CROSS JOIN LATERAL unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs)
+        AS e(word, frequency)
+    WHERE %(budget)s::float8 IS NOT NULL AND s.schemaname = current_schema()
+      AND s.tablename = 'lines' AND s.attname = 'lexical' AND e.word IS NOT NULL
+),
+counting AS (  -- a word estimated at twice the budget and more is left out uncounted
+    SELECT w.word, coalesce(common.estimate >= 2 * %(budget)s::float8, false) AS skipped
+    FROM wanted w LEFT JOIN common ON common.word = w.word
+),
 counted AS (
     SELECT w.word, found.n,
            greatest(ln((totals.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
-    FROM wanted w CROSS JOIN totals CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS n FROM (
+    FROM counting w CROSS JOIN totals CROSS JOIN LATERAL (
+        SELECT CASE WHEN w.skipped THEN %(count_cap)s::float8 ELSE count(*)::float8 END AS n
+        FROM (
             SELECT 1 FROM lines
-            WHERE lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
+            WHERE NOT w.skipped
+              AND lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
                               || '''')::tsquery
             LIMIT %(count_cap)s  -- a word past the budget is left out: no need to count on
         ) hits
