@@ -24,8 +24,10 @@ TRY_OUT_NOTICE = (
 )
 
 
-# A tiny model likes to go on writing both sides of the transcript; cut it at the next turn.
-STOP = ["\nHUMAN:", "\nHuman:", "\nUser:", "<|im_end|>"]
+# A tiny model likes to go on writing both sides of the transcript; cut it at the next turn,
+# however it labels it ("HUMAN:", and also "HUMAN (not in the first person):", seen from the
+# bundled model through `membot serve`).
+STOP = ["\nHUMAN", "\nHuman:", "\nUser:", "<|im_end|>"]
 
 
 class BundledSmolLM2:
