@@ -115,8 +115,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """Load the embedder and tokenizer now, so the first turn's timings are its own.
         With ``shared_memory``, also the memory of every bot that shares it across people
         (its lines' vectors and words, or past ``MEMBOT_APPROXIMATE_FROM`` lines its
-        approximate index: about two seconds at a million lines), as ``membot serve`` does
-        before it takes requests, so no person's turn waits for it."""
+        approximate index: seconds at a million lines; ``benchmarks/scale.py`` prints it),
+        as ``membot serve`` does before it takes requests, so no person's turn waits for it."""
         self.embedder.embed(["warm up"])
         self.tokens.count("warm up")
         if not shared_memory:
