@@ -52,7 +52,7 @@ class Case:
     kind: str  # "true", "other people", "example", "placeholder", "wrong date", "bot side"
     point: str
     evidence: g.Evidence
-    failure: str = ""  # checks 1-4 of membot.grounding
+    failure: str = ""  # checks 1-5 of membot.grounding
     share: float = 0.0
     cosine: float = 0.0
 
@@ -131,7 +131,7 @@ def session_cases(index, person, other, when, observed, evidence, strangers, rng
 
 
 def measure(cases: list[Case], embed) -> None:
-    """Each case's failure of checks 1-4, word share and best cosine (once, for any threshold)."""
+    """Each case's failure of checks 1-5, word share and best cosine (once, for any threshold)."""
     for case in cases:
         heard = set().union(*(g.content_stems(t, case.evidence.ignore) for t in case.evidence.said))
         examples = {

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 
-from membot.grounding import content_stems, undated, unsupported_points
+from membot import Line, Role
+from membot.grounding import Evidence, check_points, content_stems, undated, unsupported_points
 
 SAID = [
     "I'm allergic to peanuts, so no satay for me.",
@@ -155,3 +158,31 @@ def test_the_running_summary_keeps_only_what_the_lines_support(embedder) -> None
     ]
     carried, _ = grounded("Sam teaches maths.", "Sam teaches maths.", lines, BotSettings(), None)
     assert carried == "Sam teaches maths."  # the old, checked summary counts as said
+
+
+def _line(number: int, role: Role, text: str, speaker: str) -> Line:
+    return Line(number, "b", "sam", "t", number, role, text, datetime(2024, 5, 1, 9), 0, speaker)
+
+
+def test_a_point_naming_someone_nobody_mentioned_is_left_out(embedder) -> None:
+    """Borrowed from another person's memory, a point keeps its names: a name that no line of
+    the thread holds, either side's, is not something said. Names the bot said count (the
+    person answered about them); a capitalised word opening a sentence is not a name."""
+    thread = [
+        _line(1, Role.HUMAN, "My sister Joanna visits on Friday, we'll bake bread.", "Sam"),
+        _line(2, Role.BOT, "Lovely! Is Marcus coming too?", "AI"),
+        _line(3, Role.HUMAN, "Yes, and we will bake bread together.", "Sam"),
+    ]
+    said = [line for line in thread if line.role == Role.HUMAN]
+    evidence = Evidence.of(said, thread, names=["Sam"])
+    points = [
+        "2024-05-01: Sam's sister Joanna visits on Friday to bake bread.",
+        "2024-05-01: Sam bakes bread with Marcus and Joanna.",
+        "2024-05-01: Sam bakes bread with Priya on Friday.",
+        "2024-05-01: Sam bakes bread. Together they visit.",
+    ]
+    verdicts = check_points(points, evidence, embedder.embed)
+    assert [verdict.kept for verdict in verdicts] == [True, True, False, True]
+    assert verdicts[2].reason == "names Priya, which nobody in the conversation mentioned"
+    # Without the thread's lines (the support check alone) names are not judged.
+    assert unsupported_points([points[2]], [line.text for line in said], embedder.embed) == []
