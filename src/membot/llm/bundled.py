@@ -30,6 +30,27 @@ TRY_OUT_NOTICE = (
 STOP = ["\nHUMAN", "\nHuman:", "\nUser:", "<|im_end|>"]
 
 
+# The tiny model, held to a grammar, may repeat one point until it runs out of tokens, and a
+# cut-off JSON is unreadable. A grammar whose lists end in time always closes: at most
+# MAX_ITEMS items, each string item at most MAX_CHARS long (two such lists fit in the 500
+# tokens membot gives a reply with key points).
+MAX_ITEMS, MAX_CHARS = 8, 100
+
+
+def bounded(schema: JsonSchema) -> JsonSchema:
+    """``schema`` with every array at most ``MAX_ITEMS`` long and its string items at most
+    ``MAX_CHARS``, where it sets no bound of its own."""
+    out = {
+        key: bounded(value) if isinstance(value, dict) else value for key, value in schema.items()
+    }
+    if out.get("type") == "array":
+        out.setdefault("maxItems", MAX_ITEMS)
+        items = out.get("items")
+        if isinstance(items, dict) and items.get("type") == "string" and "enum" not in items:
+            out["items"] = {**items, "maxLength": items.get("maxLength", MAX_CHARS)}
+    return out
+
+
 class BundledSmolLM2:
     """SmolLM2-135M-Instruct, loaded on first use; no network, no key."""
 
@@ -79,7 +100,11 @@ class BundledSmolLM2:
         model = self._load()
         # llama-cpp-python turns the schema into a grammar: only tokens that keep the reply
         # valid against it can be sampled.
-        extra = {"response_format": {"type": "json_object", "schema": schema}} if schema else {}
+        extra = (
+            {"response_format": {"type": "json_object", "schema": bounded(schema)}}
+            if schema
+            else {}
+        )
         try:
             return model.create_chat_completion(
                 messages=list(messages),
