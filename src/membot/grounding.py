@@ -40,7 +40,7 @@ from datetime import date
 import numpy as np
 
 from membot.model import Line
-from membot.named_dates import Span, named_days, within
+from membot.named_dates import CALENDAR_WORDS, Span, named_days, within
 from membot.recall.bm25 import STOPWORDS
 
 # Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the pairs
@@ -68,29 +68,6 @@ _INSTRUCTION = re.compile(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 # A capitalised word of three letters or more that does not open the text or a sentence.
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
-_CALENDAR = frozenset(
-    {
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
-    }
-)
 # What a model may call the two sides instead of their names ("the User's cat").
 _ROLES = frozenset({"human", "user", "person", "assistant", "bot"})
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -222,7 +199,7 @@ def _unmentioned_name(text: str, evidence: Evidence) -> str | None:
         return None
     for match in _NAME.finditer(text):
         word = match.group(1).lower()
-        if word in STOPWORDS or word in _CALENDAR or word in _ROLES or word in evidence.ignore:
+        if word in STOPWORDS or word in CALENDAR_WORDS or word in _ROLES or word in evidence.ignore:
             continue
         if _stem(word) not in evidence.mentioned:
             return match.group(1)

@@ -39,6 +39,10 @@ _MONTH = (
     r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+# The names of months and weekdays, which are capitalised without being anyone's name.
+CALENDAR_WORDS = frozenset(_MONTHS) | frozenset(
+    f"{day}day" for day in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")
+)
 _NUMBER = {
     "a": 1,
     "an": 1,
