@@ -304,7 +304,7 @@ def table(reports: list[dict]) -> None:
         for mode in ("person", "shared"):
             m = r[mode]
             print(
-                f"{r['store']:<10} {r['lines']:>9,}  {mode:<7} {m.get('warm_up_ms', 0):>7.1f} ms  "
+                f"{r['store']:<10} {r['lines']:>9,}  {mode:<7} {m['warm_up_ms']:>7.1f} ms  "
                 f"{m['first_turn_ms']:>7.1f} ms  "
                 f"{m['p50_ms']:>5.1f} ms  {m['p95_ms']:>5.1f} ms  {m['search_p50_ms']:>6.1f} ms  "
                 f"{m['peak_rss_mb']:>4} MB  {disk:>19}  {r['filler_lines_per_s']:>14,}  "

@@ -209,7 +209,7 @@ def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_sear
 
 
 def test_a_servers_warm_up_loads_every_shared_memory_before_the_first_turn(
-    make_memory, monkeypatch: pytest.MonkeyPatch
+    make_memory, make_embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``warm_up(shared_memory=True)`` (what ``membot serve`` runs before taking requests)
     reads a small shared bot's lines into memory and loads a large one's approximate index;
@@ -236,3 +236,8 @@ def test_a_servers_warm_up_loads_every_shared_memory_before_the_first_turn(
     assert isinstance(approximate.nominator, UsearchNominator)
     assert approximate.nominator.index is not None and len(approximate.nominator.index) == 40
     assert list(warmed.index.approximate._scopes) == [large]
+
+    # A store made with another embedder still starts; its first turn says what is wrong.
+    other = make_memory(make_embedder(name="another-model"))
+    other.warm_up(shared_memory=True)
+    assert other.index.scopes_held() == []

@@ -95,7 +95,7 @@ class Evidence:
         and texts that count as said beside them (``more``: an earlier, checked summary)."""
         moments = [line.created_at.date() for line in thread]
         named = [span for line in said for span in named_days(line.text, line.created_at)]
-        texts = [line.text for line in thread] + [line.text for line in said] + list(more)
+        texts = {line.text for line in (*thread, *said)} | set(more)
         return cls(
             tuple(line.text for line in said) + tuple(more),
             (min(moments), max(moments)) if moments else None,

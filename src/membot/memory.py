@@ -18,7 +18,13 @@ import numpy as np
 
 from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder
-from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
+from membot.errors import (
+    ConfigError,
+    ConflictError,
+    EmbedderMismatchError,
+    NotFoundError,
+    StoreError,
+)
 from membot.line_checks import checked_line
 from membot.memory_knowledge import SummariesAndExpertise, summary_parts
 from membot.memory_profiles import BotProfiles
@@ -122,9 +128,12 @@ class Memory(BotProfiles, SummariesAndExpertise):
         if not shared_memory:
             return
         shared = [bot for bot in self.bots() if self.bot_settings(bot).share_across_people]
-        if not shared or not self.store.count_lines():
+        if not shared:
             return
-        vector = self.embed(["warm up"], keep=False)[0]
+        try:
+            vector = self.embed(["warm up"], keep=False)[0]
+        except EmbedderMismatchError:
+            return  # a store made with another embedder: its first turn says so, as before
         for bot in shared:
             bot_id = self.store.bot_id(bot)
             if bot_id is not None:

@@ -34,9 +34,13 @@ def word_count(text: str) -> int:
 
 # A term's lexemes are quoted as tsquery text: '' doubles a quote and \\ a backslash.
 _BM25_SQL = """
-WITH wanted AS (
+WITH lexemes AS (
     SELECT word FROM unnest(%(terms)s::text[]) AS term,
          unnest(tsvector_to_array(to_tsvector('membot_english', term))) AS word
+),
+wanted AS (  -- each lexeme and the one-word query that finds it, quoted as tsquery text
+    SELECT word, ('''' || replace(replace(word, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS q
+    FROM lexemes
 ),
 totals AS (
     SELECT greatest(sum(lines), 1)::float8 AS n,
@@ -52,35 +56,29 @@ common AS (  -- lines holding each frequent word, as ANALYZE last estimated them
       AND s.tablename = 'lines' AND s.attname = 'lexical' AND e.word IS NOT NULL
 ),
 counting AS (  -- a word estimated at twice the budget and more is left out uncounted
-    SELECT w.word, coalesce(common.estimate >= 2 * %(budget)s::float8, false) AS skipped
+    SELECT w.word, w.q, coalesce(common.estimate >= 2 * %(budget)s::float8, false) AS skipped
     FROM wanted w LEFT JOIN common ON common.word = w.word
 ),
 counted AS (
-    SELECT w.word, found.n,
+    SELECT w.word, w.q, found.n,
            greatest(ln((totals.n - found.n + 0.5) / (found.n + 0.5)), 1e-6) AS idf
     FROM counting w CROSS JOIN totals CROSS JOIN LATERAL (
         SELECT CASE WHEN w.skipped THEN %(count_cap)s::float8 ELSE count(*)::float8 END AS n
         FROM (
             SELECT 1 FROM lines
-            WHERE NOT w.skipped
-              AND lexical @@ ('''' || replace(replace(w.word, '\\', '\\\\'), '''', '''''')
-                              || '''')::tsquery
+            WHERE NOT w.skipped AND lexical @@ w.q
             LIMIT %(count_cap)s  -- a word past the budget is left out: no need to count on
         ) hits
     ) found
 ),
 weights AS (  -- with a budget: the rarest words, holding at most that many lines together
-    SELECT word, idf,
-           ('''' || replace(replace(word, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS q
-    FROM (
-        SELECT word, idf, sum(n) OVER (ORDER BY n, word) AS running FROM counted
+    SELECT word, q, idf FROM (
+        SELECT word, q, idf, sum(n) OVER (ORDER BY n, word) AS running FROM counted
     ) ranked
     WHERE %(budget)s::float8 IS NULL OR running <= %(budget)s::float8
 ),
 query AS (
-    SELECT string_agg(DISTINCT '''' || replace(replace(word, '\\', '\\\\'), '''', '''''')
-                      || '''', ' | ')::tsquery AS q
-    FROM weights
+    SELECT string_agg(DISTINCT q::text, ' | ')::tsquery AS q FROM weights
 ),
 matched AS (
     SELECT l.id, l.words, l.lexical FROM lines l, query
