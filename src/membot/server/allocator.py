@@ -31,7 +31,10 @@ def tune_allocator() -> dict[str, int]:
     already; what was set. Nothing off glibc (macOS, musl)."""
     if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
         return {}
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return {}  # no C library to tune: the server runs with the allocator's defaults
     applied = {}
     for name, (parameter, value) in SETTINGS.items():
         if name in os.environ:
