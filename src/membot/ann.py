@@ -61,6 +61,7 @@ class NearLines(Protocol):
         roles: Sequence[str],
         limit: int,
         max_postings: int | None = None,
+        among: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]: ...
 
 
@@ -179,6 +180,19 @@ class ApproximateScope:
         columns = (rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep])
         where = {line_id: (thread, seq) for line_id, thread, seq in zip(*columns, strict=True)}
         return [Hit(i, *map(int, where[i]), score) for i, score in found if i in where]
+
+    def lexical_scores(
+        self, words: Sequence[str], scope: Scope, among: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(line ids, BM25) of the lines ``among`` (in scope: lines :meth:`scored` read)
+        holding the rarest of ``words`` (``LEXICAL_POSTINGS``), best first: the store scores
+        those lines only, by id, where :meth:`lexical` reads every line holding a word."""
+        found = self.store.lexical_search(
+            list(words), scope.bot_id, scope.person_id, scope.thread_id, scope.roles,
+            limit=len(among), max_postings=LEXICAL_POSTINGS, among=among.tolist(),
+        )  # fmt: skip
+        ids = np.asarray([line_id for line_id, _ in found], dtype=np.int64)
+        return ids, np.asarray([score for _, score in found], dtype=np.float64)
 
 
 def in_scope(rows: VectorRows, scope: Scope) -> np.ndarray:

@@ -352,13 +352,21 @@ class VectorIndex:
         return self._scope(scope).lexical(words, scope, k)
 
     def lexical_scores(
-        self, words: list[str], scope: Scope, *, just_read: bool = False
+        self,
+        words: list[str],
+        scope: Scope,
+        *,
+        just_read: bool = False,
+        among: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """(line ids, BM25) of every line in scope holding any of ``words``, best first (for
-        a large shared scope, the store's best ``APPROXIMATE_LEXICAL_DEPTH``). With
-        ``just_read``, the scope as the search just before read it: no second trip to the
-        store in one turn."""
+        a large shared scope, the store's best ``APPROXIMATE_LEXICAL_DEPTH``, or with
+        ``among`` those of these lines: the ones :meth:`scored_in_scope` gave, which are all
+        a blend ranks). With ``just_read``, the scope as the search just before read it: no
+        second trip to the store in one turn."""
         if approximate := self._approximate(scope):
+            if among is not None:
+                return approximate.lexical_scores(words, scope, among)
             found = approximate.lexical(words, scope, APPROXIMATE_LEXICAL_DEPTH)
             ids = np.asarray([hit.line_id for hit in found], dtype=np.int64)
             return ids, np.asarray([hit.score for hit in found])

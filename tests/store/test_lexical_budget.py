@@ -4,6 +4,7 @@ of a million lines costs FTS5 seconds to score (docs/performance.md)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from membot.model import Role
 from membot.store import Store
@@ -31,3 +32,26 @@ def test_a_postings_budget_asks_the_rarest_words_that_fit(make_store) -> None:
     assert found(["dog", "otter", "heron"], 3) == set(texts[41:])  # ties: "heron" first
     assert found(["dog"], 40) == set()  # even the rarest asked holds more: no lexical side
     assert found(["unheard"], 10) == set()
+
+
+def test_among_scores_only_the_lines_named_with_the_stores_statistics(make_store) -> None:
+    """A large scope's blend ranks only the lines its approximate index nominated: the store
+    scores those, by id, and each keeps the BM25 it has among all the lines."""
+    store: Store = make_store()  # SQLite, then PostgreSQL
+    texts = ["an otter by the river", "the river again", "a heron", "an otter and a heron"]
+    texts += [f"filler line {n}" for n in range(20)]
+    key = ThreadKey("bench", "sam", "t")
+    vector = np.ones(4, dtype=np.float32)
+    added = store.add_lines([NewLine(key, Role.HUMAN, t, vector, 5) for t in texts], ("test", 4))
+    ids = [line.id for line in added]
+    bot = store.bot_id("bench")
+    assert bot is not None
+    terms = ["otter", "heron", "river"]
+    everywhere = dict(store.lexical_search(terms, bot, limit=100))
+    among = [ids[1], ids[3], ids[5]]  # "the river again", "an otter and a heron", a filler
+    found = store.lexical_search(terms, bot, limit=100, among=among)
+    assert [line_id for line_id, _ in found] == [ids[3], ids[1]]  # best first; no filler
+    for line_id, score in found:
+        assert score == pytest.approx(everywhere[line_id], rel=1e-9)
+    assert store.lexical_search(terms, bot, limit=100, among=[]) == []
+    assert store.lexical_search(terms, bot, limit=1, among=among) == found[:1]

@@ -341,7 +341,7 @@ def _bm25_scores(
     if not terms or not len(ids):
         return scores, []
     # The lines' cosines were read a moment ago: their words are the same lines'.
-    ranked, bm25 = memory.index.lexical_scores(terms, scope, just_read=True)
+    ranked, bm25 = memory.index.lexical_scores(terms, scope, just_read=True, among=ids)
     at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
     in_scope = ids[at] == ranked
     if in_scope.any():

@@ -212,6 +212,7 @@ class LexicalSearch(Protocol):
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
         max_postings: int | None = None,
+        among: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]: ...
 
 

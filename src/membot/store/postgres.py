@@ -557,15 +557,17 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
         max_postings: int | None = None,
+        among: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
         """(line id, score) of lines holding any of ``terms`` (words), best first, by BM25
         (``postgres_lexical.py``); terms are passed as values, never as query syntax. With
         ``max_postings``, only the rarest terms holding at most that many lines together are
-        asked (as the SQLite store does; the counts are the store's)."""
-        if not terms:
+        asked (as the SQLite store does; the counts are the store's); with ``among``, only
+        those lines are scored (the IDF and mean length are still the store's)."""
+        if not terms or (among is not None and not len(among)):
             return []
         query, params = bm25_query(terms, bot_id, person_id, thread_id, roles, limit,
-                                   max_postings)  # fmt: skip
+                                   max_postings, among)  # fmt: skip
         return [(row[0], float(row[1])) for row in self._query(query, params)]
 
     # -- forgetting -----------------------------------------------------------------------

@@ -106,9 +106,12 @@ def bm25_query(
     roles: Sequence[str],
     limit: int,
     max_postings: int | None = None,
+    among: Sequence[int] | None = None,
 ) -> tuple[str, dict]:
     """The SQL and parameters of a BM25 search for any of ``terms`` in one scope; with
-    ``max_postings``, for the rarest of them that hold at most that many lines together."""
+    ``max_postings``, for the rarest of them that hold at most that many lines together; with
+    ``among``, of those lines only (read by id: the lines a large scope's approximate index
+    nominated, rather than every line holding a word)."""
     conditions = ["l.bot_id = %(bot)s", "l.role = ANY(%(roles)s)"]
     params: dict = {"terms": list(terms), "bot": bot_id, "roles": list(roles), "limit": limit,
                     "budget": max_postings,
@@ -119,4 +122,7 @@ def bm25_query(
     if thread_id is not None:
         conditions.append("l.thread_id = %(thread)s")
         params["thread"] = thread_id
+    if among is not None:
+        conditions.append("l.id = ANY(%(among)s::bigint[])")
+        params["among"] = [int(line_id) for line_id in among]
     return _BM25_SQL.replace("{where}", " AND ".join(conditions)), params

@@ -466,16 +466,20 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
         max_postings: int | None = None,
+        among: Sequence[int] | None = None,
     ) -> list[tuple[int, float]]:
         """(line id, score) of lines holding any of ``terms`` (words), best first; the score
         is FTS5's BM25 negated, so higher is better. Each term is quoted, so no text can be
-        read as FTS5 syntax.
+        read as FTS5 syntax. With ``among``, only those lines are returned (their scores are
+        the same: FTS5's statistics are the store's).
 
         FTS5 scores every line that holds a term: a common word in a store of a million
         lines costs it seconds (docs/performance.md). With ``max_postings``, only the
         rarest terms are asked, as many as hold at most that many lines between them (the
         store's counts; none if even the rarest holds more): the common ones weigh least in
         BM25 (their IDF is the lowest) and cost most."""
+        if among is not None and not len(among):
+            return []
         if max_postings is not None:
             terms = self._rarest_terms(terms, max_postings)
         if not terms:
@@ -490,6 +494,9 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             if value is not None:
                 sql += f" AND l.{column} = ?"
                 params.append(value)
+        if among is not None:
+            sql += " AND l.id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps([int(line_id) for line_id in among]))
         sql += f" AND l.role IN ({','.join('?' * len(roles))}) ORDER BY score DESC, l.id LIMIT ?"
         try:
             return self._query(sql, [*params, *roles, limit])
