@@ -1,6 +1,8 @@
 """Where a large shared scope's search goes on PostgreSQL: per LoCoMo question, the time of
-the approximate index's nominees, of reading them back with their neighbours, and of the
-full-text (BM25) query; then ``EXPLAIN (ANALYZE, BUFFERS)`` of that query for the first one.
+the approximate index's nominees, of reading them back with their neighbours, of the
+full-text (BM25) query over those lines (what a blended turn asks), and, for comparison, of
+the same query over every line of the bot holding a word; then ``EXPLAIN (ANALYZE, BUFFERS)``
+of the blend's query for the first one.
 
 Runs on a PostgreSQL store that ``benchmarks/scale.py`` built (kept under its cache folder):
 
@@ -43,6 +45,7 @@ def main() -> None:
         sys.exit(f"no store of {args.lines:,} lines: run benchmarks/scale.py first")
     nominator = ann.PgvectorNominator(store, bot)
     asked = [question for question, _ in scale.questions(args.questions)]
+    first: tuple[list[str], list[int]] | None = None
     for question in asked:
         vector = embedder.embed([question])[0]
         words = list(query_terms(question))
@@ -51,19 +54,26 @@ def main() -> None:
         nominated = time.perf_counter()
         rows = store.vector_rows_around(nominees)
         around = time.perf_counter()
+        among = rows.ids.tolist()
+        scored = store.lexical_search(words, bot, None, None, ROLES, limit=len(among),
+                                      max_postings=ann.LEXICAL_POSTINGS, among=among)  # fmt: skip
+        done = time.perf_counter()
         found = store.lexical_search(
             words, bot, None, None, ROLES, limit=1000, max_postings=ann.LEXICAL_POSTINGS
         )
-        done = time.perf_counter()
+        everywhere = time.perf_counter()
         print(
             f"nominate {1000 * (nominated - started):6.1f} ms  "
             f"around {1000 * (around - nominated):5.1f} ms ({len(rows.ids)} lines)  "
-            f"lexical {1000 * (done - around):6.1f} ms"
-            f" ({len(found)} lines)  {question}"
+            f"lexical {1000 * (done - around):5.1f} ms ({len(scored)} lines)  "
+            f"[every line: {1000 * (everywhere - done):6.1f} ms, {len(found)} lines]  {question}"
         )
+        first = first or (words, among)
     store.close()
+    assert first is not None
+    words, among = first
     sql, params = bm25_query(
-        list(query_terms(asked[0])), bot, None, None, list(ROLES), 1000, ann.LEXICAL_POSTINGS
+        words, bot, None, None, list(ROLES), len(among), ann.LEXICAL_POSTINGS, among
     )
     with psycopg.connect(url) as db:
         print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the lexical query for: {asked[0]}")
