@@ -186,3 +186,18 @@ def test_a_point_naming_someone_nobody_mentioned_is_left_out(embedder) -> None:
     assert verdicts[2].reason == "names Priya, which nobody in the conversation mentioned"
     # Without the thread's lines (the support check alone) names are not judged.
     assert unsupported_points([points[2]], [line.text for line in said], embedder.embed) == []
+
+
+def test_a_short_name_is_met_as_itself_not_by_a_word_it_stems_like() -> None:
+    """"Tim" and "time" share the crude stem "tim": a short name is met only as a word, so a
+    point naming Tim is left out of a thread that spoke only of time; a longer capitalised
+    word is still met by its stem ("Painting" for "painted")."""
+    lines = said_on("2024-05-01", "I painted all the time last week with my sister.")
+    found = verdicts(
+        [
+            "2024-05-01: Sam painted a lot with Tim.",
+            "2024-05-01: Sam's sister enjoys Painting with Sam.",
+        ],
+        lines,
+    )
+    assert list(found.values()) == ["names Tim, which nobody in the conversation mentioned", ""]

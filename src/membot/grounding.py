@@ -70,6 +70,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
 # What a model may call the two sides instead of their names ("the User's cat").
 _ROLES = frozenset({"human", "user", "person", "assistant", "bot"})
+# Names this long are met by their stem too; a shorter one only as itself.
+_STEMMED_NAME = 6
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -81,7 +83,7 @@ class Evidence:
     days: Span | None  # the thread's first and last day
     named: tuple[Span, ...]
     ignore: frozenset[str]  # the speakers' names, lower case
-    mentioned: frozenset[str] = frozenset()  # stems of every word in the thread, either side's
+    mentioned: frozenset[str] = frozenset()  # every word in the thread, either side's, lower case
 
     @classmethod
     def of(
@@ -101,7 +103,7 @@ class Evidence:
             (min(moments), max(moments)) if moments else None,
             tuple(named),
             frozenset(part.lower() for name in names for part in _WORD.findall(name)),
-            frozenset(_stem(word) for text in texts for word in _WORD.findall(text)),
+            frozenset(word.lower() for text in texts for word in _WORD.findall(text)),
         )
 
 
@@ -194,15 +196,23 @@ def _first_failure(point: str, evidence: Evidence, heard: set[str], examples: se
 def _unmentioned_name(text: str, evidence: Evidence) -> str | None:
     """The first name in ``text`` (a capitalised word not opening a sentence, not a
     stopword, month or weekday) that no line of the thread holds, either side's; None when
-    every one is there, or when the thread's words are not known."""
+    every one is there, or when the thread's words are not known. A name is met as a word;
+    only a longer one also by its stem ("Painting" for "painted"): the crude stem of a short
+    name is a common word's ("Tim" and "time" are both "tim")."""
     if not evidence.mentioned:
         return None
+    stems: set[str] | None = None
     for match in _NAME.finditer(text):
         word = match.group(1).lower()
         if word in STOPWORDS or word in CALENDAR_WORDS or word in _ROLES or word in evidence.ignore:
             continue
-        if _stem(word) not in evidence.mentioned:
-            return match.group(1)
+        if word in evidence.mentioned:
+            continue
+        if len(word) >= _STEMMED_NAME:
+            stems = stems if stems is not None else {_stem(w) for w in evidence.mentioned}
+            if _stem(word) in stems:
+                continue
+        return match.group(1)
     return None
 
 
