@@ -189,8 +189,8 @@ def test_a_point_naming_someone_nobody_mentioned_is_left_out(embedder) -> None:
 
 
 def test_a_short_name_is_met_as_itself_not_by_a_word_it_stems_like() -> None:
-    """"Tim" and "time" share the crude stem "tim": a short name is met only as a word, so a
-    point naming Tim is left out of a thread that spoke only of time; a longer capitalised
+    """A short name is met only as a word ("Tim" and "time" share the crude stem "tim"), so
+    a point naming Tim is left out of a thread that spoke only of time; a longer capitalised
     word is still met by its stem ("Painting" for "painted")."""
     lines = said_on("2024-05-01", "I painted all the time last week with my sister.")
     found = verdicts(
