@@ -201,3 +201,22 @@ def test_a_short_name_is_met_as_itself_not_by_a_word_it_stems_like() -> None:
         lines,
     )
     assert list(found.values()) == ["names Tim, which nobody in the conversation mentioned", ""]
+
+
+def test_a_point_s_words_must_meet_in_a_few_adjacent_lines() -> None:
+    """A point borrowed from someone else finds its common words scattered over a long
+    thread; what the person said of themselves sits in one place."""
+    lines = said_on(
+        "2024-05-01",
+        "My family came over on Sunday.",
+        "The weather was grey all week.",
+        "Work has been busy, lots of meetings.",
+        "I felt most alive on the tennis court.",
+        "Our neighbour repainted the fence.",
+        "Spent some quiet time reading in the evening.",
+    )
+    scattered = "2024-05-01: Sam cherishes time with family and feels most alive."
+    together = "2024-05-01: Sam feels most alive on the tennis court."
+    found = verdicts([scattered, together], lines)
+    assert found[together] == ""
+    assert found[scattered] == ("not supported by what was said (2 of 5 words in 3 adjacent lines)")

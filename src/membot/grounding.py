@@ -19,11 +19,15 @@ is checked, with no model involved, in this order (the first failure is the reas
    line of the thread, either side's: a point borrowed from someone else's memory keeps
    that someone's names;
 6. **support**: more than ``MIN_WORD_SHARE`` of its content words (not stopwords, not the
-   speakers' names, not dates or numbers) occur in what was said, compared on a crude stem
-   ("allergic" finds "allergy"), or, without its date and the names, it has a cosine of at
-   least ``MIN_COSINE`` with one line in the memory's embedder (a paraphrase: "Sam is moving
-   to Berlin" for "We are relocating to Germany next month", 0.66 with the bundled MiniLM,
-   where "Sam has three cats" for "My dog barks at the neighbours" is 0.25).
+   speakers' names, not dates or numbers) occur in ``WORD_SPAN`` adjacent lines of what was
+   said, compared on a crude stem ("allergic" finds "allergy"), or, without its date and the
+   names, it has a cosine of at least ``MIN_COSINE`` with one line in the memory's embedder
+   (a paraphrase: "Sam is moving to Berlin" for "We are relocating to Germany next month",
+   0.66 with the bundled MiniLM, where "Sam has three cats" for "My dog barks at the
+   neighbours" is 0.25). The words must meet in a few adjacent lines because a point
+   borrowed from someone else ("cherishes time with family and feels most alive") finds
+   its common words scattered over a long thread, where a point about the person rests on
+   what they said in one place.
 
 The thresholds are calibrated on LoCoMo (``benchmarks/grounding.py --calibrate``; the
 figures are in docs/reliability.md). The same check guards a thread's running summary,
@@ -43,10 +47,11 @@ from membot.model import Line
 from membot.named_dates import CALENDAR_WORDS, Span, named_days, within
 from membot.recall.bm25 import STOPWORDS
 
-# Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the pairs
-# keeping at least 0.9 of true points, this one kept the fewest invented ones.
+# Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the
+# settings keeping at least 0.9 of true points, this one kept the fewest invented ones.
 MIN_COSINE = 0.55
 MIN_WORD_SHARE = 0.5
+WORD_SPAN = 3  # adjacent lines of what was said that a point's words must be found in
 _WORD = re.compile(r"[^\W\d_]+")
 _DATE_PREFIX = re.compile(r"^\s*(?:[-*•]\s*)?\(?\d{4}-\d{2}-\d{2}\)?\s*:?\s*")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -217,11 +222,17 @@ def _unmentioned_name(text: str, evidence: Evidence) -> str | None:
 
 
 def check_points(
-    points: Sequence[str], evidence: Evidence, embed: Embed | None, examples: Sequence[str] = ()
+    points: Sequence[str],
+    evidence: Evidence,
+    embed: Embed | None,
+    examples: Sequence[str] = (),
+    span: int = WORD_SPAN,
 ) -> list[Verdict]:
-    """A verdict for each of ``points``, in order (see the module doc); without ``embed``,
-    support is judged by words alone."""
-    heard = set().union(*(content_stems(text, evidence.ignore) for text in evidence.said))
+    """A verdict for each of ``points``, in order (see the module doc): its words are looked
+    for in ``span`` adjacent texts of what was said; without ``embed``, support is judged
+    by words alone."""
+    said = [content_stems(text, evidence.ignore) for text in evidence.said]
+    heard = set().union(*said)
     example_keys = {" ".join(sorted(content_stems(undated(e), evidence.ignore))) for e in examples}
     verdicts: list[Verdict | None] = []
     shares: dict[int, tuple[int, int]] = {}
@@ -230,7 +241,7 @@ def check_points(
             verdicts.append(Verdict(point, False, why))
             continue
         stems = content_stems(undated(point), evidence.ignore)
-        found = len(stems & heard)
+        found = words_found(stems, said, span)
         verdicts.append(Verdict(point, True) if found / len(stems) > MIN_WORD_SHARE else None)
         shares[index] = (found, len(stems))
     doubtful = [index for index, verdict in enumerate(verdicts) if verdict is None]
@@ -241,9 +252,17 @@ def check_points(
             verdicts[index] = Verdict(points[index], True)
             continue
         measured = f"; best cosine {cosine:.2f}" if embed is not None and evidence.said else ""
-        why = f"not supported by what was said ({found} of {total} words{measured})"
+        within = f" in {span} adjacent lines" if len(evidence.said) > span else ""
+        why = f"not supported by what was said ({found} of {total} words{within}{measured})"
         verdicts[index] = Verdict(points[index], False, why)
     return [verdict for verdict in verdicts if verdict is not None]
+
+
+def words_found(stems: set[str], said: Sequence[set[str]], span: int = WORD_SPAN) -> int:
+    """The most of ``stems`` found in ``span`` adjacent texts of ``said`` (each given as its
+    stems)."""
+    starts = range(max(len(said) - span + 1, 1))
+    return max(len(stems.intersection(set().union(*said[at : at + span]))) for at in starts)
 
 
 def _best_cosines(points: Sequence[str], evidence: Evidence, embed: Embed | None) -> list[float]:
@@ -276,8 +295,10 @@ def grounded_summary(
     summary: str, evidence: Evidence, embed: Embed | None
 ) -> tuple[str, list[Verdict]]:
     """``summary`` with the sentences nothing said supports left out, and the verdicts on
-    the sentences left out."""
-    verdicts = check_points(sentences(summary), evidence, embed)
+    the sentences left out. A sentence's words may come from anywhere in the lines: a
+    running summary folds many lines, either side's, into one sentence."""
+    whole = max(len(evidence.said), 1)
+    verdicts = check_points(sentences(summary), evidence, embed, span=whole)
     kept = " ".join(verdict.point for verdict in verdicts if verdict.kept)
     return kept, [verdict for verdict in verdicts if not verdict.kept]
 
