@@ -13,9 +13,12 @@ session taken once with either speaker as the person (the other as the bot):
   said: membot keeps only what the person said, so these should mostly go too).
 
 Each point is checked by :func:`membot.grounding.check_points` against the person's lines,
-with the bundled MiniLM. ``--calibrate`` first sweeps ``MIN_COSINE`` and ``MIN_WORD_SHARE``
-on the calibration conversations and prints the sweep; the report is on the other
-conversations, with the module's thresholds. Goals: invented points kept 0, true kept >= 0.9.
+with the bundled MiniLM. ``--calibrate`` first sweeps ``WORD_SPAN``, ``MIN_COSINE`` and
+``MIN_WORD_SHARE`` on the calibration conversations and prints the sweep; the report is on
+the other conversations, with the module's settings. Goals: invented points kept 0, true
+kept >= 0.9. The calibration conversations borrow ``CALIBRATION_BORROWED`` times as many
+points from other people as the report's: with one per true point, almost every setting
+keeps none of them there, and the sweep could not tell the settings apart.
 
     .venv/bin/python benchmarks/grounding.py              # report (about 2 minutes on 2 cores)
     .venv/bin/python benchmarks/grounding.py --calibrate  # the sweep, then the report
@@ -28,7 +31,7 @@ import json
 import random
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -42,7 +45,9 @@ from membot.eval import shared_data_dir
 
 LOCOMO_PATH = shared_data_dir() / "locomo" / "locomo_dev.json"
 CALIBRATION = (0, 1)  # conversation indexes the thresholds are chosen on; the rest report
-COSINES = (0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65)
+CALIBRATION_BORROWED = 10  # other people's points per true point in those conversations
+SPANS = (1, 2, 3, 4, 0)  # 0: all the person's lines, as before WORD_SPAN
+COSINES = (0.4, 0.45, 0.5, 0.55, 0.6, 0.65)
 SHARES = (0.4, 0.5, 0.6, 0.7)
 
 
@@ -53,7 +58,7 @@ class Case:
     point: str
     evidence: g.Evidence
     failure: str = ""  # checks 1-5 of membot.grounding
-    share: float = 0.0
+    shares: dict[int, float] = field(default_factory=dict)  # by span of adjacent lines
     cosine: float = 0.0
 
 
@@ -72,7 +77,11 @@ def _number(key: str) -> int:
     return int(key.rsplit("_", 1)[1])
 
 
-def build_cases(data: list[dict], seed: int = 13) -> list[Case]:
+def build_cases(
+    data: list[dict], conversations: set[int], borrowed: int = 1, seed: int = 13
+) -> list[Case]:
+    """The cases of ``conversations``, with ``borrowed`` other people's points per true
+    point."""
     rng = random.Random(seed)
     strangers = {  # each conversation's observations, for the others to borrow
         index: [
@@ -85,6 +94,8 @@ def build_cases(data: list[dict], seed: int = 13) -> list[Case]:
     }
     cases = []
     for index, conversation in enumerate(data):
+        if index not in conversations:
+            continue
         speakers = (
             conversation["conversation"]["speaker_a"],
             conversation["conversation"]["speaker_b"],
@@ -101,20 +112,22 @@ def build_cases(data: list[dict], seed: int = 13) -> list[Case]:
                     continue
                 evidence = g.Evidence.of(said, lines, (person, other))
                 cases += session_cases(
-                    index, person, other, when, observed, evidence, strangers, rng
+                    index, person, other, when, observed, evidence, strangers, rng, borrowed
                 )
     return cases
 
 
-def session_cases(index, person, other, when, observed, evidence, strangers, rng) -> list[Case]:
+def session_cases(
+    index, person, other, when, observed, evidence, strangers, rng, borrowed
+) -> list[Case]:
     day = when.date().isoformat()
     truths = [obs[0] for obs in observed.get(person, [])]
     cases = [Case(index, "true", f"{day}: {text}", evidence) for text in truths]
     cases += [
         Case(index, "bot side", f"{day}: {obs[0]}", evidence) for obs in observed.get(other, [])
     ]
-    borrowed = [item for key, items in strangers.items() if key != index for item in items]
-    for who, text in rng.sample(borrowed, min(len(truths), len(borrowed))):
+    others = [item for key, items in strangers.items() if key != index for item in items]
+    for who, text in rng.sample(others, min(borrowed * len(truths), len(others))):
         cases.append(Case(index, "other people", f"{day}: {text.replace(who, person)}", evidence))
     example = EXAMPLE_POINT.replace("2024-05-01", day).replace("{HUMAN}", person)
     cases.append(Case(index, "example", example, evidence))
@@ -131,15 +144,21 @@ def session_cases(index, person, other, when, observed, evidence, strangers, rng
 
 
 def measure(cases: list[Case], embed) -> None:
-    """Each case's failure of checks 1-5, word share and best cosine (once, for any threshold)."""
+    """Each case's failure of checks 1-5, word shares and best cosine (once, for any
+    setting)."""
+    said: dict[int, list[set[str]]] = {}
     for case in cases:
-        heard = set().union(*(g.content_stems(t, case.evidence.ignore) for t in case.evidence.said))
-        examples = {
-            " ".join(sorted(g.content_stems(g.undated(_example(case)), case.evidence.ignore)))
+        ignore = case.evidence.ignore
+        lines = said.setdefault(
+            id(case.evidence), [g.content_stems(t, ignore) for t in case.evidence.said]
+        )
+        examples = {" ".join(sorted(g.content_stems(g.undated(_example(case)), ignore)))}
+        case.failure = g._first_failure(case.point, case.evidence, set().union(*lines), examples)
+        stems = g.content_stems(g.undated(case.point), ignore)
+        case.shares = {
+            span: g.words_found(stems, lines, span or len(lines)) / len(stems) if stems else 0.0
+            for span in SPANS
         }
-        case.failure = g._first_failure(case.point, case.evidence, heard, examples)
-        stems = g.content_stems(g.undated(case.point), case.evidence.ignore)
-        case.share = len(stems & heard) / len(stems) if stems else 0.0
     texts = sorted({t for c in cases for t in c.evidence.said} | {_asked(c) for c in cases})
     vectors = dict(zip(texts, np.asarray(embed(texts), np.float32), strict=True))
     for case in cases:
@@ -156,14 +175,14 @@ def _asked(case: Case) -> str:
     return g._without_names(g.undated(case.point), case.evidence.ignore)
 
 
-def kept(case: Case, cosine: float, share: float) -> bool:
-    return not case.failure and (case.share > share or case.cosine >= cosine)
+def kept(case: Case, span: int, cosine: float, share: float) -> bool:
+    return not case.failure and (case.shares[span] > share or case.cosine >= cosine)
 
 
-def shares_kept(cases: list[Case], cosine: float, share: float) -> dict[str, float]:
+def shares_kept(cases: list[Case], span: int, cosine: float, share: float) -> dict[str, float]:
     by_kind: dict[str, list[bool]] = {}
     for case in cases:
-        by_kind.setdefault(case.kind, []).append(kept(case, cosine, share))
+        by_kind.setdefault(case.kind, []).append(kept(case, span, cosine, share))
     invented = [k for kind, ks in by_kind.items() if kind not in ("true", "bot side") for k in ks]
     result = {"true": float(np.mean(by_kind["true"])), "invented": float(np.mean(invented))}
     result |= {kind: float(np.mean(ks)) for kind, ks in by_kind.items() if kind != "true"}
@@ -171,26 +190,32 @@ def shares_kept(cases: list[Case], cosine: float, share: float) -> dict[str, flo
     return result
 
 
-def calibrate(cases: list[Case]) -> tuple[float, float]:
+def calibrate(cases: list[Case]) -> tuple[int, float, float]:
     names = ", ".join(map(str, CALIBRATION))
-    print(f"calibration (conversations {names}): MIN_COSINE MIN_WORD_SHARE -> kept shares")
+    invented = sum(case.kind not in ("true", "bot side") for case in cases)
+    print(
+        f"calibration (conversations {names}, {invented} invented points): kept shares, "
+        "true/invented, by WORD_SPAN (0: all lines), MIN_COSINE and MIN_WORD_SHARE"
+    )
     rows = []
-    for cosine in COSINES:
-        for share in SHARES:
-            found = shares_kept(cases, cosine, share)
-            rows.append((found["invented"], -found["true"], cosine, share))
-            print(
-                f"  {cosine:.2f} {share:.2f} -> true {found['true']:.3f}  "
-                f"invented {found['invented']:.3f}"
-            )
+    for span in SPANS:
+        print(f"  WORD_SPAN {span}: MIN_COSINE, then MIN_WORD_SHARE " + "  ".join(map(str, SHARES)))
+        for cosine in COSINES:
+            cells = []
+            for share in SHARES:
+                found = shares_kept(cases, span, cosine, share)
+                rows.append((found["invented"], -found["true"], span, cosine, share))
+                cells.append(f"{found['true']:.3f}/{found['invented']:.4f}")
+            print(f"    {cosine:.2f}  " + "  ".join(cells))
     # The goal for true points (0.9) first, then the fewest invented points kept.
     meeting = [row for row in rows if -row[1] >= 0.9] or rows
-    invented, true, cosine, share = min(meeting)
+    least, true, span, cosine, share = min(meeting)
     print(
-        f"chosen: MIN_COSINE {cosine} MIN_WORD_SHARE {share} (of those keeping >= 0.9 of "
-        f"true points, the fewest invented kept: invented {invented:.3f}, true {-true:.3f})"
+        f"chosen: WORD_SPAN {span} MIN_COSINE {cosine} MIN_WORD_SHARE {share} (of those "
+        f"keeping >= 0.9 of true points, the fewest invented kept: invented {least:.4f}, "
+        f"true {-true:.3f})"
     )
-    return cosine, share
+    return span, cosine, share
 
 
 def report(cases: list[Case], embed) -> dict:
@@ -206,9 +231,9 @@ def report(cases: list[Case], embed) -> dict:
             [c.point for c in group], group[0].evidence, embed, [_example(group[0])]
         )
         assert [v.kept for v in verdicts] == [
-            kept(c, g.MIN_COSINE, g.MIN_WORD_SHARE) for c in group
+            kept(c, g.WORD_SPAN, g.MIN_COSINE, g.MIN_WORD_SHARE) for c in group
         ]
-    found = shares_kept(cases, g.MIN_COSINE, g.MIN_WORD_SHARE)
+    found = shares_kept(cases, g.WORD_SPAN, g.MIN_COSINE, g.MIN_WORD_SHARE)
     counts = found.pop("counts")
     return {
         "true_kept": round(found["true"], 3),
@@ -230,17 +255,19 @@ def main() -> None:
     args = parser.parse_args()
     started = time.perf_counter()
     data = json.loads(args.locomo.read_text())
-    cases = build_cases(data)
     embedder = default_embedder()
     if args.calibrate:
-        calibrating = [case for case in cases if case.conversation in CALIBRATION]
+        calibrating = build_cases(data, set(CALIBRATION), CALIBRATION_BORROWED)
         measure(calibrating, embedder.embed)
         calibrate(calibrating)
-    held_out = [case for case in cases if case.conversation not in CALIBRATION]
+    # Drawn with every conversation, as the calibration's were before it borrowed more.
+    every = build_cases(data, set(range(len(data))))
+    held_out = [case for case in every if case.conversation not in CALIBRATION]
     result = report(held_out, embedder.embed)
     print(
-        f"report (conversations {sorted({c.conversation for c in held_out})}, "
-        f"MIN_COSINE {g.MIN_COSINE}, MIN_WORD_SHARE {g.MIN_WORD_SHARE}, {embedder.name}):"
+        f"report (conversations {sorted({c.conversation for c in held_out})}, WORD_SPAN "
+        f"{g.WORD_SPAN}, MIN_COSINE {g.MIN_COSINE}, MIN_WORD_SHARE {g.MIN_WORD_SHARE}, "
+        f"{embedder.name}):"
     )
     print(f"  true points kept:     {result['true_kept']:.3f}  (goal >= 0.9)")
     print(f"  invented points kept: {result['invented_kept']:.3f}  (goal 0)")

@@ -186,3 +186,37 @@ def test_a_point_naming_someone_nobody_mentioned_is_left_out(embedder) -> None:
     assert verdicts[2].reason == "names Priya, which nobody in the conversation mentioned"
     # Without the thread's lines (the support check alone) names are not judged.
     assert unsupported_points([points[2]], [line.text for line in said], embedder.embed) == []
+
+
+def test_a_short_name_is_met_as_itself_not_by_a_word_it_stems_like() -> None:
+    """A short name is met only as a word ("Tim" and "time" share the crude stem "tim"), so
+    a point naming Tim is left out of a thread that spoke only of time; a longer capitalised
+    word is still met by its stem ("Painting" for "painted")."""
+    lines = said_on("2024-05-01", "I painted all the time last week with my sister.")
+    found = verdicts(
+        [
+            "2024-05-01: Sam painted a lot with Tim.",
+            "2024-05-01: Sam's sister enjoys Painting with Sam.",
+        ],
+        lines,
+    )
+    assert list(found.values()) == ["names Tim, which nobody in the conversation mentioned", ""]
+
+
+def test_a_point_s_words_must_meet_in_a_few_adjacent_lines() -> None:
+    """A point borrowed from someone else finds its common words scattered over a long
+    thread; what the person said of themselves sits in one place."""
+    lines = said_on(
+        "2024-05-01",
+        "My family came over on Sunday.",
+        "The weather was grey all week.",
+        "Work has been busy, lots of meetings.",
+        "I felt most alive on the tennis court.",
+        "Our neighbour repainted the fence.",
+        "Spent some quiet time reading in the evening.",
+    )
+    scattered = "2024-05-01: Sam cherishes time with family and feels most alive."
+    together = "2024-05-01: Sam feels most alive on the tennis court."
+    found = verdicts([scattered, together], lines)
+    assert found[together] == ""
+    assert found[scattered] == ("not supported by what was said (2 of 5 words in 3 adjacent lines)")

@@ -19,11 +19,15 @@ is checked, with no model involved, in this order (the first failure is the reas
    line of the thread, either side's: a point borrowed from someone else's memory keeps
    that someone's names;
 6. **support**: more than ``MIN_WORD_SHARE`` of its content words (not stopwords, not the
-   speakers' names, not dates or numbers) occur in what was said, compared on a crude stem
-   ("allergic" finds "allergy"), or, without its date and the names, it has a cosine of at
-   least ``MIN_COSINE`` with one line in the memory's embedder (a paraphrase: "Sam is moving
-   to Berlin" for "We are relocating to Germany next month", 0.66 with the bundled MiniLM,
-   where "Sam has three cats" for "My dog barks at the neighbours" is 0.25).
+   speakers' names, not dates or numbers) occur in ``WORD_SPAN`` adjacent lines of what was
+   said, compared on a crude stem ("allergic" finds "allergy"), or, without its date and the
+   names, it has a cosine of at least ``MIN_COSINE`` with one line in the memory's embedder
+   (a paraphrase: "Sam is moving to Berlin" for "We are relocating to Germany next month",
+   0.66 with the bundled MiniLM, where "Sam has three cats" for "My dog barks at the
+   neighbours" is 0.25). The words must meet in a few adjacent lines because a point
+   borrowed from someone else ("cherishes time with family and feels most alive") finds
+   its common words scattered over a long thread, where a point about the person rests on
+   what they said in one place.
 
 The thresholds are calibrated on LoCoMo (``benchmarks/grounding.py --calibrate``; the
 figures are in docs/reliability.md). The same check guards a thread's running summary,
@@ -43,10 +47,11 @@ from membot.model import Line
 from membot.named_dates import CALENDAR_WORDS, Span, named_days, within
 from membot.recall.bm25 import STOPWORDS
 
-# Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the pairs
-# keeping at least 0.9 of true points, this one kept the fewest invented ones.
+# Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the
+# settings keeping at least 0.9 of true points, this one kept the fewest invented ones.
 MIN_COSINE = 0.55
 MIN_WORD_SHARE = 0.5
+WORD_SPAN = 3  # adjacent lines of what was said that a point's words must be found in
 _WORD = re.compile(r"[^\W\d_]+")
 _DATE_PREFIX = re.compile(r"^\s*(?:[-*•]\s*)?\(?\d{4}-\d{2}-\d{2}\)?\s*:?\s*")
 _ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
@@ -70,6 +75,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
 # What a model may call the two sides instead of their names ("the User's cat").
 _ROLES = frozenset({"human", "user", "person", "assistant", "bot"})
+# Names this long are met by their stem too; a shorter one only as itself.
+_STEMMED_NAME = 6
 Embed = Callable[[Sequence[str]], np.ndarray]
 
 
@@ -81,7 +88,7 @@ class Evidence:
     days: Span | None  # the thread's first and last day
     named: tuple[Span, ...]
     ignore: frozenset[str]  # the speakers' names, lower case
-    mentioned: frozenset[str] = frozenset()  # stems of every word in the thread, either side's
+    mentioned: frozenset[str] = frozenset()  # every word in the thread, either side's, lower case
 
     @classmethod
     def of(
@@ -101,7 +108,7 @@ class Evidence:
             (min(moments), max(moments)) if moments else None,
             tuple(named),
             frozenset(part.lower() for name in names for part in _WORD.findall(name)),
-            frozenset(_stem(word) for text in texts for word in _WORD.findall(text)),
+            frozenset(word.lower() for text in texts for word in _WORD.findall(text)),
         )
 
 
@@ -194,24 +201,38 @@ def _first_failure(point: str, evidence: Evidence, heard: set[str], examples: se
 def _unmentioned_name(text: str, evidence: Evidence) -> str | None:
     """The first name in ``text`` (a capitalised word not opening a sentence, not a
     stopword, month or weekday) that no line of the thread holds, either side's; None when
-    every one is there, or when the thread's words are not known."""
+    every one is there, or when the thread's words are not known. A name is met as a word;
+    only a longer one also by its stem ("Painting" for "painted"): the crude stem of a short
+    name is a common word's ("Tim" and "time" are both "tim")."""
     if not evidence.mentioned:
         return None
+    stems: set[str] | None = None
     for match in _NAME.finditer(text):
         word = match.group(1).lower()
         if word in STOPWORDS or word in CALENDAR_WORDS or word in _ROLES or word in evidence.ignore:
             continue
-        if _stem(word) not in evidence.mentioned:
-            return match.group(1)
+        if word in evidence.mentioned:
+            continue
+        if len(word) >= _STEMMED_NAME:
+            stems = stems if stems is not None else {_stem(w) for w in evidence.mentioned}
+            if _stem(word) in stems:
+                continue
+        return match.group(1)
     return None
 
 
 def check_points(
-    points: Sequence[str], evidence: Evidence, embed: Embed | None, examples: Sequence[str] = ()
+    points: Sequence[str],
+    evidence: Evidence,
+    embed: Embed | None,
+    examples: Sequence[str] = (),
+    span: int = WORD_SPAN,
 ) -> list[Verdict]:
-    """A verdict for each of ``points``, in order (see the module doc); without ``embed``,
-    support is judged by words alone."""
-    heard = set().union(*(content_stems(text, evidence.ignore) for text in evidence.said))
+    """A verdict for each of ``points``, in order (see the module doc): its words are looked
+    for in ``span`` adjacent texts of what was said; without ``embed``, support is judged
+    by words alone."""
+    said = [content_stems(text, evidence.ignore) for text in evidence.said]
+    heard = set().union(*said)
     example_keys = {" ".join(sorted(content_stems(undated(e), evidence.ignore))) for e in examples}
     verdicts: list[Verdict | None] = []
     shares: dict[int, tuple[int, int]] = {}
@@ -220,7 +241,7 @@ def check_points(
             verdicts.append(Verdict(point, False, why))
             continue
         stems = content_stems(undated(point), evidence.ignore)
-        found = len(stems & heard)
+        found = words_found(stems, said, span)
         verdicts.append(Verdict(point, True) if found / len(stems) > MIN_WORD_SHARE else None)
         shares[index] = (found, len(stems))
     doubtful = [index for index, verdict in enumerate(verdicts) if verdict is None]
@@ -231,9 +252,17 @@ def check_points(
             verdicts[index] = Verdict(points[index], True)
             continue
         measured = f"; best cosine {cosine:.2f}" if embed is not None and evidence.said else ""
-        why = f"not supported by what was said ({found} of {total} words{measured})"
+        within = f" in {span} adjacent lines" if len(evidence.said) > span else ""
+        why = f"not supported by what was said ({found} of {total} words{within}{measured})"
         verdicts[index] = Verdict(points[index], False, why)
     return [verdict for verdict in verdicts if verdict is not None]
+
+
+def words_found(stems: set[str], said: Sequence[set[str]], span: int = WORD_SPAN) -> int:
+    """The most of ``stems`` found in ``span`` adjacent texts of ``said`` (each given as its
+    stems)."""
+    starts = range(max(len(said) - span + 1, 1))
+    return max(len(stems.intersection(set().union(*said[at : at + span]))) for at in starts)
 
 
 def _best_cosines(points: Sequence[str], evidence: Evidence, embed: Embed | None) -> list[float]:
@@ -266,8 +295,10 @@ def grounded_summary(
     summary: str, evidence: Evidence, embed: Embed | None
 ) -> tuple[str, list[Verdict]]:
     """``summary`` with the sentences nothing said supports left out, and the verdicts on
-    the sentences left out."""
-    verdicts = check_points(sentences(summary), evidence, embed)
+    the sentences left out. A sentence's words may come from anywhere in the lines: a
+    running summary folds many lines, either side's, into one sentence."""
+    whole = max(len(evidence.said), 1)
+    verdicts = check_points(sentences(summary), evidence, embed, span=whole)
     kept = " ".join(verdict.point for verdict in verdicts if verdict.kept)
     return kept, [verdict for verdict in verdicts if not verdict.kept]
 
