@@ -333,6 +333,34 @@ def test_forget_removes_lines_vectors_text_rows_and_buffer_entries(store: Store)
     assert store.forget("nobody", None, None) == {"threads": 0, "lines": 0, "summaries": 0}
 
 
+def test_a_scope_line_snapshot_reads_one_scope_and_then_only_what_is_new(store: Store) -> None:
+    store.add_lines([new_line(ALICE_T1, "hello"), new_line(ALICE_T1, "hi Alice", Role.BOT)])
+    store.add_lines([new_line(BOB_T1, "bob's secret")])
+    store.add_lines([new_line(ThreadKey("other", "alice", "t1"), "another bot")])
+    bot, alice = store.bot_id("membot") or 0, store.person_id("alice")
+
+    first = store.scope_line_snapshot(bot, alice, None, 0)
+
+    assert [(line.seq, line.role, line.text) for line in first.lines] == [
+        (1, Role.HUMAN, "hello"),
+        (2, Role.BOT, "hi Alice"),
+    ]
+    assert {line.thread_id for line in first.lines} == {store.thread_id(ALICE_T1)}
+    (said,) = store.add_lines([replace(new_line(ALICE_T2, "again"), speaker="Alice")])
+    later = store.scope_line_snapshot(bot, alice, first.generation, first.cursor)
+    new = [line for line in later.lines if line.id not in {seen.id for seen in first.lines}]
+    assert [(line.id, line.text, line.labelled) for line in new] == [
+        (said.id, "again", "Alice: again")
+    ]
+    shared = store.scope_line_snapshot(bot, None, None, 0)  # every person of the bot
+    assert sorted(line.text for line in shared.lines) == ["again", "bob's secret", "hello",
+                                                          "hi Alice"]  # fmt: skip
+    store.forget("bob", None, None)
+    moved = store.scope_line_snapshot(bot, None, shared.generation, shared.cursor)
+    assert moved.generation != shared.generation  # read whole again, without bob's line
+    assert sorted(line.text for line in moved.lines) == ["again", "hello", "hi Alice"]
+
+
 def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "notes.db"
     path.write_text("these are my notes, not a database " * 100)

@@ -5,32 +5,15 @@ follows the same rule, :meth:`Layout.partner`, read from the store around each m
 from __future__ import annotations
 
 import weakref
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from membot.model import Role
+from membot.store.base import StoredLine
 
 if TYPE_CHECKING:
     from membot.memory import Memory
 
 _CHUNK = 500  # line ids per store query
-
-
-@dataclass(frozen=True)
-class StoredLine:
-    """What the strategies here need of a stored line."""
-
-    id: int
-    thread_id: int
-    seq: int
-    role: Role
-    text: str
-    speaker: str | None
-
-    @property
-    def labelled(self) -> str:
-        """``Speaker: text`` when a speaker is known, else the text."""
-        return f"{self.speaker}: {self.text}" if self.speaker else self.text
 
 
 class Layout:

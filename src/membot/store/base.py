@@ -110,6 +110,43 @@ class VectorSnapshot:
 
 
 @dataclass(frozen=True)
+class StoredLine:
+    """A stored line's place and words, as the ``pairs`` and ``windows`` strategies cut
+    their units from it."""
+
+    id: int
+    thread_id: int
+    seq: int
+    role: Role
+    text: str
+    speaker: str | None
+
+    @property
+    def labelled(self) -> str:
+        """``Speaker: text`` when a speaker is known, else the text."""
+        return f"{self.speaker}: {self.text}" if self.speaker else self.text
+
+
+@dataclass(frozen=True)
+class LineSnapshot:
+    """What a line snapshot of one scope read: as :class:`VectorSnapshot`, the lines new
+    to the reader (some perhaps again) in id order, without their vectors."""
+
+    generation: int
+    lines: tuple[StoredLine, ...]
+    cursor: int
+
+    @classmethod
+    def from_rows(cls, generation: int, rows: Sequence[Sequence], cursor: int) -> LineSnapshot:
+        """From (id, thread id, seq, role, text, speaker) rows."""
+        lines = tuple(
+            StoredLine(line_id, thread_id, seq, Role(role), text, speaker)
+            for line_id, thread_id, seq, role, text, speaker in rows
+        )
+        return cls(generation, lines, cursor)
+
+
+@dataclass(frozen=True)
 class NewChunk:
     """A document passage about to be stored, with its vector."""
 
@@ -180,12 +217,16 @@ class LineStore(Protocol):
 
 class VectorSearch(Protocol):
     """The vectors a search reads: one scope's, or every line's, new since a reader's cursor
-    at a store generation (all of them when the generation moved); and swapping every
-    vector for another embedder's."""
+    at a store generation (all of them when the generation moved); one scope's lines read
+    the same way without their vectors (the units the ``pairs`` and ``windows`` strategies
+    search); and swapping every vector for another embedder's."""
 
     def scope_vector_snapshot(
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
     ) -> VectorSnapshot: ...
+    def scope_line_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+    ) -> LineSnapshot: ...
     def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot: ...
     def all_line_texts(self) -> list[tuple[int, str]]: ...
     def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]: ...

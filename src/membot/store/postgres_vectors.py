@@ -1,6 +1,6 @@
-"""The PostgreSQL store's vectors: snapshots of a scope's lines for the in-memory index, and
-swapping every vector for another embedder's. A mixin of
-:class:`~membot.store.postgres.PostgresStore`.
+"""The PostgreSQL store's vectors: snapshots of a scope's lines for the in-memory index (and
+of its lines without vectors, for the ``pairs`` and ``windows`` units), and swapping every
+vector for another embedder's. A mixin of :class:`~membot.store.postgres.PostgresStore`.
 
 Ids are taken when a line is inserted but become visible when its transaction commits, so id
 11 can be seen before id 10: a snapshot's ``cursor`` is therefore not an id but the oldest
@@ -22,7 +22,7 @@ from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
 from membot.errors import StoreError
-from membot.store.base import ROLE_CODES, VectorRows, VectorSnapshot
+from membot.store.base import ROLE_CODES, LineSnapshot, VectorRows, VectorSnapshot
 
 _VECTOR_COLUMNS = (
     "l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, l.embedding, l.created_at"
@@ -111,9 +111,19 @@ class PostgresVectors:
         after: int,
         texts: bool = False,
     ):
-        """Generation, rows and the next cursor, read in one REPEATABLE READ snapshot. The
-        horizon is read first: a transaction that commits later than this read is still
-        running now, or starts later, so its id is at least the horizon."""
+        """Generation, rows and the next cursor (see :meth:`_snapshot_rows`)."""
+        columns = _VECTOR_COLUMNS + (", l.text" if texts else "")
+        snapshot = self._snapshot_rows(columns, where, params, known_generation, after)
+        generation, rows, horizon = snapshot
+        return VectorSnapshot(generation, _vector_rows(rows), horizon)
+
+    def _snapshot_rows(
+        self, columns: str, where: str, params: tuple, known_generation: int | None, after: int
+    ) -> tuple[int, list[tuple], int]:
+        """Generation, rows of ``columns`` in id order and the next cursor, read in one
+        REPEATABLE READ snapshot. The horizon is read first: a transaction that commits later
+        than this read is still running now, or starts later, so its id is at least the
+        horizon."""
         with self._errors(), self._pool.connection() as db, db.transaction():
             db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             (horizon,) = db.execute(
@@ -122,13 +132,12 @@ class PostgresVectors:
             generation = self._read_generation(db)
             start = after if generation == known_generation else 0
             cursor = _raw_vector_cursor(db)
-            columns = _VECTOR_COLUMNS + (", l.text" if texts else "")
             rows = cursor.execute(
                 f"SELECT {columns} FROM lines l WHERE {where} "
                 "AND l.xid >= %s::text::xid8 ORDER BY l.id",
                 (*params, str(start)),
             ).fetchall()
-        return VectorSnapshot(generation, _vector_rows(rows), int(horizon))
+        return generation, rows, int(horizon)
 
     def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot:
         """Every line new to an index that read up to cursor ``after`` at
@@ -145,6 +154,18 @@ class PostgresVectors:
             return self._snapshot("l.bot_id = %s", (bot_id,), known_generation, after, True)
         where = "l.bot_id = %s AND l.person_id = %s"
         return self._snapshot(where, (bot_id, person_id), known_generation, after, True)
+
+    def scope_line_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+    ) -> LineSnapshot:
+        """As :meth:`scope_vector_snapshot`, the lines' thread, seq, role, text and speaker
+        without their vectors (what the ``pairs`` and ``windows`` units are cut from)."""
+        where, params = "l.bot_id = %s", (bot_id,)
+        if person_id is not None:
+            where, params = where + " AND l.person_id = %s", (bot_id, person_id)
+        columns = "l.id, l.thread_id, l.seq, l.role, l.text, l.speaker"
+        snapshot = self._snapshot_rows(columns, where, params, known_generation, after)
+        return LineSnapshot.from_rows(*snapshot)
 
     def approximate_search(
         self,

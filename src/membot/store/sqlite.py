@@ -528,6 +528,14 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
     def _snapshot(
         self, sql: str, owners: tuple, known_generation: int | None, after: int
     ) -> VectorSnapshot:
+        generation, rows, cursor = self._snapshot_rows(sql, owners, known_generation, after)
+        return VectorSnapshot(generation, VectorRows.from_rows(rows), cursor)
+
+    def _snapshot_rows(
+        self, sql: str, owners: tuple, known_generation: int | None, after: int
+    ) -> tuple[int, list[tuple], int]:
+        """The generation, the rows of ``sql`` (ids first, in id order) past ``after`` (all
+        of them when the generation moved) and the next cursor, read in one transaction."""
         with self._lock, _store_errors(self.path):
             self._db.execute("BEGIN")
             try:
@@ -537,8 +545,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 rows = self._db.execute(sql, (*owners, start)).fetchall()
             finally:
                 self._db.execute("COMMIT")
-        cursor = rows[-1][0] if rows else start
-        return VectorSnapshot(generation, VectorRows.from_rows(rows), cursor)
+        return generation, rows, rows[-1][0] if rows else start
 
     # -- relevance buffers ----------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """The SQLite store's vectors: snapshots for the in-memory index (read, with their generation,
-by :meth:`~membot.store.sqlite.SqliteStore._snapshot`), the lines' texts for re-embedding, and
+by :meth:`~membot.store.sqlite.SqliteStore._snapshot`) and of a scope's lines without vectors
+(for the ``pairs`` and ``windows`` units), the lines' texts for re-embedding, and
 swapping every vector for another embedder's. A mixin of
 :class:`~membot.store.sqlite.SqliteStore`."""
 
@@ -11,7 +12,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 
 from membot.errors import StoreError
-from membot.store.base import VectorRows, VectorSnapshot
+from membot.store.base import LineSnapshot, VectorRows, VectorSnapshot
 from membot.store.sqlite_driver import sqlite3
 
 _VECTOR_SQL = (
@@ -27,6 +28,7 @@ class SqliteVectors:
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
     _query: Callable[..., list[tuple]]
     _snapshot: Callable[..., VectorSnapshot]
+    _snapshot_rows: Callable[..., tuple[int, list[tuple], int]]
     _set_meta: Callable[[sqlite3.Connection, dict[str, str]], None]
     _bump_generation: Callable[[sqlite3.Connection], None]
     _replace_extra_vectors: Callable[..., None]
@@ -57,6 +59,19 @@ class SqliteVectors:
         )
         owners = (bot_id,) if person_id is None else (bot_id, person_id)
         return self._snapshot(sql, owners, known_generation, after)
+
+    def scope_line_snapshot(
+        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+    ) -> LineSnapshot:
+        """As :meth:`scope_vector_snapshot`, the lines' thread, seq, role, text and speaker
+        without their vectors (what the ``pairs`` and ``windows`` units are cut from)."""
+        owner = "bot_id = ?" + (" AND person_id = ?" if person_id is not None else "")
+        sql = (
+            "SELECT id, thread_id, seq, role, text, speaker FROM lines "
+            f"WHERE {owner} AND id > ? ORDER BY id"
+        )
+        owners = (bot_id,) if person_id is None else (bot_id, person_id)
+        return LineSnapshot.from_rows(*self._snapshot_rows(sql, owners, known_generation, after))
 
     def replace_vectors(
         self,
