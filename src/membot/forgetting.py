@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from membot.model import Line, Role, Summary
 from membot.recall.chat import forget_cached_units, unit_kinds
-from membot.recall.layout import Layout, StoredLine, forget_layout
+from membot.recall.layout import Layout, StoredLine
 from membot.search import VectorIndex
 
 if TYPE_CHECKING:
@@ -47,8 +47,8 @@ def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Sum
 
 def drop_cached_text(memory: Memory) -> None:
     """Drop what this process holds of the store in memory (vectors by scope, the lines and
-    units of the strategies): it is read again, without what was forgotten, when next
-    needed. Other processes drop theirs when they next search (the store's generation)."""
+    units of the strategies by scope): it is read again, without what was forgotten, when
+    next needed. Other processes drop theirs when they next search (the store's
+    generation)."""
     memory.index = VectorIndex(memory.store, memory.index.budget_bytes)
-    forget_layout(memory)
     forget_cached_units(memory)

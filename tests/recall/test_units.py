@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from membot import Memory
+from membot import BotSettings, LineInput, Memory
 from membot.model import Role
+from membot.recall import chat as chat_recall
+from membot.recall.chat import recall_for_turn
 from membot.recall.layout import Layout, StoredLine
 from membot.recall.pairs import PairUnits, turn_pairs
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 from membot.recall.windows import WindowUnits, windows_of
 from membot.search import Scope
+from membot.store import ThreadKey
+from membot.store.base import lines_between
 
 H, B = Role.HUMAN, Role.BOT
 
@@ -134,13 +138,69 @@ def test_windows_place_the_best_window_in_order(make_memory, minilm) -> None:
 def test_unit_vectors_are_built_once_per_state_of_the_store(memory: Memory, embedder) -> None:
     dialog(memory, (H, "red kite"), (B, "a bird"), (H, "blue sea"), (B, "the ocean"))
     units = PairUnits()
-    units.embedded_units(memory)
-    units.embedded_units(memory)
+    bot_id = memory.store.bot_id("membot") or 0
+    units.embedded_units(memory, bot_id, None)
+    units.embedded_units(memory, bot_id, None)
     assert embedder.calls.count(["red kite a bird", "blue sea the ocean"]) == 1
     dialog(memory, (H, "green tree"))
-    assert [line.id for line in units.embedded_units(memory)[0][-1]] == [5]
+    assert [line.id for line in units.embedded_units(memory, bot_id, None)[0][-1]] == [5]
     dialog(memory, (B, "an oak"))  # the unit "green tree" becomes "green tree an oak"
-    units.embedded_units(memory)
+    units.embedded_units(memory, bot_id, None)
     assert ["green tree an oak"] in embedder.calls
     # Units that did not change were embedded once, whatever came after.
     assert sum(call.count("red kite a bird") for call in embedder.calls) == 1
+
+
+def turn_scope(memory: Memory, user: str, thread: str, shared: bool = False) -> Scope:
+    """A turn's scope, as ``Memory.recall`` gives it: the person's lines (every person's
+    when the bot shares memory), the thread's last line in the feed."""
+    store = memory.store
+    last = store.last_lines(store.thread_id(ThreadKey("membot", user, thread)) or 0, 1)
+    return Scope(
+        bot_id=store.bot_id("membot") or 0,
+        person_id=None if shared else store.person_id(user),
+        window_thread_id=store.thread_id(ThreadKey("membot", user, thread)),
+        window_from_seq=last[0].seq,
+    )
+
+
+def units_recalled(memory: Memory, strategy: str, query: str, where: Scope) -> set[str]:
+    settings = BotSettings(strategy=strategy, threshold=0.1, max_matches=10)
+    chosen = recall_for_turn(memory, settings, query, memory.embed([query])[0], where)
+    texts = set()
+    for block in chosen.blocks:
+        lines = lines_between(memory.store, block.source_thread_id, block.first_seq,
+                              block.last_seq)  # fmt: skip
+        texts |= {line.text for line in lines}
+    return texts
+
+
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+@pytest.mark.parametrize("strategy", ["pairs", "windows"])
+def test_a_person_gets_units_of_their_own_lines_only(memory: Memory, strategy: str) -> None:
+    dialog(memory, (H, "my cat Miso sleeps all day"), (B, "lazy cat Miso"), user="ann")
+    dialog(memory, (H, "I have a cat too"), (B, "cat people"), user="bob", thread="t2")
+    dialog(memory, (H, "what about the cat Miso"), user="bob", thread="now")
+
+    bob = units_recalled(memory, strategy, "cat Miso", turn_scope(memory, "bob", "now"))
+
+    assert "I have a cat too" in bob
+    assert not bob & {"my cat Miso sleeps all day", "lazy cat Miso"}
+    shared = turn_scope(memory, "bob", "now", shared=True)  # a bot that shares memory
+    assert "my cat Miso sleeps all day" in units_recalled(memory, strategy, "cat Miso", shared)
+
+
+def test_a_turn_reads_and_embeds_no_unit_of_another_persons_lines(memory: Memory, embedder):
+    others = [LineInput(f"bob's line {n} about cats", user="bob", thread=f"b{n // 100}",
+                        role=(H, B)[n % 2]) for n in range(1200)]  # fmt: skip
+    memory.add_many(others)
+    dialog(memory, (H, "my cat Miso"), (B, "a fine cat"), (H, "thanks"), user="ann")
+    before = len(embedder.embedded)
+
+    recalled = units_recalled(memory, "pairs", "cat Miso", turn_scope(memory, "ann", "t1"))
+
+    assert recalled == {"my cat Miso", "a fine cat"}
+    embedded = embedder.embedded[before:]
+    assert "my cat Miso a fine cat" in embedded and not any("bob" in text for text in embedded)
+    held = chat_recall._UNITS["pairs", 0, 0].held_texts(memory)
+    assert held and not any("bob" in text for text in held)  # bob's lines were not read

@@ -16,7 +16,6 @@ from membot import Bot, Memory, ScriptedLLM
 from membot.embed import CachedEmbedder
 from membot.forgetting import derived_texts
 from membot.recall import chat as chat_recall
-from membot.recall import layout
 
 # Words no other line has (and that the FTS5 stemmer leaves as they are).
 SECRET_WORDS = ("zqxvbnm", "jxvlkwp", "frobnixt")
@@ -107,15 +106,7 @@ def needles_for(memory: Memory, user: str, thread: str | None) -> dict[str, byte
 def in_memory_texts(memory: Memory) -> list[str]:
     """What this process holds of the store's texts in memory: the strategies' lines and
     units (the vector index holds vectors only: checked by its scopes)."""
-    held: list[str] = []
-    cached_layout = layout._layouts.get(memory)
-    if cached_layout is not None:
-        held += [line.text for line in cached_layout[1].by_id.values()]
-    for kind in chat_recall._UNITS.values():
-        units = kind._cache.get(memory)
-        if units is not None:
-            held += [*units.texts, *units.known]
-    return held
+    return [text for kind in chat_recall._UNITS.values() for text in kind.held_texts(memory)]
 
 
 @pytest.mark.parametrize("thread", ["private", None], ids=["a thread", "a person"])

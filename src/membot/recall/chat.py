@@ -55,7 +55,7 @@ from membot.errors import ConfigError
 from membot.model import Line
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.lines import Hit, expand_neighbors, merge_blocks
-from membot.recall.pairs import PairUnits, Units
+from membot.recall.pairs import PairUnits, Unit, Units
 from membot.recall.timeframe import window_of
 from membot.recall.windows import WindowUnits
 from membot.search import Scope, similarities
@@ -358,7 +358,7 @@ def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Sco
     feed = None
     if scope.window_thread_id is not None and scope.window_from_seq is not None:
         feed = (scope.window_thread_id, scope.window_from_seq)
-    units, vectors = _unit_cache(memory, kind, feed)
+    units, vectors = _unit_cache(memory, kind, scope, feed)
     if not units or len(vectors) != len(units):  # none, or every unit is in the feed
         return []
     lines_in_scope = memory.index.scored_in_scope(vector, scope)
@@ -407,14 +407,17 @@ def unit_kinds(windows: set[tuple[int, int]]) -> list[Units]:
 
 
 def forget_cached_units(memory: Memory) -> None:
-    """Drop every kind's units and vectors kept for ``memory``."""
+    """Drop every kind's lines, units and vectors kept for ``memory``."""
     for kind in _UNITS.values():
         kind.forget(memory)
 
 
-def _unit_cache(memory: Memory, kind: Units, defer: tuple[int, int] | None):
-    """One units object per kind, so its per-store unit vectors are reused across turns;
-    the units ``defer`` names (the feed's: thread id, first seq) are not embedded yet."""
+def _unit_cache(
+    memory: Memory, kind: Units, scope: Scope, defer: tuple[int, int] | None
+) -> tuple[list[Unit], np.ndarray]:
+    """The units of the scope's lines (a person's with the bot, or a shared bot's) and their
+    vectors, from one units object per kind, so they are reused across turns; the units
+    ``defer`` names (the feed's: thread id, first seq) are not embedded yet."""
     key = (kind.name, getattr(kind, "size", 0), getattr(kind, "overlap", 0))
     kept = _UNITS.setdefault(key, kind)
-    return kept.embedded_units(memory, defer)
+    return kept.embedded_units(memory, scope.bot_id, scope.person_id, defer)

@@ -1,23 +1,17 @@
-"""Every stored line's thread, seq, role and speaker, read once per state of the store: the
-units of the ``pairs`` and ``windows`` strategies are cut from it (``prune``'s turn partner
-follows the same rule, :meth:`Layout.partner`, read from the store around each match)."""
+"""A scope's lines with their thread, seq, role and speaker: the units of the ``pairs`` and
+``windows`` strategies are cut from them (``prune``'s turn partner follows the same rule,
+:meth:`Layout.partner`, read from the store around each match)."""
 
 from __future__ import annotations
 
-import weakref
-from typing import TYPE_CHECKING
-
 from membot.model import Role
-from membot.store.base import StoredLine
+from membot.store.base import LineStore, StoredLine
 
-if TYPE_CHECKING:
-    from membot.memory import Memory
-
-_CHUNK = 500  # line ids per store query
+__all__ = ["Layout", "ScopeLines", "StoredLine"]
 
 
 class Layout:
-    """Every stored line by id and by (thread id, seq)."""
+    """Lines by id and by (thread id, seq)."""
 
     def __init__(self, lines: list[StoredLine]) -> None:
         self.by_id = {line.id: line for line in lines}
@@ -41,39 +35,33 @@ class Layout:
         return threads
 
 
-_layouts: weakref.WeakKeyDictionary[Memory, tuple[tuple[int, int], Layout]] = (
-    weakref.WeakKeyDictionary()
-)
+class ScopeLines:
+    """One scope's lines -- a person's with a bot, or (``person_id`` None) every line of a bot
+    that shares memory -- read from the store when first asked for, then brought up to date
+    with the lines written since (one indexed query from the store's cursor); read again
+    whole when lines were removed or re-embedded (the store's generation moved). A turn
+    reads what its scope holds, not what the store holds."""
 
+    def __init__(self, bot_id: int, person_id: int | None) -> None:
+        self.bot_id = bot_id
+        self.person_id = person_id
+        self.generation: int | None = None
+        self.cursor = 0
+        self.by_id: dict[int, StoredLine] = {}
 
-def forget_layout(memory: Memory) -> None:
-    """Drop the lines kept for ``memory`` (after some were forgotten)."""
-    _layouts.pop(memory, None)
+    def update(self, store: LineStore) -> tuple[bool, bool]:
+        """Read the lines written since the last look: (whether the generation moved, so
+        that everything derived from the lines before is stale; whether any line is new)."""
+        snapshot = store.scope_line_snapshot(
+            self.bot_id, self.person_id, self.generation, self.cursor
+        )
+        moved = snapshot.generation != self.generation
+        if moved:
+            self.generation, self.by_id = snapshot.generation, {}
+        self.cursor = snapshot.cursor
+        new = [line for line in snapshot.lines if line.id not in self.by_id]
+        self.by_id.update((line.id, line) for line in new)
+        return moved, bool(new)
 
-
-def store_key(memory: Memory) -> tuple[int, int]:
-    """Changes whenever lines are added, removed or re-embedded."""
-    return memory.store.generation(), memory.store.count_lines()
-
-
-def layout_of(memory: Memory) -> Layout:
-    """The store's lines, read once per state of the store and kept with the Memory. While no
-    line was removed or re-embedded, a new state reads only the lines added since."""
-    key = store_key(memory)
-    cached = _layouts.get(memory)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    memory.index.refresh()
-    known = cached[1].by_id if cached is not None and cached[0][0] == key[0] else {}
-    after = max(known, default=0)
-    ids = [line_id for line_id, _ in memory.store.all_line_texts() if line_id > after]
-    lines = list(known.values())
-    for start in range(0, len(ids), _CHUNK):
-        for line in memory.store.lines(ids[start : start + _CHUNK]):
-            position = memory.index.position_of(line.id)
-            if position is not None:
-                role = Role(line.role)
-                lines.append(StoredLine(line.id, *position, role, line.text, line.speaker))
-    layout = Layout(lines)
-    _layouts[memory] = (key, layout)
-    return layout
+    def layout(self) -> Layout:
+        return Layout(list(self.by_id.values()))

@@ -8,86 +8,141 @@ before it; a line without such a partner stands alone. Each unit's text is its l
 ``Speaker: text`` (the text alone without a speaker) joined by a space, as JetChat joins them.
 A matched pair places both its lines, in seq order; units are placed by score.
 
-The pair vectors are built from the stored lines, once per state of the store, through
-``Memory.embed`` (the embedder's cache included) and kept with the Memory; the per-line
-vectors still decide which lines are in scope. A turn's recall (:mod:`membot.recall.chat`)
-matches the query against them.
+The pair vectors are built from the lines of the turn's scope (a person's lines with the
+bot, or a shared bot's lines), once per state of the scope, through ``Memory.embed`` (the
+embedder's cache included) and kept with the Memory; the per-line vectors still decide which
+lines are in scope. A turn's recall (:mod:`membot.recall.chat`) matches the query against them.
 
 Parameters: none.
 """
 
 from __future__ import annotations
 
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from membot.recall.layout import Layout, StoredLine, layout_of, store_key
+from membot.recall.layout import Layout, ScopeLines, StoredLine
 
 if TYPE_CHECKING:
     from membot.memory import Memory
 
 Unit = tuple[StoredLine, ...]
+ScopeKey = tuple[int, int | None]  # (bot id, person id or None for a bot that shares memory)
+
+# Units of the scopes asked last, kept per kind up to this many bytes of vectors (least
+# recently used scopes dropped first): about 85,000 MiniLM units, each vector held twice (in
+# the matrix, and by its text for the scope's next state).
+UNITS_BUDGET_BYTES = 256 * 1024 * 1024
 
 
 class Units:
     """Lines grouped into units, each unit searched by the vector of its joined text.
 
-    Subclasses say how a store's lines form units (``units``) and how a unit reads (``text``).
+    Subclasses say how a scope's lines form units (``units``) and how a unit reads
+    (``text``).
     """
 
     name = "units"
     separator = " "
 
-    def __init__(self) -> None:
-        self._cache: weakref.WeakKeyDictionary[Memory, _EmbeddedUnits] = weakref.WeakKeyDictionary()
+    def __init__(self, budget_bytes: int = UNITS_BUDGET_BYTES) -> None:
+        self.budget_bytes = budget_bytes
+        self._cache: weakref.WeakKeyDictionary[Memory, OrderedDict[ScopeKey, _ScopeUnits]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()  # the cache's dictionaries, not the embedding
 
     def units(self, layout: Layout) -> list[Unit]:
         raise NotImplementedError
 
     def forget(self, memory: Memory) -> None:
-        """Drop the units and vectors kept for ``memory``."""
-        self._cache.pop(memory, None)
+        """Drop the lines, units and vectors kept for ``memory``."""
+        with self._lock:
+            self._cache.pop(memory, None)
+
+    def held_texts(self, memory: Memory) -> list[str]:
+        """Every text kept for ``memory``: its scopes' lines and their units' texts."""
+        with self._lock:
+            held = list(self._cache.get(memory, {}).values())
+        texts: list[str] = []
+        for scope in held:
+            texts += [line.text for line in scope.lines.by_id.values()]
+            if scope.embedded is not None:
+                texts += [*scope.embedded.texts, *scope.embedded.known]
+        return texts
 
     def text(self, unit: Unit) -> str:
         return self.separator.join(line.labelled for line in unit)
 
     def embedded_units(
-        self, memory: Memory, defer: tuple[int, int] | None = None
+        self,
+        memory: Memory,
+        bot_id: int,
+        person_id: int | None,
+        defer: tuple[int, int] | None = None,
     ) -> tuple[list[Unit], np.ndarray]:
-        """The store's units and their vectors, built once per state of the store. A unit
-        whose text was embedded for the state before keeps its vector: a new line embeds
-        only the units it changed, not every unit again.
+        """The units of one scope's lines (a person's with the bot; ``person_id`` None: all
+        the bot's) and their vectors, cut again when lines came and kept while none did. A
+        unit whose text was embedded before keeps its vector: a new line embeds only the
+        units it changed, not every unit again.
 
         ``defer`` = (thread id, seq): the units holding a line of that thread from that seq on
         are not embedded yet, their rows zeros until a call that does not defer them. A chat
         turn defers the units of its feed, which it skips anyway, so the thread's growing last
         unit is embedded once it leaves the feed, not at every turn."""
-        key = store_key(memory)
-        cached = self._cache.get(memory)
-        if cached is None or cached.key != key:
+        scope = self._scope(memory, (bot_id, person_id))
+        moved, grew = scope.lines.update(memory.store)
+        if moved or grew or scope.embedded is None:
             # Vectors of an earlier state hold only while no line was re-embedded or removed.
-            known = cached.known if cached is not None and cached.key[0] == key[0] else {}
-            cached = _EmbeddedUnits(key, self.units(layout_of(memory)), self.text, known)
-            self._cache[memory] = cached
-        cached.embed_missing(memory, defer)
-        return cached.units, cached.vectors
+            known = scope.embedded.known if scope.embedded is not None and not moved else {}
+            units = self.units(scope.lines.layout())
+            scope.embedded = _EmbeddedUnits(units, self.text, known)
+        scope.embedded.embed_missing(memory, defer)
+        self._trim(memory)
+        return scope.embedded.units, scope.embedded.vectors
+
+    def _scope(self, memory: Memory, key: ScopeKey) -> _ScopeUnits:
+        """The scope's kept units (new if none), now the most recently used."""
+        with self._lock:
+            scopes = self._cache.setdefault(memory, OrderedDict())
+            scope = scopes.pop(key, None) or _ScopeUnits(ScopeLines(*key))
+            scopes[key] = scope
+            return scope
+
+    def _trim(self, memory: Memory) -> None:
+        """Drop the least recently used scopes past the budget (the latest always stays)."""
+        with self._lock:
+            scopes = self._cache.get(memory, OrderedDict())
+            used = sum(scope.nbytes for scope in scopes.values())
+            while used > self.budget_bytes and len(scopes) > 1:
+                _, dropped = scopes.popitem(last=False)
+                used -= dropped.nbytes
+
+
+class _ScopeUnits:
+    """One scope's lines, and the units cut from them with their vectors."""
+
+    def __init__(self, lines: ScopeLines) -> None:
+        self.lines = lines
+        self.embedded: _EmbeddedUnits | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.embedded.nbytes if self.embedded is not None else 0
 
 
 class _EmbeddedUnits:
-    """One store state's units, their texts and vectors (zero rows: not embedded yet), and
-    the vectors of those texts embedded so far."""
+    """One state's units, their texts and vectors (zero rows: not embedded yet), and the
+    vectors of those texts embedded so far."""
 
     def __init__(
-        self,
-        key: tuple[int, int],
-        units: list[Unit],
-        text_of: Callable[[Unit], str],
-        known: dict[str, np.ndarray],
+        self, units: list[Unit], text_of: Callable[[Unit], str], known: dict[str, np.ndarray]
     ) -> None:
-        self.key = key
         self.units = units
         self.texts = [text_of(unit) for unit in units]
         self.known = {text: known[text] for text in self.texts if text in known}
@@ -99,6 +154,11 @@ class _EmbeddedUnits:
                 start = index
         self.vectors = np.zeros((0, 0), np.float32)
         self.missing: set[int] = set(range(len(units)))
+
+    @property
+    def nbytes(self) -> int:
+        row = next(iter(self.known.values())).nbytes if self.known else 0
+        return self.vectors.nbytes + len(self.known) * row
 
     def embed_missing(self, memory: Memory, defer: tuple[int, int] | None) -> None:
         """Embed the units not embedded yet, but those ``defer`` names."""
