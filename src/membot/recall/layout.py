@@ -56,11 +56,13 @@ class ScopeLines:
             self.bot_id, self.person_id, self.generation, self.cursor
         )
         moved = snapshot.generation != self.generation
-        if moved:
-            self.generation, self.by_id = snapshot.generation, {}
-        self.cursor = snapshot.cursor
-        new = [line for line in snapshot.lines if line.id not in self.by_id]
-        self.by_id.update((line.id, line) for line in new)
+        held = {} if moved else self.by_id
+        new = {line.id: line for line in snapshot.lines if line.id not in held}
+        if moved or new:
+            # A new dictionary, not the held one changed: a turn of the same scope on another
+            # thread may be reading it.
+            self.by_id = held | new
+        self.generation, self.cursor = snapshot.generation, snapshot.cursor
         return moved, bool(new)
 
     def layout(self) -> Layout:
