@@ -122,18 +122,19 @@ def test_results_are_best_first_limited_to_k_and_above_the_threshold(store) -> N
 
 
 def test_lines_written_through_another_store_object_are_picked_up(store, tmp_path) -> None:
-    add(store, "alice", "t1", QUERY)
+    first = add(store, "alice", "t1", QUERY)
     index = VectorIndex(store)
     assert len(found(index, scope(store, "alice"))) == 1
 
     writer = SqliteStore(tmp_path / "index.db")  # another Memory, or another process
     late = add(writer, "alice", "t1", QUERY)
 
-    assert late in found(index, scope(store, "alice"))
-    index.refresh()  # the whole-store matrix, for positions
-    assert len(index) == 2
-    assert index.position_of(late) == (store.thread_id(ThreadKey("membot", "alice", "t1")), 2)
-    assert index.position_of(10_000) is None
+    t1 = store.thread_id(ThreadKey("membot", "alice", "t1"))
+    hits = index.hits(QUERY, scope(store, "alice"), 10)
+    assert {hit.line_id: (hit.thread_id, hit.seq) for hit in hits} == {
+        first: (t1, 1),
+        late: (t1, 2),
+    }
 
 
 def test_the_index_reloads_after_lines_are_forgotten_elsewhere(store, tmp_path) -> None:
@@ -148,17 +149,16 @@ def test_the_index_reloads_after_lines_are_forgotten_elsewhere(store, tmp_path) 
     reused = add(other, "alice", "t3", unit(0, 1, 0))
     assert reused == gone
 
-    results = dict(index.search(QUERY, scope(store, "alice"), 10))
-    assert set(results) == {kept, reused}
-    assert results[reused] == pytest.approx(0.0, abs=1e-6)
-    index.refresh()
-    assert index.position_of(reused) == (other.thread_id(ThreadKey("membot", "alice", "t3")), 1)
+    hits = {hit.line_id: hit for hit in index.hits(QUERY, scope(store, "alice"), 10)}
+    assert set(hits) == {kept, reused}
+    assert hits[reused].score == pytest.approx(0.0, abs=1e-6)  # its new vector, not the old
+    t3 = other.thread_id(ThreadKey("membot", "alice", "t3"))
+    assert (hits[reused].thread_id, hits[reused].seq) == (t3, 1)
 
 
 def test_an_empty_store_finds_nothing(store: SqliteStore) -> None:
     index = VectorIndex(store)
     assert index.search(QUERY, Scope(1, None), 5) == []
-    assert index.position_of(1) is None
 
 
 WRITER = """
@@ -225,7 +225,6 @@ def test_a_search_holds_only_its_scope_and_old_scopes_leave_past_the_budget(stor
     alice, bob = scope(store, "alice"), scope(store, "bob")
     assert len(found(index, alice)) == 1
     assert index.scopes_held() == [(alice.bot_id, alice.person_id)]
-    assert len(index) == 0  # the whole store was never read
     assert len(found(index, bob)) == 1
     assert index.scopes_held() == [(bob.bot_id, bob.person_id)]
     assert len(found(index, alice)) == 1  # read again when asked again

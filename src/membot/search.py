@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import os
 from collections import OrderedDict
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -91,9 +90,9 @@ class InScope:
 
 
 class _Matrix:
-    """Lines' vectors and columns (owners, thread, seq, role, date) in arrays grown in place,
-    kept in id order, with the store generation they were read at and the store's cursor; and
-    the lines' words, for a scope's matrix (whose snapshots carry the texts)."""
+    """One scope's lines: vectors and columns (owners, thread, seq, role, date) in arrays grown
+    in place, kept in id order, with the store generation they were read at and the store's
+    cursor; and the lines' words (read from the texts the scope's snapshots carry)."""
 
     def __init__(self) -> None:
         self.generation: int | None = None
@@ -138,7 +137,7 @@ class _Matrix:
 
     def _sort(self) -> None:
         """Back into id order after a line committed later than a line with a larger id
-        (PostgreSQL): ``position_of`` and ``_unseen`` search the ids by bisection."""
+        (PostgreSQL): ``_unseen`` and ``lexical_rows`` search the ids by bisection."""
         order = np.argsort(self.columns["ids"][: self.size], kind="stable")
         for column in self.columns.values():
             column[: self.size] = column[: self.size][order]
@@ -265,10 +264,7 @@ class VectorIndex:
     with one bot, or a bot's lines for a bot that shares memory — loaded from the store when
     first asked for, kept in memory (least recently used scopes dropped past
     ``budget_bytes``), and brought up to date with the lines written since (one indexed
-    query). A turn's search costs what its scope holds, not what the store holds.
-
-    ``refresh``, ``dates`` and ``locate`` read the whole store into one more matrix, for
-    strategies that need every line's position (prune, pairs, windows, the benchmarks)."""
+    query). A turn's search costs what its scope holds, not what the store holds."""
 
     def __init__(self, store: Store, budget_bytes: int | None = None) -> None:
         self.store = store
@@ -279,13 +275,9 @@ class VectorIndex:
             )
         self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
-        self._all = _Matrix()
         from membot.ann import ApproximateScopes  # ann builds on this module's Scope, InScope
 
         self.approximate = ApproximateScopes(store)
-
-    def __len__(self) -> int:
-        return self._all.size
 
     def _scope(self, scope: Scope) -> _Matrix:
         """The scope's matrix, up to date; the least recently used others dropped past the
@@ -322,10 +314,6 @@ class VectorIndex:
     def scopes_held(self) -> list[tuple[int, int | None]]:
         """The (bot id, person id or None) of the scopes in memory, least recent first."""
         return list(self._scopes)
-
-    def refresh(self) -> None:
-        """Bring the whole-store matrix up to date."""
-        self._all.take(self.store.vector_snapshot(self._all.generation, self._all.cursor))
 
     def search(
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
@@ -379,39 +367,6 @@ class VectorIndex:
         if approximate := self._approximate(scope):
             return approximate.scored(query, scope)
         return self._scope(scope).scored(query, scope)
-
-    def dates(self) -> dict[int, float]:
-        """When each stored line was said (seconds since 1970, UTC), by line id."""
-        self.refresh()
-        if self._all.size == 0:
-            return {}
-        columns = self._all.columns
-        ids, created = (columns[name][: self._all.size].tolist() for name in ("ids", "created"))
-        return dict(zip(ids, created, strict=True))
-
-    def locate(self, scored: Iterable[tuple[int, float]]) -> list[Hit]:
-        """Hits for (line id, score) pairs, with their thread and seq; unknown ids dropped."""
-        scored = list(scored)
-        if any(self.position_of(line_id) is None for line_id, _ in scored):
-            self.refresh()
-        hits = []
-        for line_id, score in scored:
-            position = self.position_of(line_id)
-            if position is not None:
-                hits.append(Hit(line_id, position[0], position[1], score))
-        return hits
-
-    def position_of(self, line_id: int) -> tuple[int, int] | None:
-        """(thread id, seq) of a line the whole-store matrix holds."""
-        ids = self._all.columns.get("ids")
-        if ids is None:
-            return None
-        size = self._all.size
-        index = int(np.searchsorted(ids[:size], line_id))
-        if index < size and ids[index] == line_id:
-            columns = self._all.columns
-            return int(columns["thread_ids"][index]), int(columns["seqs"][index])
-        return None
 
 
 def best_scored(

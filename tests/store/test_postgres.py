@@ -63,26 +63,31 @@ def test_a_line_whose_id_commits_after_a_larger_one_is_still_seen(
         slow.close()
         fast.close()
 
-    seen = [line_id for line_id, _ in index.search(np.ones(4), scope, k=10)]
-    assert sorted(seen) == sorted({*seen}) and early.id in seen and len(seen) == 3
-    # The index keeps its ids in order, so the whole-store lookups find the late commit too.
-    assert index.position_of(early.id) is None  # the whole-store matrix is read on demand
-    index.refresh()
-    assert index.position_of(early.id) == (store.thread_id(ALICE_T1), 2)
+    hits = index.hits(np.ones(4), scope, k=10)
+    positions = {hit.line_id: (hit.thread_id, hit.seq) for hit in hits}
+    assert len(hits) == 3 and positions[early.id] == (store.thread_id(ALICE_T1), 2)
+    # The scope's lines are held once each and back in id order (its lookups bisect them).
+    assert index.scored_in_scope(np.ones(4), scope).ids.tolist() == sorted(positions)
 
 
 def test_a_snapshot_cursor_is_a_transaction_horizon_and_rows_may_come_again(
     store: PostgresStore,
 ) -> None:
     (line,) = store.add_lines([new_line(ALICE_T1, "one")])
-    first = store.vector_snapshot(None, 0)
+    bot, person = store.bot_id("membot"), store.person_id("alice")
+    assert bot is not None and person is not None
+
+    def snapshot(generation: int | None, cursor: int):
+        return store.scope_vector_snapshot(bot, person, generation, cursor)
+
+    first = snapshot(None, 0)
     assert first.rows.ids.tolist() == [line.id]
     # Nothing was running at the first read: the next read from its cursor is empty or
     # repeats only what was committed since the horizon.
-    again = store.vector_snapshot(first.generation, first.cursor)
+    again = snapshot(first.generation, first.cursor)
     assert set(again.rows.ids.tolist()) <= {line.id}
     (later,) = store.add_lines([new_line(ALICE_T1, "two")])
-    assert later.id in store.vector_snapshot(first.generation, first.cursor).rows.ids.tolist()
+    assert later.id in snapshot(first.generation, first.cursor).rows.ids.tolist()
 
 
 def test_servers_starting_together_apply_each_migration_once(postgres_url: str) -> None:

@@ -91,7 +91,8 @@ def test_a_line_its_vector_and_its_text_row_are_stored_together(store: Store) ->
     )
     assert store.lines([stored.id]) == [stored]
     assert store.lines([stored.id])[0].created_at == moment
-    rows = store.vector_snapshot(None, 0).rows
+    bot, person = store.bot_id("membot"), store.person_id("alice")
+    rows = store.scope_vector_snapshot(bot or 0, person, None, 0).rows
     assert rows.ids.tolist() == [stored.id]
     np.testing.assert_array_equal(rows.vectors[0], np.arange(4, dtype=np.float32))
     assert lexical_ids(store, "logistics") == [stored.id]

@@ -70,6 +70,12 @@ def fill(store: Store) -> None:
     store.answer_sms_message("S0", ["Hello!"], "twiml")
 
 
+def line_vectors(store: Store) -> list[list[list[float]]]:
+    """Each bot's lines' vectors in id order, bot by bot."""
+    bots = (store.bot_id(name) or 0 for name in store.bots())
+    return [store.scope_vector_snapshot(bot, None, None, 0).rows.vectors.tolist() for bot in bots]
+
+
 def contents(store: Store) -> dict:
     """What a person, a bot and an operator can read from a store, ids aside."""
     bot = store.bot_id("membot") or 0
@@ -91,7 +97,7 @@ def contents(store: Store) -> dict:
                 [i for i, _ in store.lexical_search(["lisbon", "logistics"], bot)]
             )
         ],
-        "vectors": store.vector_snapshot(None, 0).rows.vectors.tolist(),
+        "vectors": line_vectors(store),
         "embedder": (store.get_meta("embedder"), store.get_meta("dimension")),
         "sms_sender": store.sms_sender("barista", "sms-bob"),
         "sms_message": store.claim_sms_message(SmsRecord("S0", "barista", "x", WHEN), WHEN),

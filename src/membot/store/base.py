@@ -61,7 +61,7 @@ class BufferEntry:
 
 @dataclass(frozen=True)
 class VectorRows:
-    """Columns of stored lines, ready to be appended to the in-memory search matrix."""
+    """Columns of stored lines, ready to be appended to a scope's in-memory search matrix."""
 
     ids: np.ndarray
     bot_ids: np.ndarray
@@ -216,8 +216,8 @@ class LineStore(Protocol):
 
 
 class VectorSearch(Protocol):
-    """The vectors a search reads: one scope's, or every line's, new since a reader's cursor
-    at a store generation (all of them when the generation moved); one scope's lines read
+    """The vectors a search reads: one scope's, new since a reader's cursor at a store
+    generation (all of them when the generation moved); one scope's lines read
     the same way without their vectors (the units the ``pairs`` and ``windows`` strategies
     search); and swapping every vector for another embedder's."""
 
@@ -227,7 +227,6 @@ class VectorSearch(Protocol):
     def scope_line_snapshot(
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
     ) -> LineSnapshot: ...
-    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot: ...
     def all_line_texts(self) -> list[tuple[int, str]]: ...
     def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]: ...
     def replace_vectors(

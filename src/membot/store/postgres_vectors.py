@@ -139,17 +139,13 @@ class PostgresVectors:
             ).fetchall()
         return generation, rows, int(horizon)
 
-    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot:
-        """Every line new to an index that read up to cursor ``after`` at
-        ``known_generation`` (all lines when the generation moved); some it may hold."""
-        return self._snapshot("TRUE", (), known_generation, after)
-
     def scope_vector_snapshot(
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
     ) -> VectorSnapshot:
-        """As :meth:`vector_snapshot`, for one scope (a person's lines with a bot, or with
-        ``person_id`` None all the bot's) and with their texts, through the (bot, person,
-        xid) index."""
+        """Every line of one scope (a person's lines with a bot, or with ``person_id`` None
+        all the bot's), with its vector and text, new to an index that read up to cursor
+        ``after`` at ``known_generation`` (all of them when the generation moved); some it
+        may hold already. Read through the (bot, person, xid) index."""
         if person_id is None:
             return self._snapshot("l.bot_id = %s", (bot_id,), known_generation, after, True)
         where = "l.bot_id = %s AND l.person_id = %s"

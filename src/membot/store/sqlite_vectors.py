@@ -12,13 +12,8 @@ from contextlib import AbstractContextManager
 import numpy as np
 
 from membot.errors import StoreError
-from membot.store.base import LineSnapshot, VectorRows, VectorSnapshot
+from membot.store.base import LineSnapshot, VectorSnapshot
 from membot.store.sqlite_driver import sqlite3
-
-_VECTOR_SQL = (
-    "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, l.created_at "
-    "FROM lines l JOIN line_vectors v ON v.line_id = l.id WHERE l.id > ? ORDER BY l.id"
-)
 
 
 class SqliteVectors:
@@ -33,24 +28,16 @@ class SqliteVectors:
     _bump_generation: Callable[[sqlite3.Connection], None]
     _replace_extra_vectors: Callable[..., None]
 
-    def vector_rows(self, after_id: int = 0) -> VectorRows:
-        """Every line with ``id > after_id``: ids, owners, thread, seq, role and vectors."""
-        return VectorRows.from_rows(self._query(_VECTOR_SQL, (after_id,)))
-
-    def vector_snapshot(self, known_generation: int | None, after: int) -> VectorSnapshot:
-        """The generation and the rows an index holding ``known_generation`` up to id
-        ``after`` is missing — all rows when the generation moved — read in one snapshot,
-        so a forget and new lines landing between the two reads cannot be half seen. Writers
-        take turns (``BEGIN IMMEDIATE``), so ids commit in order and the cursor is the last
-        id read."""
-        return self._snapshot(_VECTOR_SQL, (), known_generation, after)
-
     def scope_vector_snapshot(
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
     ) -> VectorSnapshot:
-        """As :meth:`vector_snapshot`, for one scope: a person's lines with a bot, or
-        (``person_id`` None) all the bot's lines, with their texts; read through the (bot,
-        person, id) index, so it costs what the scope holds."""
+        """The generation and the lines of one scope — a person's lines with a bot, or
+        (``person_id`` None) all the bot's lines — with their vectors and texts, that an index
+        holding ``known_generation`` up to id ``after`` is missing (all of them when the
+        generation moved), read in one snapshot so that a forget and new lines landing between
+        the two reads cannot be half seen. Read through the (bot, person, id) index, so it
+        costs what the scope holds. Writers take turns (``BEGIN IMMEDIATE``), so ids commit in
+        order and the cursor is the last id read."""
         owner = "l.bot_id = ?" + (" AND l.person_id = ?" if person_id is not None else "")
         sql = (
             "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, "
