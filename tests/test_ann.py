@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from membot import Role
+from membot import Role, ann
 from membot.ann import ApproximateScope, ApproximateScopes, UsearchNominator
 from membot.search import Scope, VectorIndex
 from membot.store import NewLine, ThreadKey
@@ -149,7 +150,7 @@ def test_the_sqlite_index_is_saved_beside_the_store_and_loaded_again(tmp_path) -
     assert (tmp_path / "saved.db.ann" / f"bot-{bot}.usearch").exists()
     fill(store, 10, seed=8)
     again = UsearchNominator(store, bot)
-    again._load(first.made_by)  # what a new process does first
+    again._load(first.made_by, store.generation())  # what a new process does first
     assert again.cursor == first.cursor and len(again.index) == 300
     again.nominate(query, 20)
     assert len(again.index) == 310  # the lines past the saved cursor were added
@@ -169,6 +170,44 @@ def test_another_embedders_saved_index_is_built_again(tmp_path) -> None:
     again = UsearchNominator(store, bot)
     again.refresh()
     assert again.made_by == ["random-unit", str(DIMENSION)] and len(again.index) == 50
+
+
+def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """usearch's own removal keeps a vector's bytes in the file: forgetting removes the saved
+    indexes, and every process builds its graph again from the store (the generation moved),
+    so a forgotten line's vector is in no file beside the store and in no graph."""
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "30")
+    monkeypatch.setattr(ann, "SAVE_EVERY", 10)
+    memory = make_memory()
+    memory.configure_bot("shared", share_across_people=True)
+    for n in range(40):
+        memory.add(f"ordinary line {n}", user=f"person-{n % 3}", bot="shared", thread="t")
+    for n in range(4):
+        memory.add(f"al's secret number {n}", user="al", bot="shared", thread="secret")
+    other = make_memory()  # another process on the same store, its graph built before
+    for each in (memory, other):
+        each.search("secret number", bot="shared")
+    bot = memory.store.bot_id("shared") or 0
+    secret = [line.id for line in memory.history(user="al", bot="shared")]
+    graph = memory.index.approximate._scopes[bot].nominator.index
+    folder = Path(f"{memory.store.path}.ann")
+    needles = [np.asarray(graph.get(line_id)).astype(np.int8).tobytes() for line_id in secret]
+
+    def found_in_files() -> list[str]:
+        saved = [path.read_bytes() for path in folder.glob("*") if path.is_file()]
+        return [repr(n[:4]) for n in needles if any(n in content for content in saved)]
+
+    assert len(found_in_files()) == len(secret)  # the saved file holds them: the test can fail
+    memory.forget(user="al", bot="shared")
+    assert found_in_files() == []
+    for each in (memory, other):
+        assert each.search("secret number", bot="shared")  # built again, from what is left
+        nominator = each.index.approximate._scopes[bot].nominator
+        assert not any(nominator.index.contains(secret))
+        nominator.save()
+    assert found_in_files() == []
 
 
 def test_usearch_loaded_first_leaves_the_embedder_and_the_model_working() -> None:

@@ -236,12 +236,14 @@ SAVE_EVERY = 1_000  # lines added since the index file was written, at least, be
 class UsearchNominator:
     """Nominees from a usearch index of one bot's lines, kept beside the SQLite store file.
 
-    The file records the cursor (last line id added) and the embedder its vectors came from:
-    a new process loads it and adds the lines past the cursor; an index of another embedder's
-    vectors (after ``membot reindex``) is built again. Lines forgotten since stay in the
-    graph and drop out when their rows are read back (they are gone from the store); SQLite
-    gives a new line the id of a forgotten one only when the newest lines were forgotten, and
-    such a line keeps the forgotten one's place in the graph (its score is still its own)."""
+    The file records the cursor (last line id added), the embedder its vectors came from and
+    the store's generation: a new process loads it and adds the lines past the cursor. When
+    lines were removed or re-embedded (the generation moved: forgetting, deleting a bot,
+    ``membot reindex``) the index is built again from the store, in every process at its next
+    search, and a file of an older generation is never loaded: a forgotten line's vector
+    leaves the graph (usearch's own removal keeps the vector's bytes in the file), and a new
+    line that SQLite gives a forgotten one's id gets a place of its own. Forgetting also
+    removes the saved files at once (:func:`drop_saved_indexes`)."""
 
     def __init__(self, store: PagedStore, bot_id: int) -> None:
         self.store, self.bot_id = store, bot_id
@@ -267,8 +269,11 @@ class UsearchNominator:
         if generation != self.generation or self.index is None:
             made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
             if self.index is None:
-                self._load(made_by)
-            if made_by != self.made_by:
+                self._load(made_by, generation)
+            if made_by != self.made_by or self.generation not in (None, generation):
+                if self.generation is not None:
+                    log.info("lines of bot %s were removed or re-embedded: building its "
+                             "approximate index again", self.bot_id)  # fmt: skip
                 self._start(made_by)
             self.generation = generation
         self._add_new()
@@ -290,11 +295,12 @@ class UsearchNominator:
         self.index = self._new_index(int(made_by[1] or 0))
         self.made_by, self.cursor, self.unsaved = made_by, 0, 0
 
-    def _load(self, made_by: list[str | None]) -> None:
-        """The saved index, where one of this embedder's vectors is there and readable."""
+    def _load(self, made_by: list[str | None], generation: int) -> None:
+        """The saved index, where one of this embedder's vectors, of the store's generation,
+        is there and readable."""
         try:
             stamp = json.loads(self.stamp_path.read_text())
-            if stamp["made_by"] != made_by:
+            if stamp["made_by"] != made_by or stamp.get("generation") != generation:
                 return
             from usearch.index import Index
 
@@ -325,7 +331,9 @@ class UsearchNominator:
         """Write the index and its stamp (each to a new file renamed over the old: a reader
         sees a whole file; an index newer than its stamp only re-reads lines it skips)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = json.dumps({"made_by": self.made_by, "cursor": self.cursor})
+        stamp = json.dumps(
+            {"made_by": self.made_by, "cursor": self.cursor, "generation": self.generation}
+        )
         for target, write in (
             (self.path, lambda name: self.index.save(name)),
             (self.stamp_path, lambda name: Path(name).write_text(stamp)),
@@ -335,3 +343,14 @@ class UsearchNominator:
             write(name)
             os.replace(name, target)
         self.unsaved = 0
+
+
+def drop_saved_indexes(store: object) -> None:
+    """Remove the approximate indexes saved beside a SQLite store (``<store>.ann``), after
+    lines were forgotten: their vectors are in them. Each process builds its index again
+    from the store at its next search of a large shared scope (the generation moved)."""
+    if not isinstance(store, PagedStore):
+        return
+    folder = Path(f"{store.path}.ann")
+    for saved in folder.glob("bot-*"):
+        saved.unlink(missing_ok=True)
