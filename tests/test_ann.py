@@ -239,14 +239,16 @@ def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_sear
         store.thread_id(ThreadKey("shared", "person-2", "t4")),
         1,  # line 42 opens person-2's thread t4 (line 47 follows it)
     )
-    ranked, scores = index.lexical_scores(["42"], Scope(bot, None))
-    assert ranked.tolist() == [ids[42]] and scores[0] > 0
+    with pytest.raises(ValueError, match="among"):  # the whole scope is never scored
+        index.lexical_scores(["42"], Scope(bot, None))
     # A blend's lexical side: only the lines the approximate search read, by id.
     read = index.scored_in_scope(vectors(1, seed=7)[0], Scope(bot, None)).ids
     among = np.asarray(sorted({*read.tolist()[:5], ids[42]}), dtype=np.int64)
     ranked, scores = index.lexical_scores(["line", "42"], Scope(bot, None), among=among)
     assert ranked[0] == ids[42] and set(ranked.tolist()) <= set(among.tolist())
-    assert len(ranked) == len(among)  # every line says "line"
+    assert len(ranked) == len(among) and scores[0] > 0  # every line says "line"
+    ranked, _ = index.lexical_scores(["42"], Scope(bot, None), among=among)
+    assert ranked.tolist() == [ids[42]]
     assert index.scopes_held() == []  # nothing of the shared scope was read into memory
     person = Scope(bot, store.person_id("person-2"))
     assert index.lexical(["42"], person, 5)[0].line_id == ids[42]

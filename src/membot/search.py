@@ -249,11 +249,6 @@ class _Matrix:
         )
 
 
-# BM25 lines a large shared scope's blend reads from the store's full-text search: past
-# membot.ann's threshold a scope is too large to hold its words in memory, and only the lines
-# the approximate index nominates are ranked anyway.
-APPROXIMATE_LEXICAL_DEPTH = 1000
-
 # Vectors of the scopes searched last, kept in memory up to this many bytes (least recently
 # used scopes dropped first): about 600,000 MiniLM lines. MEMBOT_INDEX_MB changes it.
 DEFAULT_INDEX_BYTES = 1024 * 1024 * 1024
@@ -347,17 +342,15 @@ class VectorIndex:
         just_read: bool = False,
         among: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(line ids, BM25) of every line in scope holding any of ``words``, best first (for
-        a large shared scope, the store's best ``APPROXIMATE_LEXICAL_DEPTH``, or with
-        ``among`` those of these lines: the ones :meth:`scored_in_scope` gave, which are all
-        a blend ranks). With ``just_read``, the scope as the search just before read it: no
-        second trip to the store in one turn."""
+        """(line ids, BM25) of every line in scope holding any of ``words``, best first. A
+        large shared scope's words are not held in memory: there the store scores the lines
+        ``among`` (the ones :meth:`scored_in_scope` gave, which are all a blend ranks), and
+        ``among`` is required. With ``just_read``, the scope as the search just before read
+        it: no second trip to the store in one turn."""
         if approximate := self._approximate(scope):
-            if among is not None:
-                return approximate.lexical_scores(words, scope, among)
-            found = approximate.lexical(words, scope, APPROXIMATE_LEXICAL_DEPTH)
-            ids = np.asarray([hit.line_id for hit in found], dtype=np.int64)
-            return ids, np.asarray([hit.score for hit in found])
+            if among is None:
+                raise ValueError("a large shared scope's BM25 is read for given lines (among)")
+            return approximate.lexical_scores(words, scope, among)
         held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
         return (held or self._scope(scope)).lexical_scores(words, scope)
 
