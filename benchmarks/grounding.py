@@ -147,6 +147,7 @@ def measure(cases: list[Case], embed) -> None:
     """Each case's failure of checks 1-5, word shares and best cosine (once, for any
     setting)."""
     said: dict[int, list[set[str]]] = {}
+    windows: dict[tuple[int, int], list[set[str]]] = {}
     for case in cases:
         ignore = case.evidence.ignore
         lines = said.setdefault(
@@ -155,10 +156,13 @@ def measure(cases: list[Case], embed) -> None:
         examples = {" ".join(sorted(g.content_stems(g.undated(_example(case)), ignore)))}
         case.failure = g._first_failure(case.point, case.evidence, set().union(*lines), examples)
         stems = g.content_stems(g.undated(case.point), ignore)
-        case.shares = {
-            span: g.words_found(stems, lines, span or len(lines)) / len(stems) if stems else 0.0
-            for span in SPANS
-        }
+        case.shares = {}
+        for span in SPANS:  # each thread's windows of adjacent lines made once per span
+            key = (id(case.evidence), span)
+            if key not in windows:
+                windows[key] = g.word_windows(lines, span or len(lines))
+            found = max(len(stems & window) for window in windows[key])
+            case.shares[span] = found / len(stems) if stems else 0.0
     texts = sorted({t for c in cases for t in c.evidence.said} | {_asked(c) for c in cases})
     vectors = dict(zip(texts, np.asarray(embed(texts), np.float32), strict=True))
     for case in cases:

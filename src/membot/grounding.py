@@ -233,6 +233,7 @@ def check_points(
     by words alone."""
     said = [content_stems(text, evidence.ignore) for text in evidence.said]
     heard = set().union(*said)
+    windows = word_windows(said, span)
     example_keys = {" ".join(sorted(content_stems(undated(e), evidence.ignore))) for e in examples}
     verdicts: list[Verdict | None] = []
     shares: dict[int, tuple[int, int]] = {}
@@ -241,7 +242,7 @@ def check_points(
             verdicts.append(Verdict(point, False, why))
             continue
         stems = content_stems(undated(point), evidence.ignore)
-        found = words_found(stems, said, span)
+        found = max(len(stems & window) for window in windows)
         verdicts.append(Verdict(point, True) if found / len(stems) > MIN_WORD_SHARE else None)
         shares[index] = (found, len(stems))
     doubtful = [index for index, verdict in enumerate(verdicts) if verdict is None]
@@ -258,11 +259,11 @@ def check_points(
     return [verdict for verdict in verdicts if verdict is not None]
 
 
-def words_found(stems: set[str], said: Sequence[set[str]], span: int = WORD_SPAN) -> int:
-    """The most of ``stems`` found in ``span`` adjacent texts of ``said`` (each given as its
-    stems)."""
+def word_windows(said: Sequence[set[str]], span: int = WORD_SPAN) -> list[set[str]]:
+    """The stems of every ``span`` adjacent texts of ``said`` (each given as its stems),
+    together: a point's words are looked for in each (one set, at least)."""
     starts = range(max(len(said) - span + 1, 1))
-    return max(len(stems.intersection(set().union(*said[at : at + span]))) for at in starts)
+    return [set().union(*said[at : at + span]) for at in starts]
 
 
 def _best_cosines(points: Sequence[str], evidence: Evidence, embed: Embed | None) -> list[float]:
