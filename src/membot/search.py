@@ -254,6 +254,15 @@ class _Matrix:
 DEFAULT_INDEX_BYTES = 1024 * 1024 * 1024
 
 
+def drop_least_recent(held: OrderedDict, budget_bytes: int) -> None:
+    """Drop the least recently used of ``held`` (oldest first; each with ``nbytes``) while
+    together they take more than ``budget_bytes``; the most recent one always stays."""
+    used = sum(each.nbytes for each in held.values())
+    while used > budget_bytes and len(held) > 1:
+        _, dropped = held.popitem(last=False)
+        used -= dropped.nbytes
+
+
 class VectorIndex:
     """Exact search by scope: a search reads only the vectors of its scope — a person's lines
     with one bot, or a bot's lines for a bot that shares memory — loaded from the store when
@@ -291,10 +300,7 @@ class VectorIndex:
         ]:
             del self._scopes[other]
         self._scopes[key] = matrix
-        used = sum(each.nbytes for each in self._scopes.values())
-        while used > self.budget_bytes and len(self._scopes) > 1:
-            _, dropped = self._scopes.popitem(last=False)
-            used -= dropped.nbytes
+        drop_least_recent(self._scopes, self.budget_bytes)
         return matrix
 
     def _approximate(self, scope: Scope) -> ApproximateScope | None:

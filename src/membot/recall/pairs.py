@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from membot.recall.layout import Layout, ScopeLines, StoredLine
+from membot.search import drop_least_recent
 
 if TYPE_CHECKING:
     from membot.memory import Memory
@@ -117,11 +118,7 @@ class Units:
     def _trim(self, memory: Memory) -> None:
         """Drop the least recently used scopes past the budget (the latest always stays)."""
         with self._lock:
-            scopes = self._cache.get(memory, OrderedDict())
-            used = sum(scope.nbytes for scope in scopes.values())
-            while used > self.budget_bytes and len(scopes) > 1:
-                _, dropped = scopes.popitem(last=False)
-                used -= dropped.nbytes
+            drop_least_recent(self._cache.get(memory, OrderedDict()), self.budget_bytes)
 
 
 class _ScopeUnits:
