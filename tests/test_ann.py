@@ -14,6 +14,7 @@ import pytest
 
 from membot import Role, ann
 from membot.ann import ApproximateScope, ApproximateScopes, UsearchNominator
+from membot.errors import StoreError
 from membot.search import Scope, VectorIndex
 from membot.store import NewLine, ThreadKey
 
@@ -208,6 +209,28 @@ def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
         assert not any(nominator.index.contains(secret))
         nominator.save()
     assert found_in_files() == []
+
+
+def test_an_index_file_that_cannot_be_removed_is_named_and_the_forget_still_holds(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "10")
+    monkeypatch.setattr(ann, "SAVE_EVERY", 5)
+    memory = make_memory()
+    memory.configure_bot("shared", share_across_people=True)
+    for n in range(12):
+        memory.add(f"line {n}", user=f"person-{n % 2}", bot="shared", thread="t")
+    memory.search("line", bot="shared")  # builds and saves the index
+
+    def refused(self: Path, missing_ok: bool = False) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "unlink", refused)
+    with pytest.raises(StoreError, match=r"bot-\d+\.(usearch|json).*remove it by hand"):
+        memory.forget(user="person-0", bot="shared")
+    assert memory.history(user="person-0", bot="shared") == []  # the forget itself holds
+    assert memory.index.approximate._scopes == {}  # and what the process held is dropped
+    assert len(memory.history(user="person-1", bot="shared")) == 6
 
 
 def test_usearch_loaded_first_leaves_the_embedder_and_the_model_working() -> None:

@@ -29,6 +29,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from membot.errors import StoreError
 from membot.recall.lines import Hit
 from membot.search import InScope, Scope, similarities
 from membot.store.base import ROLE_CODES, VectorRows
@@ -353,4 +354,10 @@ def drop_saved_indexes(store: object) -> None:
         return
     folder = Path(f"{store.path}.ann")
     for saved in folder.glob("bot-*"):
-        saved.unlink(missing_ok=True)
+        try:
+            saved.unlink(missing_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"the lines are forgotten, but {saved} (an approximate index holding their "
+                f"vectors) could not be removed: {error.strerror}; remove it by hand"
+            ) from error

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from membot.ann import drop_saved_indexes
 from membot.model import Line, Role, Summary
 from membot.recall.chat import forget_cached_units, unit_kinds
 from membot.recall.layout import Layout, StoredLine
@@ -48,9 +47,10 @@ def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Sum
 
 def drop_cached_text(memory: Memory) -> None:
     """Drop what this process holds of the store in memory (vectors by scope, the lines and
-    units of the strategies by scope) and the approximate indexes saved beside a SQLite
-    store: they are built again, without what was forgotten, when next needed. Other
-    processes drop theirs when they next search (the store's generation)."""
+    units of the strategies by scope): it is read again, without what was forgotten, when
+    next needed. Other processes drop theirs when they next search (the store's
+    generation). The approximate indexes saved beside a SQLite store go last, by
+    :func:`membot.ann.drop_saved_indexes`: a file that cannot be removed is an error to
+    report once everything else is dropped."""
     memory.index = VectorIndex(memory.store, memory.index.budget_bytes)
-    drop_saved_indexes(memory.store)
     forget_cached_units(memory)

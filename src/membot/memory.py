@@ -497,6 +497,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries,
         summaries, what this process holds of them in memory, and their cached embeddings
         (a vector can be turned back into text); the store overwrites what it freed."""
+        from membot.ann import drop_saved_indexes
         from membot.forgetting import derived_texts, drop_cached_text
 
         history = self.store.history(user, bot, thread)
@@ -507,6 +508,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
             drop_cached_text(self)
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard(texts)
+        drop_saved_indexes(self.store)  # last: a file that cannot go is reported, not skipped
         return removed
 
     def _embedding_texts(self, rows: Sequence[tuple[int, str]]) -> list[str]:

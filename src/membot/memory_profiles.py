@@ -64,6 +64,7 @@ class BotProfiles:
         from membot.keys import list_keys, revoke_key
 
         self.require_bot(bot)
+        from membot.ann import drop_saved_indexes
         from membot.forgetting import drop_cached_text
 
         texts = self.store.bot_line_texts(bot)
@@ -75,6 +76,7 @@ class BotProfiles:
                 revoke_key(self, key.id)
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard(texts)
+        drop_saved_indexes(self.store)  # last: a file that cannot go is reported, not skipped
         return removed
 
     def create_bot(self, bot: str, /, **values: object) -> BotSettings:
