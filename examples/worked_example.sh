@@ -11,6 +11,9 @@ if [[ -z "${LLM:-}" ]]; then  # the scripted fake takes its replies from a copy 
     replies="$(mktemp)"; cp examples/worked_example_replies.json "$replies"; LLM="script:$replies"
 fi
 run() { echo "\$ membot $*" >&2; "$MEMBOT" --llm "$LLM" "$@"; }
+# The birthday turn's trace goes to the file in OUT when one is given, else with the rest
+# (a second descriptor: reopening /dev/stdout would truncate a file it is redirected to).
+if [[ -n "${OUT:-}" ]]; then exec 3>"$OUT"; else exec 3>&1; fi
 
 run bot create barista --bot-name Bea --human-name Sam
 run bot set barista remember_policy "Never keep health details."
@@ -25,5 +28,5 @@ run memories --user sam --bot barista --json
 
 run say "Hi Bea, it's Sam again." --bot barista --user sam --thread friday
 run say "How many days until my birthday?" --bot barista --user sam --thread friday --json \
-    > "${OUT:-/dev/stdout}"
+    >&3
 run say "How fine should I grind for a flat white?" --bot barista --user sam --thread friday --json

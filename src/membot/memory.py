@@ -90,7 +90,9 @@ class Memory(BotProfiles, SummariesAndExpertise):
 
     ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder) or a ready
     :class:`~membot.store.Store`; ``embedder`` an
-    :class:`~membot.embed.Embedder` or a spec string such as ``"minilm"``.
+    :class:`~membot.embed.Embedder` or a spec string such as ``"minilm"``;
+    ``embedder_key_env`` names the environment variable holding an ``openai:`` embedder's
+    API key (default: ``OPENAI_API_KEY`` for OpenAI itself, none for another server).
     """
 
     def __init__(
@@ -99,13 +101,14 @@ class Memory(BotProfiles, SummariesAndExpertise):
         embedder: Embedder | str = "minilm",
         token_counter: TokenCounter | None = None,
         cache: bool = True,
+        embedder_key_env: str | None = None,
     ) -> None:
         self.store: Store = (
             open_store(db or default_db_path()) if db is None or isinstance(db, str | Path) else db
         )
         if isinstance(embedder, str):
             cache_path = cache_dir() / "embeddings.db" if cache else None
-            embedder = resolve_embedder(embedder, cache_path=cache_path)
+            embedder = resolve_embedder(embedder, cache_path=cache_path, key_env=embedder_key_env)
         self.embedder = embedder
         self.tokens = token_counter or default_token_counter()
         self.index = VectorIndex(self.store)

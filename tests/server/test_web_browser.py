@@ -9,6 +9,7 @@ outside the app's own paths fails the test.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Iterator
@@ -19,6 +20,8 @@ import pytest
 from conftest import LiveServer
 
 CHROMIUM = shutil.which("chromium")
+if CHROMIUM is None and os.environ.get("MEMBOT_REQUIRE_BROWSER") == "1":  # CI: never skipped
+    raise RuntimeError("MEMBOT_REQUIRE_BROWSER=1 but Debian's chromium is not on PATH")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None,
     reason="Debian's chromium is not installed (make test installs it: apt-get install chromium)",

@@ -16,6 +16,9 @@ def test_a_path_and_a_sqlite_url_open_the_same_file(tmp_path, embedder):
     through_url = Memory(f"sqlite:///{path}", embedder=embedder)
     assert [line.text for line in through_url.history(user="ann")] == ["hello"]
     assert isinstance(open_store(str(path)), SqliteStore)
+    short = Memory(f"sqlite:{path}", embedder=embedder)  # the short form, no slashes
+    assert [line.text for line in short.history(user="ann")] == ["hello"]
+    assert not (Path.cwd() / f"sqlite:{path}").exists()
 
 
 def test_a_postgresql_url_opens_the_postgres_store(postgres_url, embedder, monkeypatch):
@@ -42,6 +45,8 @@ def test_other_urls_are_refused_with_what_is_known(tmp_path):
         open_store("mysql://localhost/membot")
     with pytest.raises(ConfigError, match="sqlite:///PATH"):
         open_store("sqlite://host/x.db")
+    with pytest.raises(ConfigError, match="sqlite:PATH"):
+        open_store("sqlite:")
 
 
 def test_a_temporary_store_is_removed_after_on_both_stores(postgres_url, embedder):

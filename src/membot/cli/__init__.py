@@ -92,8 +92,18 @@ def global_options(
             "(default: OPENAI_API_KEY for OpenAI itself, none for other servers)."
         ),
     ] = None,
+    embedder_key_env: Annotated[
+        str | None,
+        typer.Option(
+            envvar="MEMBOT_EMBEDDER_KEY_ENV",
+            help="Environment variable holding an openai: embedder's API key "
+            "(default: OPENAI_API_KEY for OpenAI itself, none for other servers).",
+        ),
+    ] = None,
 ) -> None:
-    context.obj = Options(db or str(default_db_path()), embedder, llm, llm_key_env)
+    context.obj = Options(
+        db or str(default_db_path()), embedder, llm, llm_key_env, embedder_key_env
+    )
 
 
 @app.command()

@@ -35,12 +35,15 @@ class Options:
     embedder: str
     llm_spec: str | None  # --llm or MEMBOT_LLM; None: the default
     llm_key_env: str | None
+    embedder_key_env: str | None = None
     _memory: Memory | None = field(default=None, repr=False)
 
     def memory(self, warm: bool = False) -> Memory:
         """The store; ``warm`` loads the models first, so a turn's timings are its own."""
         if self._memory is None:
-            self._memory = Memory(self.db, embedder=self.embedder)
+            self._memory = Memory(
+                self.db, embedder=self.embedder, embedder_key_env=self.embedder_key_env
+            )
         if warm:
             self._memory.warm_up()
         return self._memory

@@ -50,6 +50,8 @@ def serve(
         os.environ["MEMBOT_LLM"] = options.llm
     if options.llm_key_env:
         os.environ["MEMBOT_LLM_KEY_ENV"] = options.llm_key_env
+    if options.embedder_key_env:
+        os.environ["MEMBOT_EMBEDDER_KEY_ENV"] = options.embedder_key_env
     if public_url:
         os.environ["MEMBOT_PUBLIC_URL"] = public_url
     memory = options.memory()

@@ -69,7 +69,11 @@ def app_from_environment() -> FastAPI:
     """The app ``membot serve`` starts in each worker, configured by the environment it
     sets (``MEMBOT_DB``, ``MEMBOT_EMBEDDER``, ``MEMBOT_LLM``, ...)."""
     env = os.environ
-    memory = Memory(env.get("MEMBOT_DB") or None, embedder=env.get("MEMBOT_EMBEDDER", "minilm"))
+    memory = Memory(
+        env.get("MEMBOT_DB") or None,
+        embedder=env.get("MEMBOT_EMBEDDER", "minilm"),
+        embedder_key_env=env.get("MEMBOT_EMBEDDER_KEY_ENV") or None,
+    )
     memory.warm_up(shared_memory=True)  # before the first request, not during it
     spec = env.get("MEMBOT_LLM") or None
     llm = resolve_llm(spec, key_env=env.get("MEMBOT_LLM_KEY_ENV") or None) if spec else None

@@ -42,10 +42,14 @@ def open_postgres(url: str, schema: str | None = None) -> Store:
 
 
 def open_store(location: str | Path) -> Store:
-    """The store at ``location``: a file path or ``sqlite:///PATH`` (SQLite, the default), or
-    ``postgresql://…`` (PostgreSQL with pgvector). Other schemes are refused with the list
-    of those known."""
+    """The store at ``location``: a file path, ``sqlite:PATH`` or ``sqlite:///PATH``
+    (SQLite, the default), or ``postgresql://…`` (PostgreSQL with pgvector). Other schemes
+    are refused with the list of those known."""
     text = str(location)
+    if text.startswith("sqlite:") and not text.startswith("sqlite://"):
+        if not text[len("sqlite:") :]:
+            raise ConfigError("a SQLite store is sqlite:PATH or sqlite:///PATH, got 'sqlite:'")
+        return SqliteStore(Path(text[len("sqlite:") :]).expanduser())
     if "://" not in text:
         return SqliteStore(Path(text).expanduser())
     url = urlparse(text)
