@@ -39,6 +39,7 @@ from membot.cli.backup import backup, restore
 from membot.cli.bots import bot_app
 from membot.cli.chat import run_chat
 from membot.cli.common import BotOption, Options, UserOption, err, options_of, out, print_json
+from membot.cli.config_file import config_defaults
 from membot.cli.conversations import register as register_conversations
 from membot.cli.eval import eval_app
 from membot.cli.expertise import expertise_app
@@ -65,8 +66,8 @@ def global_options(
     db: Annotated[
         str | None,
         typer.Option(
-            help="The store: a file path, sqlite:///PATH or postgresql://USER@HOST/DATABASE. "
-            "[env: MEMBOT_DB]",
+            envvar="MEMBOT_DB",
+            help="The store: a file path, sqlite:PATH or postgresql://USER@HOST/DATABASE.",
             show_default=False,
         ),
     ] = None,
@@ -300,7 +301,8 @@ app.command()(mcp)
 def main() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        app()
+        command = typer.main.get_command(app)
+        command(default_map=config_defaults(command))
     except MembotError as error:
         # Not wrapped at the console's width: a long path stays whole, to copy or to grep.
         err.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
