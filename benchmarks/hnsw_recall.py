@@ -31,6 +31,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+from machine import announce
 
 from membot import Memory, read_file
 from membot.ann import ApproximateScopes
@@ -116,6 +117,7 @@ def main() -> None:
     parser.add_argument("--db", help="a PostgreSQL URL (default: a throwaway server)")
     parser.add_argument("--ef", type=int, nargs="+", default=[40, 100, 200])
     args = parser.parse_args()
+    announce()
     embedder = cached_embedder("minilm")
     asked = {name: embedder.embed(texts) for name, texts in questions().items()}
     for kind in args.stores:

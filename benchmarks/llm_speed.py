@@ -15,6 +15,8 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from machine import announce
+
 from membot.bundled import load_llama, smollm2_gguf_path
 
 MESSAGES = [
@@ -61,6 +63,7 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--transformers", action="store_true")
     args = parser.parse_args()
+    announce()
     llama_cpp(args.tokens)
     if args.transformers:
         transformers(args.tokens)

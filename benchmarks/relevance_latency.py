@@ -18,6 +18,8 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from machine import announce
+
 from membot import Bot, Memory
 from membot.eval import shared_data_dir
 from membot.importers import read_file
@@ -27,6 +29,7 @@ LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
 def main() -> None:
+    announce()
     questions = [qa["question"] for qa in json.loads(LOCOMO.read_text())[0]["qa"][:10]]
     llm = BundledSmolLM2()
     with tempfile.TemporaryDirectory() as folder:

@@ -32,6 +32,8 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from machine import announce
+
 from membot import Bot, Memory
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
@@ -73,6 +75,7 @@ def main() -> None:
     parser.add_argument("--ask-json", action="store_true")
     parser.add_argument("--show", action="store_true", help="print every reply")
     args = parser.parse_args()
+    announce()
     samples = json.loads(LOCOMO.read_text())
     llm = BundledSmolLM2()
     if args.ask_json:

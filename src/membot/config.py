@@ -1,8 +1,11 @@
 """Settings: where things live, and the per-bot numbers that shape recall and prompts.
 
-Precedence, highest first: a value passed to the call or on the command line, then the
-environment (``MEMBOT_DB``, ``MEMBOT_EMBEDDER``, ``MEMBOT_LLM``, ``MEMBOT_CACHE_DIR``), then the
-bot's stored settings, then the defaults declared in :data:`BOT_SETTINGS`.
+Precedence, highest first. Where things live and what embeds: the command line, then the
+environment (``MEMBOT_DB``, ``MEMBOT_EMBEDDER``, ``MEMBOT_CACHE_DIR``), then the defaults. A bot's
+numbers and templates: a value passed to the call (``say --set``, ``Bot.turn(settings=...)``),
+then the bot's stored settings, then the defaults declared in :data:`BOT_SETTINGS`. The model
+that answers: the bot's ``llm`` setting (passed or stored), then ``--llm`` or ``MEMBOT_LLM``,
+which serve only the bots whose settings name no model, then the bundled SmolLM2.
 """
 
 from __future__ import annotations

@@ -17,8 +17,10 @@ from membot.server.service import MAX_BODY_BYTES, Service
 from membot.server.webapp import mount_web
 
 DESCRIPTION = """\
-membot's memory over HTTP. Every request but `/healthz` carries a key:
-`Authorization: Bearer KEY` (`membot keys create`). Errors are JSON
+membot's memory over HTTP. Every request to `/v1/...` and `/mcp` carries a key:
+`Authorization: Bearer KEY` (`membot keys create`); `POST /v1/web/signin` carries the sign-in
+link's one-time key there instead. `/healthz`, `/metrics`, the web app (`/`, `/web/`), these
+pages and `POST /sms/twilio` (signed by Twilio) take none. Errors are JSON
 `{"error": {"type", "message"}}`.
 """
 
