@@ -29,8 +29,9 @@ from typing import Any
 
 from platformdirs import user_config_dir
 
-from membot.config import APP_NAME
-from membot.errors import ConfigError
+from membot import ConfigError
+
+APP_NAME = "membot"  # the folder under the user config folder
 
 
 def config_path() -> Path:
