@@ -173,18 +173,29 @@ def test_another_embedders_saved_index_is_built_again(tmp_path) -> None:
     assert again.made_by == ["random-unit", str(DIMENSION)] and len(again.index) == 50
 
 
+def shared_memory_saving_its_index(
+    make_memory, monkeypatch: pytest.MonkeyPatch, start: int, save_every: int, lines: int,
+    people: int,
+):  # fmt: skip
+    """A memory whose bot "shared" shares memory and holds ``lines`` lines of ``people``
+    people (``line N`` by ``person-K``), searched approximately from ``start`` lines and
+    saving its index every ``save_every`` lines added."""
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", str(start))
+    monkeypatch.setattr(ann, "SAVE_EVERY", save_every)
+    memory = make_memory()
+    memory.configure_bot("shared", share_across_people=True)
+    for n in range(lines):
+        memory.add(f"line {n}", user=f"person-{n % people}", bot="shared", thread="t")
+    return memory
+
+
 def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
     make_memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """usearch's own removal keeps a vector's bytes in the file: forgetting removes the saved
     indexes, and every process builds its graph again from the store (the generation moved),
     so a forgotten line's vector is in no file beside the store and in no graph."""
-    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "30")
-    monkeypatch.setattr(ann, "SAVE_EVERY", 10)
-    memory = make_memory()
-    memory.configure_bot("shared", share_across_people=True)
-    for n in range(40):
-        memory.add(f"ordinary line {n}", user=f"person-{n % 3}", bot="shared", thread="t")
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 30, 10, 40, people=3)
     for n in range(4):
         memory.add(f"al's secret number {n}", user="al", bot="shared", thread="secret")
     other = make_memory()  # another process on the same store, its graph built before
@@ -214,12 +225,7 @@ def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
 def test_an_index_file_that_cannot_be_removed_is_named_and_the_forget_still_holds(
     make_memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "10")
-    monkeypatch.setattr(ann, "SAVE_EVERY", 5)
-    memory = make_memory()
-    memory.configure_bot("shared", share_across_people=True)
-    for n in range(12):
-        memory.add(f"line {n}", user=f"person-{n % 2}", bot="shared", thread="t")
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 10, 5, 12, people=2)
     memory.search("line", bot="shared")  # builds and saves the index
 
     def refused(self: Path, missing_ok: bool = False) -> None:

@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from membot import ConfigError, Memory
+from membot import ConfigError, Memory, config_path
 from membot.cli import app
-from membot.cli.config_file import config_defaults, config_path
+from membot.cli.config_file import config_defaults
 
 COMMAND = typer.main.get_command(app)
 

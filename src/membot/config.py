@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_cache_dir, user_data_dir
+from platformdirs import user_cache_dir, user_config_dir, user_data_dir
 
 from membot.errors import ConfigError
 from membot.templates import DEFAULTS as TEMPLATES
@@ -46,6 +46,15 @@ def default_db_path() -> Path | str:
 def data_dir() -> Path:
     """Folder for small state files (e.g. notices already shown)."""
     return Path(user_data_dir(APP_NAME, appauthor=False))
+
+
+def config_path() -> Path:
+    """The command line's config file (it need not exist): ``MEMBOT_CONFIG``, else
+    ``config.toml`` in the platform's user config folder."""
+    configured = os.environ.get("MEMBOT_CONFIG")
+    if configured:
+        return Path(configured).expanduser()
+    return Path(user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
 
 
 def cache_dir() -> Path:

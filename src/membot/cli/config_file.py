@@ -27,19 +27,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from platformdirs import user_config_dir
-
-from membot import ConfigError
-
-APP_NAME = "membot"  # the folder under the user config folder
-
-
-def config_path() -> Path:
-    """Where the config file is looked for (it need not exist)."""
-    configured = os.environ.get("MEMBOT_CONFIG")
-    if configured:
-        return Path(configured).expanduser()
-    return Path(user_config_dir(APP_NAME, appauthor=False)) / "config.toml"
+from membot import ConfigError, config_path
 
 
 def config_defaults(command: Any, path: Path | None = None) -> dict[str, Any]:
