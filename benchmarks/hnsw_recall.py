@@ -35,11 +35,12 @@ from machine import announce
 
 from membot import Memory, read_file
 from membot.ann import ApproximateScopes
+from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
 from membot.search import Scope
 from membot.store import SqliteStore, open_postgres
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = shared_data_dir()  # MEMBOT_DATA, or ../shared/data
 FILES = {
     "locomo": DATA / "locomo" / "locomo_dev.json",
     "longmemeval": DATA / "longmemeval" / "longmemeval_s_dev.json",

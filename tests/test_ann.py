@@ -151,7 +151,7 @@ def test_the_sqlite_index_is_saved_beside_the_store_and_loaded_again(tmp_path) -
     assert (tmp_path / "saved.db.ann" / f"bot-{bot}.usearch").exists()
     fill(store, 10, seed=8)
     again = UsearchNominator(store, bot)
-    again._load(first.made_by, store.generation())  # what a new process does first
+    again._load(first.made_by, store.bot_generation(bot))  # what a new process does first
     assert again.cursor == first.cursor and len(again.index) == 300
     again.nominate(query, 20)
     assert len(again.index) == 310  # the lines past the saved cursor were added
@@ -220,6 +220,46 @@ def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
         assert not any(nominator.index.contains(secret))
         nominator.save()
     assert found_in_files() == []
+
+
+def test_a_forget_in_one_bot_leaves_another_bots_index_standing(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another bot's lines did not change: its saved file stays, and neither the forgetting
+    process nor another one builds its graph again; the forgotten bot's graph is built
+    again, in both, without the forgotten lines."""
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 30, 10, 60, people=3)
+    memory.configure_bot("other", share_across_people=True)
+    for n in range(40):
+        memory.add(f"other line {n}", user=f"person-{n % 3}", bot="other", thread="t")
+    second = make_memory()  # another process on the same store
+    for each in (memory, second):
+        for bot in ("shared", "other"):
+            each.search("line", bot=bot)
+    shared, other = (memory.store.bot_id(bot) or 0 for bot in ("shared", "other"))
+    folder = Path(f"{memory.store.path}.ann")
+    for bot in (shared, other):
+        memory.index.approximate._scopes[bot].nominator.save()
+    saved_other = (folder / f"bot-{other}.usearch").read_bytes()
+    graphs = {
+        id(each): {bot: each.index.approximate._scopes[bot].nominator.index
+                   for bot in (shared, other)}
+        for each in (memory, second)
+    }  # fmt: skip
+    gone = [line.id for line in memory.history(user="person-0", bot="shared")]
+
+    memory.forget(user="person-0", bot="shared")
+
+    assert not (folder / f"bot-{shared}.usearch").exists()
+    assert (folder / f"bot-{other}.usearch").read_bytes() == saved_other
+    for each in (memory, second):
+        for bot in ("shared", "other"):
+            assert each.search("line", bot=bot)
+        nominators = {bot: each.index.approximate._scopes[bot].nominator for bot in (shared, other)}
+        assert nominators[other].index is graphs[id(each)][other]  # not built again
+        assert nominators[shared].index is not graphs[id(each)][shared]
+        assert not any(nominators[shared].index.contains(gone))
+        assert len(nominators[other].index) == 40
 
 
 def test_an_index_file_that_cannot_be_removed_is_named_and_the_forget_still_holds(

@@ -82,7 +82,7 @@ class PagedStore(NearLines, Protocol):
 
     path: Path
 
-    def generation(self) -> int: ...
+    def bot_generation(self, bot_id: int) -> int: ...
     def get_meta(self, key: str) -> str | None: ...
     def vector_page(self, bot_id: int, after_id: int, limit: int) -> VectorRows: ...
 
@@ -238,13 +238,14 @@ class UsearchNominator:
     """Nominees from a usearch index of one bot's lines, kept beside the SQLite store file.
 
     The file records the cursor (last line id added), the embedder its vectors came from and
-    the store's generation: a new process loads it and adds the lines past the cursor. When
-    lines were removed or re-embedded (the generation moved: forgetting, deleting a bot,
-    ``membot reindex``) the index is built again from the store, in every process at its next
-    search, and a file of an older generation is never loaded: a forgotten line's vector
-    leaves the graph (usearch's own removal keeps the vector's bytes in the file), and a new
-    line that SQLite gives a forgotten one's id gets a place of its own. Forgetting also
-    removes the saved files at once (:func:`drop_saved_indexes`)."""
+    the bot's generation: a new process loads it and adds the lines past the cursor. When
+    the bot's lines were removed or re-embedded (its generation moved: forgetting in that
+    bot, deleting it, ``membot reindex``) the index is built again from the store, in every
+    process at its next search, and a file of an older generation is never loaded: a
+    forgotten line's vector leaves the graph (usearch's own removal keeps the vector's bytes
+    in the file), and a new line that SQLite gives a forgotten one's id gets a place of its
+    own. Forgetting also removes that bot's saved files at once (:func:`drop_saved_indexes`);
+    other bots' indexes, in files and in memory, stand."""
 
     def __init__(self, store: PagedStore, bot_id: int) -> None:
         self.store, self.bot_id = store, bot_id
@@ -266,7 +267,7 @@ class UsearchNominator:
 
     def refresh(self):  # -> usearch.index.Index
         """The index, with every line of the bot up to now."""
-        generation = self.store.generation()
+        generation = self.store.bot_generation(self.bot_id)
         if generation != self.generation or self.index is None:
             made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
             if self.index is None:
@@ -297,8 +298,8 @@ class UsearchNominator:
         self.made_by, self.cursor, self.unsaved = made_by, 0, 0
 
     def _load(self, made_by: list[str | None], generation: int) -> None:
-        """The saved index, where one of this embedder's vectors, of the store's generation,
-        is there and readable."""
+        """The saved index, where one of this embedder's vectors, of the bot's generation, is
+        there and readable."""
         try:
             stamp = json.loads(self.stamp_path.read_text())
             if stamp["made_by"] != made_by or stamp.get("generation") != generation:
@@ -347,17 +348,47 @@ class UsearchNominator:
 
 
 def drop_saved_indexes(store: object) -> None:
-    """Remove the approximate indexes saved beside a SQLite store (``<store>.ann``), after
-    lines were forgotten: their vectors are in them. Each process builds its index again
-    from the store at its next search of a large shared scope (the generation moved)."""
+    """Remove the approximate indexes saved beside a SQLite store (``<store>.ann``) that are
+    not of their bot's generation, after lines were forgotten or a bot deleted: the
+    forgotten lines' vectors are in them. Each process builds those bots' indexes again from
+    the store at its next search of them (their generation moved); other bots' files stay."""
     if not isinstance(store, PagedStore):
         return
     folder = Path(f"{store.path}.ann")
-    for saved in folder.glob("bot-*"):
+    for stamp_path in folder.glob("bot-*.json"):
         try:
-            saved.unlink(missing_ok=True)
-        except OSError as error:
-            raise StoreError(
-                f"the lines are forgotten, but {saved} (an approximate index holding their "
-                f"vectors) could not be removed: {error.strerror}; remove it by hand"
-            ) from error
+            stamp = json.loads(stamp_path.read_text())
+            current = stamp["generation"] == store.bot_generation(int(stamp_path.stem[4:]))
+        except (OSError, ValueError, KeyError, TypeError):
+            current = False
+        if not current:
+            _remove(stamp_path.with_suffix(".usearch"))
+            _remove(stamp_path)
+    for saved in folder.glob("bot-*.usearch"):
+        if not saved.with_suffix(".json").exists():  # no stamp: no telling what it holds
+            _remove(saved)
+
+
+def current_scopes(scopes: ApproximateScopes) -> ApproximateScopes:
+    """A copy of ``scopes`` without the graphs held of a bot whose lines were removed or
+    re-embedded since they were built (kept: the others, and scopes whose store keeps the
+    index itself)."""
+    kept = ApproximateScopes(scopes.store, scopes.from_lines)
+    for bot_id, scope in scopes._scopes.items():
+        nominator = scope.nominator
+        if isinstance(nominator, UsearchNominator) and (
+            nominator.generation != nominator.store.bot_generation(bot_id)
+        ):
+            continue
+        kept._scopes[bot_id] = scope
+    return kept
+
+
+def _remove(saved: Path) -> None:
+    try:
+        saved.unlink(missing_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"the lines are forgotten, but {saved} (an approximate index holding their "
+            f"vectors) could not be removed: {error.strerror}; remove it by hand"
+        ) from error

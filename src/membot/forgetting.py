@@ -47,10 +47,15 @@ def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Sum
 
 def drop_cached_text(memory: Memory) -> None:
     """Drop what this process holds of the store in memory (vectors by scope, the lines and
-    units of the strategies by scope): it is read again, without what was forgotten, when
-    next needed. Other processes drop theirs when they next search (the store's
-    generation). The approximate indexes saved beside a SQLite store go last, by
+    units of the strategies by scope, the approximate graphs of the bots whose lines went):
+    it is read again, without what was forgotten, when next needed. Other processes drop
+    theirs when they next search (the store's generation, and the bot's for a graph). The
+    approximate indexes saved beside a SQLite store go last, by
     :func:`membot.ann.drop_saved_indexes`: a file that cannot be removed is an error to
     report once everything else is dropped."""
-    memory.index = VectorIndex(memory.store, memory.index.budget_bytes)
+    from membot.ann import current_scopes
+
+    held = memory.index
+    memory.index = VectorIndex(memory.store, held.budget_bytes)
+    memory.index.approximate = current_scopes(held.approximate)  # other bots' graphs stand
     forget_cached_units(memory)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from membot.errors import ConfigError, StoreError
 from membot.store import is_postgres_url, open_store
-from membot.store.migrations import MIGRATIONS
+from membot.store.migrations import ALL_BOTS_MOVED, MIGRATIONS
 from membot.store.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
 from membot.store.sqlite_driver import sqlite3
 
@@ -135,7 +135,8 @@ def restore_store(backup: str | Path, store: str | Path) -> BackupReport:
             # Processes holding the store reload what they keep in memory (vectors by
             # scope) when the generation moves: past both the store's and the backup's.
             restored = destination.generation()
-            destination.set_meta({"generation": str(max(generation, restored) + 1)})
+            moved = str(max(generation, restored) + 1)
+            destination.set_meta({"generation": moved, ALL_BOTS_MOVED: moved})
         except sqlite3.Error as error:
             raise StoreError(f"restoring {source_path} failed: {error}") from error
         finally:

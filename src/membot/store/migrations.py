@@ -183,7 +183,22 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT INTO line_text (line_text, rank) VALUES ('secure-delete', 1);
     INSERT INTO line_text (line_text) VALUES ('optimize');
     """,
+    # 8: each bot's lines have a generation of their own (SqliteStore.bot_generation), so a
+    # forget in one bot leaves the approximate index of another standing. A store made
+    # before has had its removals anywhere: every bot is stamped with its generation.
+    """
+    INSERT OR IGNORE INTO meta (key, value)
+        SELECT 'generation:all-bots', value FROM meta WHERE key = 'generation';
+    """,
 )
+
+# The meta keys holding the store's generation when every bot's lines, or one bot's, were
+# last removed or replaced (SqliteStore.bot_generation).
+ALL_BOTS_MOVED = "generation:all-bots"
+
+
+def bot_moved(bot_id: int) -> str:
+    return f"generation:bot:{bot_id}"
 
 
 def migrate(connection: sqlite3.Connection) -> int:

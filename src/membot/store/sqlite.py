@@ -32,7 +32,7 @@ from membot.store.base import (
 )
 from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
-from membot.store.migrations import migrate
+from membot.store.migrations import ALL_BOTS_MOVED, bot_moved, migrate
 from membot.store.sms import StoreSms
 from membot.store.sqlite_driver import sqlite3
 from membot.store.sqlite_lock import ProcessWriteLock
@@ -194,9 +194,24 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         """Bumped whenever lines or vectors are removed or replaced (not on plain appends)."""
         return int(self.get_meta("generation") or 0)
 
-    def _bump_generation(self, db: sqlite3.Connection) -> None:
+    def bot_generation(self, bot_id: int) -> int:
+        """The store's generation when lines or vectors of ``bot_id`` were last removed or
+        replaced (by a forget or delete in that bot, or by a change to every bot: a reindex,
+        a restore): what an index of that bot's lines alone must be rebuilt after, where
+        :meth:`generation` moves with every bot's."""
+        rows = self._query(
+            "SELECT value FROM meta WHERE key IN (?, ?)", (ALL_BOTS_MOVED, bot_moved(bot_id))
+        )
+        return max((int(value) for (value,) in rows), default=0)
+
+    def _bump_generation(
+        self, db: sqlite3.Connection, bot_ids: Iterable[int] | None = None
+    ) -> None:
+        """Move the generation, and stamp it on ``bot_ids`` (None: every bot)."""
         current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        self._set_meta(db, {"generation": str(int(current[0] if current else 0) + 1)})
+        moved = str(int(current[0] if current else 0) + 1)
+        stamps = [ALL_BOTS_MOVED] if bot_ids is None else [bot_moved(b) for b in set(bot_ids)]
+        self._set_meta(db, {"generation": moved} | dict.fromkeys(stamps, moved))
 
     # -- bots, people, threads ------------------------------------------------------------
 
@@ -298,7 +313,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 "DELETE FROM people WHERE NOT EXISTS "
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
             )
-            self._bump_generation(db)
+            self._bump_generation(db, [row[0]])
         self._truncate_log()
         return counts
 
@@ -611,7 +626,11 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             f"JOIN people p ON p.id = t.person_id WHERE {where}"
         )
         with self._write() as db:
-            thread_ids = [row[0] for row in db.execute(sql, params)]
+            found = db.execute(sql.replace("SELECT t.id", "SELECT t.id, t.bot_id"), params)
+            thread_ids, bot_ids = [], []
+            for thread_id, bot_id in found:
+                thread_ids.append(thread_id)
+                bot_ids.append(bot_id)
             marks = ",".join("?" * len(thread_ids))
             lines = summaries = 0
             if thread_ids:
@@ -628,7 +647,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                     "(SELECT 1 FROM threads t WHERE t.person_id = people.id)",
                     (person,),
                 )
-                self._bump_generation(db)
+                self._bump_generation(db, bot_ids)
             if thread is None:
                 self._forget_sms(db, person, bot)
         self._truncate_log()

@@ -25,7 +25,7 @@ class SqliteVectors:
     _snapshot: Callable[..., VectorSnapshot]
     _snapshot_rows: Callable[..., tuple[int, list[tuple], int]]
     _set_meta: Callable[[sqlite3.Connection, dict[str, str]], None]
-    _bump_generation: Callable[[sqlite3.Connection], None]
+    _bump_generation: Callable[..., None]
     _replace_extra_vectors: Callable[..., None]
 
     def scope_vector_snapshot(
