@@ -131,3 +131,23 @@ def test_only_a_store_without_an_active_key_gets_a_first_key(memory):
     revoke_key(memory, first.id)
     _first_key(memory)  # every key revoked: the operator gets a working one again
     assert [key.state() for key in list_keys(memory)] == ["revoked", "active"]
+
+
+def test_the_workers_rate_limit_is_read_as_the_command_line_reads_it(monkeypatch, tmp_path):
+    """``MEMBOT_RATE_LIMIT`` under another launcher: ``120`` or ``120/minute``; anything else
+    a clear error naming the variable, before the store is opened."""
+    from membot import ConfigError
+    from membot.server.app import app_from_environment
+
+    monkeypatch.setenv("MEMBOT_DB", str(tmp_path / "limits.db"))
+    for value in ("3/hour", "three"):
+        monkeypatch.setenv("MEMBOT_RATE_LIMIT", value)
+        with pytest.raises(ConfigError, match=f"MEMBOT_RATE_LIMIT wants N/minute, got '{value}'"):
+            app_from_environment()
+    assert not (tmp_path / "limits.db").exists()
+    monkeypatch.setenv("MEMBOT_RATE_LIMIT", "3/minute")
+    app = app_from_environment()
+    try:
+        assert app.state.service.limiter.per_minute == 3
+    finally:
+        app.state.service.memory.close()

@@ -49,6 +49,21 @@ def test_every_answer_has_the_headers_and_the_api_pages_keep_their_scripts(serve
     assert server.client.get("/web/nothing.js").status_code == 404
 
 
+def test_the_api_page_loads_nothing_from_outside(server: Server):
+    """/docs names only this server's assets (FastAPI's own page loads a CDN's), and those
+    assets are served; no ReDoc page (its script fetches a logo from a CDN)."""
+    html = server.client.get("/docs")
+    assert html.status_code == 200 and "swagger-ui" in html.text
+    assert not re.search(r"https?://|[\"'(]//", html.text)
+    assets = re.findall(r"""(?:src|href)=["'](/[^"']+)""", html.text)
+    assert len(assets) == 3  # script, style, icon
+    for asset in assets:
+        served = server.client.get(asset)
+        assert served.status_code == 200 and len(served.content) > 1000, asset
+    assert server.client.get("/redoc").status_code == 404
+    assert server.client.get("/openapi.json").json()["info"]["title"] == "membot"
+
+
 def test_the_scripts_never_parse_text_as_html():
     scripts = sorted(ASSETS.glob("js/*.js"))
     assert len(scripts) >= 8

@@ -348,3 +348,23 @@ def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
         other.goto(link)  # the same link again: it worked once
         expect(other.get_by_text("The sign-in link did not work")).to_be_visible()
         watch.assert_clean()
+
+
+def test_the_api_page_renders_the_schema_offline(browser, live_server: LiveServer):
+    """Swagger UI draws the API from this server's files alone: every request the page
+    makes stays on the server, and the routes appear."""
+    page = browser.new_page()
+    page.set_default_timeout(15_000)
+    watch = Watch(live_server.url)
+    watch.attach(page)
+    outside: list[str] = []
+    page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(
+        (live_server.url, "data:", "blob:")) else None)  # fmt: skip
+    try:
+        page.goto(f"{live_server.url}/docs")
+        expect(page.locator(".opblock-summary-path").first).to_be_visible()
+        expect(page.get_by_text("/v1/bots/{bot}/turns").first).to_be_visible()
+    finally:
+        page.close()
+    assert outside == []
+    assert watch.errors == [] and watch.dialogs == []

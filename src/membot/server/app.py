@@ -13,6 +13,7 @@ from membot import LLM, LLMPool, Memory, resolve_llm
 from membot.server import openai_api, rest, sms
 from membot.server.errors import declare_errors, error_response, install_error_handlers
 from membot.server.mcp import mount_mcp, run_mcp_sessions
+from membot.server.ratelimit import parse_rate
 from membot.server.service import MAX_BODY_BYTES, Service
 from membot.server.webapp import mount_web
 
@@ -39,8 +40,9 @@ def create_app(
     ``twilio``: the SMS route's settings (without them it answers 503)."""
     service = Service(memory, llm=llm, llms=llms, rate_limit=rate_limit, public_url=public_url)
     app = FastAPI(
-        title="membot", version="0.1.0", description=DESCRIPTION, lifespan=run_mcp_sessions
-    )
+        title="membot", version="0.1.0", description=DESCRIPTION, lifespan=run_mcp_sessions,
+        docs_url=None, redoc_url=None,  # /docs is served offline by mount_web
+    )  # fmt: skip
     app.state.service = service
     app.state.sms = sms.SmsGateway(twilio, public_url)
     install_error_handlers(app)
@@ -71,6 +73,7 @@ def app_from_environment() -> FastAPI:
     """The app ``membot serve`` starts in each worker, configured by the environment it
     sets (``MEMBOT_DB``, ``MEMBOT_EMBEDDER``, ``MEMBOT_LLM``, ...)."""
     env = os.environ
+    rate_limit = parse_rate(env.get("MEMBOT_RATE_LIMIT") or "0", "MEMBOT_RATE_LIMIT")
     memory = Memory(
         env.get("MEMBOT_DB") or None,
         embedder=env.get("MEMBOT_EMBEDDER", "minilm"),
@@ -82,7 +85,7 @@ def app_from_environment() -> FastAPI:
     return create_app(
         memory,
         llm=llm,
-        rate_limit=int(env.get("MEMBOT_RATE_LIMIT", "0")),
+        rate_limit=rate_limit,
         public_url=env.get("MEMBOT_PUBLIC_URL") or None,
         twilio=sms.TwilioSettings.from_environment(env),
     )

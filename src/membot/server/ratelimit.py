@@ -39,17 +39,18 @@ class RateLimiter:
             return 0
 
 
-def parse_rate(text: str) -> int:
-    """``"120/minute"`` or ``"120"`` -> 120; ``"0"`` turns the limit off."""
+def parse_rate(text: str, source: str = "--rate-limit") -> int:
+    """``"120/minute"`` or ``"120"`` -> 120; ``"0"`` turns the limit off. ``source`` (the
+    option or environment variable the text came from) is named in the error."""
     from membot import ConfigError
 
     number, _, unit = text.strip().partition("/")
     if unit and unit.strip().lower() not in {"minute", "min", "m"}:
-        raise ConfigError(f"--rate-limit wants N/minute, got {text!r}")
+        raise ConfigError(f"{source} wants N/minute, got {text!r}")
     try:
         value = int(number)
     except ValueError:
-        raise ConfigError(f"--rate-limit wants N/minute, got {text!r}") from None
+        raise ConfigError(f"{source} wants N/minute, got {text!r}") from None
     if value < 0:
-        raise ConfigError("--rate-limit must be 0 (off) or more")
+        raise ConfigError(f"{source} must be 0 (off) or more")
     return value

@@ -8,11 +8,12 @@ request from elsewhere carries the key and there is nothing for a CSRF token to 
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -33,9 +34,12 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
 ]
-# FastAPI's API pages load Swagger UI and ReDoc with inline script: they keep the other
-# headers, not the policy.
-API_DOCS = ("/docs", "/redoc")
+# The API page loads Swagger UI with inline script: it keeps the other headers, not the
+# policy. Its script and style are served from here (fastapi-offline's copies), not from a
+# CDN, so the page works offline like the rest of membot. No ReDoc page: its script fetches
+# a logo from Redocly's CDN, which no option turns off.
+API_DOCS = ("/docs",)
+DOCS_ASSETS = "/docs-assets"
 
 router = APIRouter()
 
@@ -55,10 +59,31 @@ def sign_in_with_link(request: Request) -> dict[str, Any]:
 
 
 def mount_web(app: FastAPI) -> None:
-    """The page at ``/``, its assets under ``/web/``, and the headers on every answer."""
+    """The page at ``/``, its assets under ``/web/``, the API pages, and the headers on
+    every answer."""
     app.include_router(router)
     app.mount("/web", StaticFiles(directory=ASSETS), name="web")
+    _mount_api_docs(app)
     app.add_middleware(SecurityHeaders)
+
+
+def _mount_api_docs(app: FastAPI) -> None:
+    """``/docs``: Swagger UI over ``/openapi.json``, with its assets served by this app (the
+    app is made with FastAPI's own pages off: they load a CDN's)."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    bundled = Path(str(resources.files("fastapi_offline") / "static"))
+    app.mount(DOCS_ASSETS, StaticFiles(directory=bundled), name="docs-assets")
+
+    @app.get(API_DOCS[0], include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+        )
 
 
 class SecurityHeaders:
