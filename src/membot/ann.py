@@ -104,6 +104,20 @@ class ApproximateScopes:
         self.from_lines = approximate_from() if from_lines is None else from_lines
         self._scopes: dict[int, ApproximateScope] = {}
 
+    def current(self) -> ApproximateScopes:
+        """A copy without the graphs held of a bot whose lines were removed or re-embedded
+        since they were built (kept: the others, and scopes whose store keeps the index
+        itself)."""
+        kept = ApproximateScopes(self.store, self.from_lines)
+        for bot_id, scope in self._scopes.items():
+            nominator = scope.nominator
+            stale = isinstance(nominator, UsearchNominator) and (
+                nominator.generation != nominator.store.bot_generation(bot_id)
+            )
+            if not stale:
+                kept._scopes[bot_id] = scope
+        return kept
+
     def scope_for(self, scope: Scope, held_lines: int | None) -> ApproximateScope | None:
         """The approximate search for ``scope`` when it is a shared scope of at least
         ``from_lines`` lines, else None (search it exactly). ``held_lines``: how many lines
@@ -367,21 +381,6 @@ def drop_saved_indexes(store: object) -> None:
     for saved in folder.glob("bot-*.usearch"):
         if not saved.with_suffix(".json").exists():  # no stamp: no telling what it holds
             _remove(saved)
-
-
-def current_scopes(scopes: ApproximateScopes) -> ApproximateScopes:
-    """A copy of ``scopes`` without the graphs held of a bot whose lines were removed or
-    re-embedded since they were built (kept: the others, and scopes whose store keeps the
-    index itself)."""
-    kept = ApproximateScopes(scopes.store, scopes.from_lines)
-    for bot_id, scope in scopes._scopes.items():
-        nominator = scope.nominator
-        if isinstance(nominator, UsearchNominator) and (
-            nominator.generation != nominator.store.bot_generation(bot_id)
-        ):
-            continue
-        kept._scopes[bot_id] = scope
-    return kept
 
 
 def _remove(saved: Path) -> None:

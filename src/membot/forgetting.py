@@ -53,9 +53,7 @@ def drop_cached_text(memory: Memory) -> None:
     approximate indexes saved beside a SQLite store go last, by
     :func:`membot.ann.drop_saved_indexes`: a file that cannot be removed is an error to
     report once everything else is dropped."""
-    from membot.ann import current_scopes
-
     held = memory.index
     memory.index = VectorIndex(memory.store, held.budget_bytes)
-    memory.index.approximate = current_scopes(held.approximate)  # other bots' graphs stand
+    memory.index.approximate = held.approximate.current()  # other bots' graphs stand
     forget_cached_units(memory)

@@ -210,7 +210,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         """Move the generation, and stamp it on ``bot_ids`` (None: every bot)."""
         current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
         moved = str(int(current[0] if current else 0) + 1)
-        stamps = [ALL_BOTS_MOVED] if bot_ids is None else [bot_moved(b) for b in set(bot_ids)]
+        stamps = [ALL_BOTS_MOVED] if bot_ids is None else [bot_moved(b) for b in bot_ids]
         self._set_meta(db, {"generation": moved} | dict.fromkeys(stamps, moved))
 
     # -- bots, people, threads ------------------------------------------------------------
@@ -622,15 +622,13 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         the summaries made from them."""
         where, params = _owner_filter(person, bot, thread)
         sql = (
-            "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
+            "SELECT t.id, t.bot_id FROM threads t JOIN bots b ON b.id = t.bot_id "
             f"JOIN people p ON p.id = t.person_id WHERE {where}"
         )
         with self._write() as db:
-            found = db.execute(sql.replace("SELECT t.id", "SELECT t.id, t.bot_id"), params)
-            thread_ids, bot_ids = [], []
-            for thread_id, bot_id in found:
-                thread_ids.append(thread_id)
-                bot_ids.append(bot_id)
+            found = db.execute(sql, params).fetchall()
+            thread_ids = [thread_id for thread_id, _ in found]
+            bot_ids = {bot_id for _, bot_id in found}
             marks = ",".join("?" * len(thread_ids))
             lines = summaries = 0
             if thread_ids:
