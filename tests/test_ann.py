@@ -204,6 +204,7 @@ def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
     bot = memory.store.bot_id("shared") or 0
     secret = [line.id for line in memory.history(user="al", bot="shared")]
     graph = memory.index.approximate._scopes[bot].nominator.index
+    assert other.index.approximate._scopes[bot].nominator.index is not graph
     folder = Path(f"{memory.store.path}.ann")
     needles = [np.asarray(graph.get(line_id)).astype(np.int8).tobytes() for line_id in secret]
 
@@ -215,9 +216,14 @@ def test_forgotten_lines_leave_the_saved_index_and_every_processs_graph(
     memory.forget(user="al", bot="shared")
     assert found_in_files() == []
     for each in (memory, other):
-        assert each.search("secret number", bot="shared")  # built again, from what is left
+        assert each.search("secret number", bot="shared")  # from the old graph, lines taken out
         nominator = each.index.approximate._scopes[bot].nominator
         assert not any(nominator.index.contains(secret))
+        nominator.save()  # refused: the old graph keeps the removed lines' bytes
+        assert found_in_files() == []
+        nominator.settle(timeout=60)  # the fresh graph, built by a child process, loaded
+        assert nominator.index is not graph and nominator.rebuild is None
+        assert not any(nominator.index.contains(secret)) and len(nominator.index) == 40
         nominator.save()
     assert found_in_files() == []
 
@@ -257,9 +263,46 @@ def test_a_forget_in_one_bot_leaves_another_bots_index_standing(
             assert each.search("line", bot=bot)
         nominators = {bot: each.index.approximate._scopes[bot].nominator for bot in (shared, other)}
         assert nominators[other].index is graphs[id(each)][other]  # not built again
+        # The shared bot's old graph answers, without the lines gone, while a child builds:
+        assert nominators[shared].index is graphs[id(each)][shared]
+        assert not any(nominators[shared].index.contains(gone))
+        nominators[shared].settle(timeout=60)
         assert nominators[shared].index is not graphs[id(each)][shared]
         assert not any(nominators[shared].index.contains(gone))
-        assert len(nominators[other].index) == 40
+        assert len(nominators[shared].index) == 40 and len(nominators[other].index) == 40
+
+
+def test_a_deleted_bots_graph_is_emptied_without_a_build(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 30, people=3)
+    memory.search("line", bot="shared")
+    bot = memory.store.bot_id("shared") or 0
+    nominator = memory.index.approximate._scopes[bot].nominator
+    assert len(nominator.index) == 30
+    memory.delete_bot("shared")
+    assert len(nominator.index) == 0 and nominator.rebuild is None
+    assert not list(Path(f"{memory.store.path}.ann").glob("bot-*.usearch"))
+
+
+def test_a_failed_build_in_a_child_is_done_in_the_process(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 30, people=3)
+    memory.search("line", bot="shared")
+    failing = [sys.executable, "-c", "raise SystemExit(1)"]
+    monkeypatch.setattr(subprocess, "Popen", lambda args, **kw: real_popen(failing, **kw))
+    memory.forget(user="person-0", bot="shared")
+    nominator = memory.index.approximate._scopes[memory.store.bot_id("shared")].nominator
+    old = nominator.index
+    nominator.settle(timeout=60)
+    assert nominator.index is not old and nominator.rebuild is None
+    assert len(nominator.index) == 20 and nominator.generation == memory.store.bot_generation(
+        memory.store.bot_id("shared")
+    )
+
+
+real_popen = subprocess.Popen
 
 
 def test_an_index_file_that_cannot_be_removed_is_named_and_the_forget_still_holds(
@@ -275,7 +318,11 @@ def test_an_index_file_that_cannot_be_removed_is_named_and_the_forget_still_hold
     with pytest.raises(StoreError, match=r"bot-\d+\.(usearch|json).*remove it by hand"):
         memory.forget(user="person-0", bot="shared")
     assert memory.history(user="person-0", bot="shared") == []  # the forget itself holds
-    assert memory.index.approximate._scopes == {}  # and what the process held is dropped
+    nominator = memory.index.approximate._scopes[memory.store.bot_id("shared") or 0].nominator
+    gone = [line for line in range(1, 13, 2)]  # person-0's lines: ids 1, 3, ... 11
+    assert not any(nominator.index.contains(gone))  # and the process's graph lost them
+    monkeypatch.undo()
+    nominator.settle(timeout=60)
     assert len(memory.history(user="person-1", bot="shared")) == 6
 
 

@@ -14,7 +14,8 @@ looks at is approximate (recall@10 against exact search: ``benchmarks/hnsw_recal
   float32 vectors, so int8's rounding only shuffles the 200 nominees), built from the store page
   by page the first time, saved beside the store file (``<store>.ann/bot-<id>.usearch``) so
   that a new process loads it instead of building it, and brought up to date from the store
-  (the lines past its cursor) before each search.
+  (the lines past its cursor) before each search. After lines of the bot are removed, a child
+  process builds it again (:mod:`membot.ann_build`) while the old graph, without them, answers.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from membot.ann_build import Rebuild
 from membot.errors import StoreError
 from membot.recall.lines import Hit
 from membot.search import InScope, Scope, similarities
@@ -83,6 +85,7 @@ class PagedStore(NearLines, Protocol):
     path: Path
 
     def bot_generation(self, bot_id: int) -> int: ...
+    def bot_line_ids(self, bot_id: int) -> np.ndarray: ...
     def get_meta(self, key: str) -> str | None: ...
     def vector_page(self, bot_id: int, after_id: int, limit: int) -> VectorRows: ...
 
@@ -104,19 +107,12 @@ class ApproximateScopes:
         self.from_lines = approximate_from() if from_lines is None else from_lines
         self._scopes: dict[int, ApproximateScope] = {}
 
-    def current(self) -> ApproximateScopes:
-        """A copy without the graphs held of a bot whose lines were removed or re-embedded
-        since they were built (kept: the others, and scopes whose store keeps the index
-        itself)."""
-        kept = ApproximateScopes(self.store, self.from_lines)
-        for bot_id, scope in self._scopes.items():
-            nominator = scope.nominator
-            stale = isinstance(nominator, UsearchNominator) and (
-                nominator.generation != nominator.store.bot_generation(bot_id)
-            )
-            if not stale:
-                kept._scopes[bot_id] = scope
-        return kept
+    def take_out_removed(self) -> None:
+        """Have each graph held of a bot whose lines were removed take them out now (a fresh
+        graph is built beside it); the others only add the lines written since."""
+        for scope in self._scopes.values():
+            if isinstance(scope.nominator, UsearchNominator) and scope.nominator.index is not None:
+                scope.nominator.refresh()
 
     def scope_for(self, scope: Scope, held_lines: int | None) -> ApproximateScope | None:
         """The approximate search for ``scope`` when it is a shared scope of at least
@@ -254,14 +250,17 @@ class UsearchNominator:
     The file records the cursor (last line id added), the embedder its vectors came from and
     the bot's generation: a new process loads it and adds the lines past the cursor. When
     the bot's lines were removed or re-embedded (its generation moved: forgetting in that
-    bot, deleting it, ``membot reindex``) the index is built again from the store, in every
-    process at its next search, and a file of an older generation is never loaded: a
-    forgotten line's vector leaves the graph (usearch's own removal keeps the vector's bytes
-    in the file), and a new line that SQLite gives a forgotten one's id gets a place of its
-    own. Forgetting also removes that bot's saved files at once (:func:`drop_saved_indexes`);
-    other bots' indexes, in files and in memory, stand."""
+    bot, deleting it, ``membot reindex``), a process holding a graph takes the removed lines'
+    keys out of it at its next search, so no search nominates them, and goes on answering
+    from it while a child process (:mod:`membot.ann_build`) builds a fresh graph from the
+    store and saves it; the process then loads that file in place of its own, and the
+    removed lines' bytes (usearch's removal keeps them in the graph) leave its memory. A
+    graph that had lines taken out is never saved, and a file of an older generation is
+    never loaded. A process with no graph yet, or whose embedder changed, builds one itself
+    at its search. Forgetting also removes that bot's saved files at once
+    (:func:`drop_saved_indexes`); other bots' indexes, in files and in memory, stand."""
 
-    def __init__(self, store: PagedStore, bot_id: int) -> None:
+    def __init__(self, store: PagedStore, bot_id: int, add_threads: int = 0) -> None:
         self.store, self.bot_id = store, bot_id
         folder = Path(f"{store.path}.ann")
         self.path, self.stamp_path = folder / f"bot-{bot_id}.usearch", folder / f"bot-{bot_id}.json"
@@ -270,6 +269,8 @@ class UsearchNominator:
         self.made_by: list[str | None] | None = None
         self.generation: int | None = None
         self.unsaved = 0
+        self.add_threads = add_threads  # 0: every core
+        self.rebuild: Rebuild | None = None  # the fresh graph a child builds while this answers
 
     def nominate(self, query: np.ndarray, count: int) -> list[int]:
         index = self.refresh()
@@ -282,18 +283,66 @@ class UsearchNominator:
     def refresh(self):  # -> usearch.index.Index
         """The index, with every line of the bot up to now."""
         generation = self.store.bot_generation(self.bot_id)
+        if self.rebuild is not None and not self.rebuild.running():
+            self._take_rebuilt(generation)
         if generation != self.generation or self.index is None:
             made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
             if self.index is None:
                 self._load(made_by, generation)
             if made_by != self.made_by or self.generation not in (None, generation):
-                if self.generation is not None:
-                    log.info("lines of bot %s were removed or re-embedded: building its "
-                             "approximate index again", self.bot_id)  # fmt: skip
-                self._start(made_by)
+                if self.index is not None and made_by == self.made_by:
+                    self._answer_while_rebuilt()
+                else:
+                    self._start(made_by)
             self.generation = generation
         self._add_new()
         return self.index
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Wait for the fresh graph being built, if one is, and take it in place of this one."""
+        if self.rebuild is not None:
+            self.rebuild.wait(timeout)
+            self.refresh()
+
+    def _answer_while_rebuilt(self) -> None:
+        """Take the lines the store no longer holds out of the graph, and have a child
+        process build a fresh one (unless one is at it already)."""
+        alive = self.store.bot_line_ids(self.bot_id)
+        if not len(alive):  # the bot was deleted or emptied: nothing to build
+            self._start(self.made_by)
+            return
+        keys = np.asarray(self.index.keys, dtype=np.int64)
+        gone = np.setdiff1d(keys, alive, assume_unique=True)
+        if len(gone):
+            self.index.remove(gone)
+        log.info("lines of bot %s were removed or re-embedded: %d left its graph, which answers "
+                 "while a fresh one is built", self.bot_id, len(gone))  # fmt: skip
+        if self.rebuild is None or not self.rebuild.running():
+            self._rebuild_beside()
+
+    def _rebuild_beside(self) -> None:
+        """A child process building a fresh graph; where none can start, one built here."""
+        try:
+            self.rebuild = Rebuild(Path(self.store.path), self.bot_id)
+        except OSError as error:
+            log.warning("cannot start a process to build bot %s's graph (%s): building it "
+                        "here", self.bot_id, error)  # fmt: skip
+            self._start(self.made_by)
+
+    def _take_rebuilt(self, generation: int) -> None:
+        """The child is done: load what it saved, if of the bot's generation now; if lines
+        went again while it built, have another build; if it failed, build here."""
+        rebuild, self.rebuild = self.rebuild, None
+        if self._load(self.made_by, generation):
+            self.generation, self.unsaved = generation, 0
+            log.info("bot %s's fresh graph is loaded", self.bot_id)
+        elif generation != self.generation:
+            self._rebuild_beside()
+        else:
+            status = rebuild.process.returncode if rebuild is not None else None
+            log.warning("building bot %s's graph in a child process failed (exit status %s): "
+                        "building it here", self.bot_id, status)  # fmt: skip
+            self._start(self.made_by)
 
     def _new_index(self, dimension: int):
         from usearch.index import Index  # an import of native code, only where it is used
@@ -307,25 +356,30 @@ class UsearchNominator:
             expansion_search=SEARCH_DEPTH,
         )
 
-    def _start(self, made_by: list[str | None]) -> None:
-        self.index = self._new_index(int(made_by[1] or 0))
-        self.made_by, self.cursor, self.unsaved = made_by, 0, 0
+    def _start(self, made_by: list[str | None] | None) -> None:
+        """An empty graph, which :meth:`_add_new` fills from the store, here."""
+        if self.generation is not None:
+            log.info("building the approximate index of bot %s here", self.bot_id)
+        self.index = self._new_index(int((made_by or [None, 0])[1] or 0))
+        self.made_by, self.cursor, self.unsaved, self.rebuild = made_by, 0, 0, None
 
-    def _load(self, made_by: list[str | None], generation: int) -> None:
+    def _load(self, made_by: list[str | None] | None, generation: int) -> bool:
         """The saved index, where one of this embedder's vectors, of the bot's generation, is
-        there and readable."""
+        there and readable; whether it was."""
         try:
             stamp = json.loads(self.stamp_path.read_text())
             if stamp["made_by"] != made_by or stamp.get("generation") != generation:
-                return
+                return False
             from usearch.index import Index
 
             index = Index.restore(str(self.path))
         except (OSError, ValueError, KeyError, RuntimeError) as error:
             log.info("building the approximate index of bot %s again: %s", self.bot_id, error)
-            return
-        if index is not None:
-            self.index, self.made_by, self.cursor = index, made_by, int(stamp["cursor"])
+            return False
+        if index is None:
+            return False
+        self.index, self.made_by, self.cursor = index, made_by, int(stamp["cursor"])
+        return True
 
     def _add_new(self) -> None:
         added = 0
@@ -337,7 +391,7 @@ class UsearchNominator:
                 log.info("building the approximate index of bot %s", self.bot_id)
             new = ~np.asarray(self.index.contains(rows.ids), dtype=bool)
             if new.any():
-                self.index.add(rows.ids[new], rows.vectors[new])
+                self.index.add(rows.ids[new], rows.vectors[new], threads=self.add_threads)
             self.cursor, added = int(rows.ids[-1]), added + int(new.sum())
         self.unsaved += added
         if self.unsaved >= max(SAVE_EVERY, len(self.index) // 100):
@@ -345,7 +399,10 @@ class UsearchNominator:
 
     def save(self) -> None:
         """Write the index and its stamp (each to a new file renamed over the old: a reader
-        sees a whole file; an index newer than its stamp only re-reads lines it skips)."""
+        sees a whole file; an index newer than its stamp only re-reads lines it skips). Not
+        while a fresh graph is built: this one had lines taken out, whose bytes it keeps."""
+        if self.rebuild is not None:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         stamp = json.dumps(
             {"made_by": self.made_by, "cursor": self.cursor, "generation": self.generation}

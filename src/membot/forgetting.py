@@ -47,13 +47,15 @@ def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Sum
 
 def drop_cached_text(memory: Memory) -> None:
     """Drop what this process holds of the store in memory (vectors by scope, the lines and
-    units of the strategies by scope, the approximate graphs of the bots whose lines went):
-    it is read again, without what was forgotten, when next needed. Other processes drop
-    theirs when they next search (the store's generation, and the bot's for a graph). The
+    units of the strategies by scope): it is read again, without what was forgotten, when
+    next needed. Other processes drop theirs when they next search (the store's generation).
+    An approximate graph of a bot whose lines went takes them out, here now and in other
+    processes at their next search, and is replaced by a fresh one built beside. The
     approximate indexes saved beside a SQLite store go last, by
     :func:`membot.ann.drop_saved_indexes`: a file that cannot be removed is an error to
     report once everything else is dropped."""
     held = memory.index
     memory.index = VectorIndex(memory.store, held.budget_bytes)
-    memory.index.approximate = held.approximate.current()  # other bots' graphs stand
+    memory.index.approximate = held.approximate
+    held.approximate.take_out_removed()
     forget_cached_units(memory)

@@ -1,13 +1,15 @@
 """What approximate search (:mod:`membot.ann`) reads from the SQLite store: how many lines a
-bot holds, its vectors page by page (to build an index without holding every vector at
-once), and the rows of a few lines with their neighbours (to score the index's candidates
-exactly). A mixin of :class:`~membot.store.sqlite.SqliteStore`; it uses the store's
-``_query``.
+bot holds and their ids, its vectors page by page (to build an index without holding every
+vector at once), and the rows of a few lines with their neighbours (to score the index's
+candidates exactly). A mixin of :class:`~membot.store.sqlite.SqliteStore`; it uses the
+store's ``_query``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from membot.store.base import VectorRows
 
@@ -25,6 +27,11 @@ class SqliteNearLines:
     def scope_line_count(self, bot_id: int) -> int:
         """How many lines the bot holds, every person's (through the (bot, id) index)."""
         return self._query("SELECT COUNT(*) FROM lines WHERE bot_id = ?", (bot_id,))[0][0]
+
+    def bot_line_ids(self, bot_id: int) -> np.ndarray:
+        """The ids of every line the bot holds (through the (bot, id) index)."""
+        rows = self._query("SELECT id FROM lines WHERE bot_id = ?", (bot_id,))
+        return np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
 
     def vector_page(self, bot_id: int, after_id: int, limit: int) -> VectorRows:
         """Up to ``limit`` of the bot's lines with ``id > after_id``, in id order. Writers

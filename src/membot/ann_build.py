@@ -1,0 +1,83 @@
+"""A bot's approximate index built again in a child process, while the server answers.
+
+After lines of a bot that shares memory were forgotten (or the bot's vectors replaced), its
+usearch graph must be built again from the store: the lines gone are only marked in the old
+graph, their bytes stay. That build takes seconds to a minute (45 s at a million lines on 2
+cores) and holds Python's lock the whole time, so it runs here, in a process of its own at a
+lower priority and on one core, while the processes serving turns go on answering from their
+old graphs with the removed lines taken out (:class:`membot.ann.UsearchNominator`). It saves
+the graph beside the store, where every process loads it.
+
+    python -m membot.ann_build STORE BOT_ID
+
+One build per bot at a time: a second child waits for the first, then finds its file
+current and stops. If the bot's lines moved again while it built, its file (which may hold
+lines forgotten since) is removed, and the process that started it starts another.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXIT_FAILED = 1
+
+
+class Rebuild:
+    """A child process building one bot's graph (the parent's handle on it)."""
+
+    def __init__(self, store_path: Path, bot_id: int) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "membot.ann_build", str(store_path), str(bot_id)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,  # its errors go to the parent's stderr, as its own
+        )
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def wait(self, timeout: float | None = None) -> None:
+        self.process.wait(timeout)
+
+
+def build(store_path: Path, bot_id: int) -> None:
+    """Build and save the bot's graph (or find it saved and current already)."""
+    from membot.ann import UsearchNominator, drop_saved_indexes
+    from membot.store.sqlite import SqliteStore
+
+    store = SqliteStore(store_path)
+    try:
+        folder = Path(f"{store_path}.ann")
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / f"bot-{bot_id}.build-lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another child building it: wait for its file
+            nominator = UsearchNominator(store, bot_id, add_threads=1)
+            nominator.refresh()  # loads a current file, or builds from the store
+            nominator.save()
+            if store.bot_generation(bot_id) != nominator.generation:
+                drop_saved_indexes(store)  # lines went while it built: they may be in it
+    finally:
+        store.close()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or not argv[1].isdigit():
+        print("usage: python -m membot.ann_build STORE BOT_ID", file=sys.stderr)
+        return EXIT_FAILED
+    with contextlib.suppress(OSError):
+        os.nice(10)  # the turns being served come first
+    try:
+        build(Path(argv[0]), int(argv[1]))
+    except Exception as error:  # reported to the parent by the exit status
+        print(f"membot: building bot {argv[1]}'s approximate index failed: {error}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_FAILED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
