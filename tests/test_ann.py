@@ -4,8 +4,10 @@ keeps to the scope, stays up to date, and takes over from the exact index at the
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -283,6 +285,102 @@ def test_a_deleted_bots_graph_is_emptied_without_a_build(
     memory.delete_bot("shared")
     assert len(nominator.index) == 0 and nominator.rebuild is None
     assert not list(Path(f"{memory.store.path}.ann").glob("bot-*.usearch"))
+
+
+# A child that waits after reading the bot's generation, before it builds: a forget in
+# that pause leaves what it saves one generation old.
+SLOW_CHILD = """
+import sys, time
+from pathlib import Path
+import membot.ann as ann
+from membot.ann_build import main
+read = ann.UsearchNominator._add_new
+def slow(self):
+    Path(sys.argv[3]).write_text("read")
+    time.sleep(1.5)
+    read(self)
+ann.UsearchNominator._add_new = slow
+sys.exit(main(sys.argv[1:3]))
+"""
+
+
+def test_lines_forgotten_while_a_child_builds_start_another_child(
+    make_memory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The first child's file is of the generation before the second forget: it removes it,
+    and the process starts another child instead of building the graph itself."""
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 40, people=4)
+    memory.search("line", bot="shared")
+    bot = memory.store.bot_id("shared") or 0
+    nominator = memory.index.approximate._scopes[bot].nominator
+    marker = tmp_path / "generation-read"
+    started: list[list[str]] = []
+
+    def slow_child(args, **kw):
+        started.append(args)
+        return real_popen([sys.executable, "-c", SLOW_CHILD, *args[3:], str(marker)], **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", slow_child)
+    built_here: list[object] = []
+    monkeypatch.setattr(nominator, "_start", lambda made_by: built_here.append(made_by))
+    memory.forget(user="person-0", bot="shared")
+    first = nominator.rebuild
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:  # it has read the generation
+        time.sleep(0.02)
+    memory.forget(user="person-1", bot="shared")
+    first.wait(60)
+    memory.search("line", bot="shared")  # takes the first child's end: starts another
+    assert len(started) == 2 and nominator.rebuild is not first
+    stamp = Path(f"{memory.store.path}.ann") / f"bot-{bot}.json"
+    assert not stamp.exists() or json.loads(stamp.read_text())["generation"] == (
+        memory.store.bot_generation(bot)
+    )  # the first child's file, one generation old, went
+    nominator.settle(60)
+    assert nominator.rebuild is None and len(nominator.index) == 20
+    assert built_here == []  # never built in the process
+
+
+def test_a_graph_saved_as_lines_are_forgotten_elsewhere_removes_its_file(tmp_path) -> None:
+    """A process that has not searched since another one forgot saves its old graph once
+    more: the save sees the generation moved and removes what it wrote."""
+    from membot.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "race.db")
+    fill(store, 60)
+    bot = store.bot_id("shared") or 0
+    nominator = UsearchNominator(store, bot)
+    nominator.refresh()
+    other = SqliteStore(tmp_path / "race.db")  # another process
+    other.forget("person-0", None, None)
+    ann.drop_saved_indexes(other)
+    nominator.save()  # with the forgotten lines' vectors, after the forget's removal
+    folder = tmp_path / "race.db.ann"
+    assert list(folder.glob("bot-*")) == []
+
+
+def test_half_written_index_files_go_with_a_forget(tmp_path) -> None:
+    from membot.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "part.db")
+    fill(store, 30)
+    folder = tmp_path / "part.db.ann"
+    folder.mkdir()
+    left = folder / f"tmpabc{ann.PART}"  # a process killed while it wrote an index
+    left.write_bytes(b"vectors")
+    ann.drop_saved_indexes(store)
+    assert not left.exists()
+
+
+def test_a_relative_store_path_is_found_by_the_child_after_a_chdir(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from membot.store import SqliteStore
+
+    monkeypatch.chdir(tmp_path)
+    store = SqliteStore("relative.db")
+    monkeypatch.chdir("/")
+    assert store.path == tmp_path / "relative.db"
 
 
 def test_a_failed_build_in_a_child_is_done_in_the_process(

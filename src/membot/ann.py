@@ -110,9 +110,14 @@ class ApproximateScopes:
     def take_out_removed(self) -> None:
         """Have each graph held of a bot whose lines were removed take them out now (a fresh
         graph is built beside it); the others only add the lines written since."""
-        for scope in self._scopes.values():
-            if isinstance(scope.nominator, UsearchNominator) and scope.nominator.index is not None:
-                scope.nominator.refresh()
+        for bot_id, scope in list(self._scopes.items()):
+            nominator = scope.nominator
+            if isinstance(nominator, UsearchNominator) and nominator.index is not None:
+                try:
+                    nominator.refresh()
+                except Exception:  # a graph that could not take them out is not kept
+                    log.exception("dropping bot %s's approximate graph", bot_id)
+                    del self._scopes[bot_id]
 
     def scope_for(self, scope: Scope, held_lines: int | None) -> ApproximateScope | None:
         """The approximate search for ``scope`` when it is a shared scope of at least
@@ -241,6 +246,7 @@ class PgvectorNominator:
 # the nominees are rescored exactly anyway.
 CONNECTIVITY, EXPANSION_ADD = 16, 64
 PAGE_LINES = 20_000  # vectors read from the store at a time while building (30 MB)
+PART = ".part"  # the suffix of an index file being written, renamed over the old when whole
 SAVE_EVERY = 1_000  # lines added since the index file was written, at least, before it is again
 
 
@@ -323,7 +329,8 @@ class UsearchNominator:
     def _rebuild_beside(self) -> None:
         """A child process building a fresh graph; where none can start, one built here."""
         try:
-            self.rebuild = Rebuild(Path(self.store.path), self.bot_id)
+            generation = self.store.bot_generation(self.bot_id)
+            self.rebuild = Rebuild(Path(self.store.path), self.bot_id, generation)
         except OSError as error:
             log.warning("cannot start a process to build bot %s's graph (%s): building it "
                         "here", self.bot_id, error)  # fmt: skip
@@ -336,8 +343,8 @@ class UsearchNominator:
         if self._load(self.made_by, generation):
             self.generation, self.unsaved = generation, 0
             log.info("bot %s's fresh graph is loaded", self.bot_id)
-        elif generation != self.generation:
-            self._rebuild_beside()
+        elif rebuild is not None and generation != rebuild.generation:
+            self._rebuild_beside()  # lines went again after it started: its file is old
         else:
             status = rebuild.process.returncode if rebuild is not None else None
             log.warning("building bot %s's graph in a child process failed (exit status %s): "
@@ -411,11 +418,22 @@ class UsearchNominator:
             (self.path, lambda name: self.index.save(name)),
             (self.stamp_path, lambda name: Path(name).write_text(stamp)),
         ):
-            handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=".part")
+            handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=PART)
             os.close(handle)
-            write(name)
-            os.replace(name, target)
+            try:
+                write(name)
+                os.replace(name, target)
+            except FileNotFoundError:  # a forget removed the file being written: not saved
+                log.info("bot %s's index was not saved: lines were forgotten", self.bot_id)
+                return
+            finally:
+                Path(name).unlink(missing_ok=True)
         self.unsaved = 0
+        if self.store.bot_generation(self.bot_id) != self.generation:
+            # Lines went while this was written, after the forget removed the files: what
+            # was just written may hold them, and is never loaded; it goes too.
+            for written in (self.stamp_path, self.path):
+                written.unlink(missing_ok=True)
 
 
 def drop_saved_indexes(store: object) -> None:
@@ -438,6 +456,8 @@ def drop_saved_indexes(store: object) -> None:
     for saved in folder.glob("bot-*.usearch"):
         if not saved.with_suffix(".json").exists():  # no stamp: no telling what it holds
             _remove(saved)
+    for part in folder.glob(f"*{PART}"):  # being written, or left by a process killed meanwhile
+        _remove(part)
 
 
 def _remove(saved: Path) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,8 @@ EXIT_FAILED = 1
 class Rebuild:
     """A child process building one bot's graph (the parent's handle on it)."""
 
-    def __init__(self, store_path: Path, bot_id: int) -> None:
+    def __init__(self, store_path: Path, bot_id: int, generation: int) -> None:
+        self.generation = generation  # the bot's when it started: its file is of this or later
         self.process = subprocess.Popen(
             [sys.executable, "-m", "membot.ann_build", str(store_path), str(bot_id)],
             stdin=subprocess.DEVNULL,
@@ -46,7 +48,7 @@ class Rebuild:
 
 def build(store_path: Path, bot_id: int) -> None:
     """Build and save the bot's graph (or find it saved and current already)."""
-    from membot.ann import UsearchNominator, drop_saved_indexes
+    from membot.ann import UsearchNominator
     from membot.store.sqlite import SqliteStore
 
     store = SqliteStore(store_path)
@@ -57,9 +59,7 @@ def build(store_path: Path, bot_id: int) -> None:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another child building it: wait for its file
             nominator = UsearchNominator(store, bot_id, add_threads=1)
             nominator.refresh()  # loads a current file, or builds from the store
-            nominator.save()
-            if store.bot_generation(bot_id) != nominator.generation:
-                drop_saved_indexes(store)  # lines went while it built: they may be in it
+            nominator.save()  # removed again if lines went while it built: they may be in it
     finally:
         store.close()
 
@@ -70,6 +70,8 @@ def main(argv: list[str]) -> int:
         return EXIT_FAILED
     with contextlib.suppress(OSError):
         os.nice(10)  # the turns being served come first
+    # Stopped with the server: a clean exit, so a half-written file is removed (save()).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(EXIT_FAILED))
     try:
         build(Path(argv[0]), int(argv[1]))
     except Exception as error:  # reported to the parent by the exit status

@@ -507,11 +507,13 @@ class Memory(BotProfiles, SummariesAndExpertise):
         summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]
         texts = derived_texts(self, history, summaries)
         removed = self.store.forget(user, bot, thread)
-        with self._recall_lock:
-            drop_cached_text(self)
-        if isinstance(self.embedder, CachedEmbedder):
-            self.embedder.discard(texts)
-        drop_saved_indexes(self.store)  # last: a file that cannot go is reported, not skipped
+        try:
+            with self._recall_lock:
+                drop_cached_text(self)
+            if isinstance(self.embedder, CachedEmbedder):
+                self.embedder.discard(texts)
+        finally:  # last, and whatever failed before: a file that cannot go is reported
+            drop_saved_indexes(self.store)
         return removed
 
     def _embedding_texts(self, rows: Sequence[tuple[int, str]]) -> list[str]:

@@ -69,14 +69,16 @@ class BotProfiles:
 
         texts = self.store.bot_line_texts(bot)
         removed = self.store.delete_bot(bot)
-        with self._recall_lock:
-            drop_cached_text(self)
-        for key in list_keys(self):
-            if key.bot == bot and key.revoked_at is None:
-                revoke_key(self, key.id)
-        if isinstance(self.embedder, CachedEmbedder):
-            self.embedder.discard(texts)
-        drop_saved_indexes(self.store)  # last: a file that cannot go is reported, not skipped
+        try:
+            with self._recall_lock:
+                drop_cached_text(self)
+            for key in list_keys(self):
+                if key.bot == bot and key.revoked_at is None:
+                    revoke_key(self, key.id)
+            if isinstance(self.embedder, CachedEmbedder):
+                self.embedder.discard(texts)
+        finally:  # last, and whatever failed before: a file that cannot go is reported
+            drop_saved_indexes(self.store)
         return removed
 
     def create_bot(self, bot: str, /, **values: object) -> BotSettings:

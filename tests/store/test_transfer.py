@@ -155,3 +155,19 @@ def test_membot_migrate_prints_the_counts(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "lines:         3 →         3" in result.output
     assert "every count matches" in result.output
+
+
+def test_the_ids_of_lines_forgotten_before_a_move_stay_unused(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    source = SqliteStore(tmp_path / "forgot.db")
+    source.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
+    gone = source.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
+                             for n in range(3)], BY)  # fmt: skip
+    source.forget("bob", None, None)
+    source.close()
+    migrate_store(str(tmp_path / "forgot.db"), postgres_url)
+    store = open_store(postgres_url)
+    (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
+    store.close()
+    assert line.id > max(old.id for old in gone)

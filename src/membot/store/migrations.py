@@ -201,6 +201,12 @@ def bot_moved(bot_id: int) -> str:
     return f"generation:bot:{bot_id}"
 
 
+# The meta key holding the highest line id ever given out, once lines were removed: SQLite
+# gives a new row the highest id left plus one, so removing the newest lines would hand their
+# ids to the next ones (SqliteStore._retire_line_ids).
+LAST_LINE_ID = "last-line-id"
+
+
 def migrate(connection: sqlite3.Connection) -> int:
     """Apply the migrations this file has and the database lacks; return the new version."""
     version = connection.execute("PRAGMA user_version").fetchone()[0]

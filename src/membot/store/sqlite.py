@@ -32,7 +32,7 @@ from membot.store.base import (
 )
 from membot.store.extras import StoreExtras, _moment
 from membot.store.keys import StoreKeys
-from membot.store.migrations import ALL_BOTS_MOVED, bot_moved, migrate
+from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, bot_moved, migrate
 from membot.store.sms import StoreSms
 from membot.store.sqlite_driver import sqlite3
 from membot.store.sqlite_lock import ProcessWriteLock
@@ -124,7 +124,8 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        # Absolute: a child process (membot.ann_build) or a later chdir must find it again.
+        self.path = Path(path).absolute()
         self.location = str(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -307,6 +308,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                     ("documents", "documents WHERE bot_id"),
                 )
             }
+            self._retire_line_ids(db)
             db.execute("DELETE FROM bots WHERE id = ?", (row[0],))  # cascades to the rest
             self._forget_sms(db, None, bot)
             db.execute(
@@ -338,6 +340,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             self._check_and_record_embedder(db, vectors_by)
             refs: dict[ThreadKey, ThreadRef] = {}
             resumed: set[int] = set()
+            next_id = self._next_line_id(db)
             for new in lines:
                 ref = refs.get(new.key)
                 if ref is None:
@@ -351,8 +354,28 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                         "UPDATE threads SET ended_at = NULL WHERE id = ? AND ended_at IS NOT NULL",
                         (ref.id,),
                     )
-                stored.append(self._insert_line(db, ref, new))
+                stored.append(self._insert_line(db, ref, new, next_id))
+                next_id = None  # from here on SQLite's own next id follows it
         return stored
+
+    def _retire_line_ids(self, db: sqlite3.Connection) -> None:
+        """Before lines are removed: record the highest line id given out, so that no later
+        line gets the id of a removed one (a saved id, a citation, an approximate index's
+        key must never name another line)."""
+        top = db.execute("SELECT MAX(id) FROM lines").fetchone()[0]
+        known = db.execute("SELECT value FROM meta WHERE key = ?", (LAST_LINE_ID,)).fetchone()
+        if top is not None and (known is None or int(known[0]) < top):
+            self._set_meta(db, {LAST_LINE_ID: str(top)})
+
+    @staticmethod
+    def _next_line_id(db: sqlite3.Connection) -> int | None:
+        """The id the next line must take when the newest lines were removed (SQLite would
+        give one of theirs again); None when SQLite's own choice is new."""
+        known = db.execute("SELECT value FROM meta WHERE key = ?", (LAST_LINE_ID,)).fetchone()
+        if known is None:
+            return None
+        top = db.execute("SELECT MAX(id) FROM lines").fetchone()[0]
+        return int(known[0]) + 1 if top is None or top < int(known[0]) else None
 
     @staticmethod
     def _holds_key(db: sqlite3.Connection, thread_id: int, source_key: str) -> bool:
@@ -390,15 +413,18 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         if db.execute("SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is None:
             self._set_meta(db, {"embedder": vectors_by[0], "dimension": str(vectors_by[1])})
 
-    def _insert_line(self, db: sqlite3.Connection, ref: ThreadRef, new: NewLine) -> Line:
+    def _insert_line(
+        self, db: sqlite3.Connection, ref: ThreadRef, new: NewLine, line_id: int | None = None
+    ) -> Line:
         seq = db.execute(
             "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = ?", (ref.id,)
         ).fetchone()[0]
         created = (new.created_at or utc_now()).astimezone(UTC)
         line_id = db.execute(
-            "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, "
-            "created_at, tokens, ref, source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO lines (id, thread_id, bot_id, person_id, seq, role, speaker, text, "
+            "created_at, tokens, ref, source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
+                line_id,  # None: SQLite's next id
                 ref.id,
                 ref.bot_id,
                 ref.person_id,
@@ -638,6 +664,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 summaries = db.execute(
                     f"SELECT COUNT(*) FROM memories WHERE thread_id IN ({marks})", thread_ids
                 ).fetchone()[0]
+                self._retire_line_ids(db)
                 db.execute(f"DELETE FROM threads WHERE id IN ({marks})", thread_ids)
                 # A person with nothing left is forgotten too, name included.
                 db.execute(

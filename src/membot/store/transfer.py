@@ -20,6 +20,7 @@ import numpy as np
 
 from membot.errors import ConfigError, StoreError
 from membot.store.base import Store
+from membot.store.migrations import LAST_LINE_ID
 from membot.store.postgres_lexical import word_count
 from membot.store.sqlite import SqliteStore
 from membot.store.sqlite_driver import sqlite3
@@ -263,10 +264,17 @@ def _load_postgres(
                 _write_postgres(db, table, rows)
         for table, columns in TABLES.items():
             if "id" in columns and table not in {"meta", "api_keys"}:
-                # Ids were copied: the next one made here must come after them.
+                # Ids were copied: the next one made here must come after them, and a line's
+                # after every id a SQLite store gave out (its removed lines' too).
+                given = (
+                    f"(SELECT value::bigint FROM meta WHERE key = '{LAST_LINE_ID}')"
+                    if table == "lines"
+                    else "0"
+                )
                 db.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                    f"COALESCE((SELECT MAX(id) FROM {table}), 0) + 1, false)"
+                    f"GREATEST(COALESCE((SELECT MAX(id) FROM {table}), 0), "
+                    f"COALESCE({given}, 0)) + 1, false)"
                 )
         from membot.store.postgres_vectors import hnsw_index_sql  # psycopg is optional
 
