@@ -171,3 +171,20 @@ def test_the_ids_of_lines_forgotten_before_a_move_stay_unused(
     (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
     store.close()
     assert line.id > max(old.id for old in gone)
+
+
+def test_the_ids_of_lines_forgotten_on_postgresql_stay_unused_on_sqlite(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    there = open_store(postgres_url)
+    there.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
+    gone = there.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
+                            for n in range(3)], BY)  # fmt: skip
+    there.forget("bob", None, None)
+    there.close()
+    back = tmp_path / "back.db"
+    migrate_store(postgres_url, str(back))
+    store = SqliteStore(back)
+    (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
+    store.close()
+    assert line.id > max(old.id for old in gone)

@@ -202,12 +202,28 @@ def _load_sqlite(
         for table in TABLES:
             for rows in read_tables(source, table):
                 _write_sqlite(db, table, rows)
+        if not isinstance(source, SqliteStore):  # no line gets an id PostgreSQL gave out
+            given = _postgres_last_line_id(source)
+            known = db.execute("SELECT value FROM meta WHERE key = ?", (LAST_LINE_ID,)).fetchone()
+            top = db.execute("SELECT COALESCE(MAX(id), 0) FROM lines").fetchone()[0]
+            if given > max(int(known[0] if known else 0), top):  # the newest lines were removed
+                db.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                    (LAST_LINE_ID, str(given)),
+                )
         copied = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
         _check_counts(counts, copied)  # raising here rolls the copy back
     return copied
 
 
 # -- PostgreSQL ---------------------------------------------------------------------------
+
+
+def _postgres_last_line_id(store: Any) -> int:
+    """The highest line id the PostgreSQL store's sequence gave out (0: none yet)."""
+    (name,) = store._query("SELECT pg_get_serial_sequence('lines', 'id')")[0]
+    ((last, called),) = store._query(f"SELECT last_value, is_called FROM {name}")
+    return int(last) if called else int(last) - 1
 
 
 def _read_postgres(store: Any, table: str) -> Iterator[list[tuple]]:
