@@ -292,9 +292,25 @@ def test_a_store_of_another_embedder_is_refused_until_reindexed(cli, make_memory
     assert "tiny-hash" in str(refused.exception)
     assert "membot reindex" in str(refused.exception)
 
-    result = cli.ok("reindex")
+    unnamed = cli.run("reindex")  # the store's own embedder is no reason to re-embed
+    assert isinstance(unnamed.exception, ConfigError)
+    assert "--embedder" in str(unnamed.exception)
+    result = cli.ok("--embedder", "minilm", "reindex")
     assert "re-embedded 2 lines with sentence-transformers/all-MiniLM-L6-v2" in flat(result.stderr)
     found = cli.json("search", "where do I work", "--user", "alice")
     assert found[0]["text"] == ALICE
     store = Memory(cli.db, embedder=make_embedder()).store
     assert store.get_meta("dimension") == "384"
+
+
+def test_a_store_is_opened_with_the_embedder_its_vectors_were_made_by(cli) -> None:
+    """No --embedder: the store's own (minilm-int8 here), where a spec makes it."""
+    from membot.embed.onnx_minilm import INT8_NAME
+
+    Memory(cli.db, embedder="minilm-int8").add(ALICE, user="alice", thread="t1")
+    assert Memory(cli.db).embedder.name == INT8_NAME
+    assert Memory(cli.db, embedder="minilm").embedder.name != INT8_NAME  # named wins
+    found = cli.json("search", "where do I work", "--user", "alice")
+    assert found[0]["text"] == ALICE  # searched with the int8 model: no mismatch
+    refused = cli.run("--embedder", "minilm", "search", "work", "--user", "alice")
+    assert isinstance(refused.exception, EmbedderMismatchError)

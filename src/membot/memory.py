@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from membot.config import DEFAULT_BOT, BotSettings, cache_dir, default_db_path
-from membot.embed import CachedEmbedder, Embedder, resolve_embedder
+from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings, cache_dir, default_db_path
+from membot.embed import CachedEmbedder, Embedder, resolve_embedder, spec_of
 from membot.errors import (
     ConfigError,
     ConflictError,
@@ -90,7 +90,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
 
     ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder) or a ready
     :class:`~membot.store.Store`; ``embedder`` an
-    :class:`~membot.embed.Embedder` or a spec string such as ``"minilm"``;
+    :class:`~membot.embed.Embedder` or a spec string such as ``"minilm"`` (default: the one
+    the store's vectors were made by, where a spec makes it; ``"minilm"`` for a new store);
     ``embedder_key_env`` names the environment variable holding an ``openai:`` embedder's
     API key (default: ``OPENAI_API_KEY`` for OpenAI itself, none for another server).
     """
@@ -98,7 +99,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
     def __init__(
         self,
         db: str | Path | Store | None = None,
-        embedder: Embedder | str = "minilm",
+        embedder: Embedder | str | None = None,
         token_counter: TokenCounter | None = None,
         cache: bool = True,
         embedder_key_env: str | None = None,
@@ -106,6 +107,9 @@ class Memory(BotProfiles, SummariesAndExpertise):
         self.store: Store = (
             open_store(db or default_db_path()) if db is None or isinstance(db, str | Path) else db
         )
+        if embedder is None:
+            made_by = self.store.get_meta("embedder")
+            embedder = (spec_of(made_by) if made_by else None) or DEFAULT_EMBEDDER
         if isinstance(embedder, str):
             cache_path = cache_dir() / "embeddings.db" if cache else None
             embedder = resolve_embedder(embedder, cache_path=cache_path, key_env=embedder_key_env)

@@ -30,6 +30,7 @@ from membot import (
     DEFAULT_LLM,
     IMPORT_FORMATS,
     Bot,
+    ConfigError,
     MembotError,
     default_db_path,
     parse_settings,
@@ -72,11 +73,14 @@ def global_options(
         ),
     ] = None,
     embedder: Annotated[
-        str,
+        str | None,
         typer.Option(
-            envvar="MEMBOT_EMBEDDER", help="minilm | minilm-int8 | st:NAME | openai:MODEL[@URL]"
+            envvar="MEMBOT_EMBEDDER",
+            help="minilm | minilm-int8 | st:NAME | openai:MODEL[@URL] [default: the one the "
+            f"store's vectors were made by; {DEFAULT_EMBEDDER} for a new store]",
+            show_default=False,
         ),
-    ] = DEFAULT_EMBEDDER,
+    ] = None,
     llm: Annotated[
         str | None,
         typer.Option(
@@ -282,7 +286,13 @@ def forget(
 @app.command()
 def reindex(context: typer.Context) -> None:
     """Re-embed every stored line with the embedder given by --embedder."""
-    memory = options_of(context).memory()
+    options = options_of(context)
+    if options.embedder is None:
+        raise ConfigError(
+            "name the embedder to re-embed with: membot --embedder SPEC reindex "
+            "(minilm, minilm-int8, st:NAME or openai:MODEL[@URL])"
+        )
+    memory = options.memory()
     total = memory.count_lines()
     with Progress(console=err) as progress:
         task = progress.add_task(f"re-embedding with {memory.embedder.name}", total=total)

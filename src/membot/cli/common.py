@@ -32,7 +32,7 @@ err = Console(stderr=True)
 @dataclass
 class Options:
     db: str  # a path or a store URL
-    embedder: str
+    embedder: str | None  # None: the store's own
     llm_spec: str | None  # --llm or MEMBOT_LLM; None: the default
     llm_key_env: str | None
     embedder_key_env: str | None = None

@@ -39,13 +39,9 @@ def serve(
     options = options_of(context)
     limit = parse_rate(rate_limit)
     # Every worker builds its app from the environment (uvicorn starts them as processes).
-    os.environ.update(
-        {
-            "MEMBOT_DB": str(options.db),
-            "MEMBOT_EMBEDDER": options.embedder,
-            "MEMBOT_RATE_LIMIT": str(limit),
-        }
-    )
+    os.environ.update({"MEMBOT_DB": str(options.db), "MEMBOT_RATE_LIMIT": str(limit)})
+    if options.embedder:
+        os.environ["MEMBOT_EMBEDDER"] = options.embedder
     if options.llm_given:
         os.environ["MEMBOT_LLM"] = options.llm
     if options.llm_key_env:

@@ -17,9 +17,9 @@ from pathlib import Path
 from membot.config import cache_dir
 from membot.embed.base import Embedder, normalize
 from membot.embed.cache import CachedEmbedder
-from membot.embed.onnx_minilm import OnnxMiniLMEmbedder
+from membot.embed.onnx_minilm import INT8_NAME, OnnxMiniLMEmbedder
 from membot.embed.openai_compat import OpenAICompatibleEmbedder
-from membot.embed.sentence import SentenceTransformerEmbedder, bundled_minilm
+from membot.embed.sentence import BUNDLED_NAME, SentenceTransformerEmbedder, bundled_minilm
 from membot.errors import ConfigError
 
 
@@ -30,6 +30,23 @@ def default_embedder() -> Embedder:
     except ImportError:
         return bundled_minilm()
     return OnnxMiniLMEmbedder(cache_dir() / "models")
+
+
+def spec_of(name: str) -> str | None:
+    """The spec that makes the embedder a store records as ``name`` (its ``embedder`` meta),
+    or None for one no spec makes (a test's, or a program's own)."""
+    if name == BUNDLED_NAME:
+        return "minilm"
+    if name == INT8_NAME:
+        return "minilm-int8"
+    if name.startswith("st:") and len(name) > 3:
+        return name
+    if name.startswith("openai:") and "@" in name:
+        model, _, where = name[len("openai:") :].rpartition("@")
+        if not model:
+            return None
+        return f"openai:{model}" if where == "api.openai.com" else name
+    return None
 
 
 def resolve_embedder(
@@ -66,4 +83,5 @@ __all__ = [
     "default_embedder",
     "normalize",
     "resolve_embedder",
+    "spec_of",
 ]

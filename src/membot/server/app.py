@@ -76,7 +76,7 @@ def app_from_environment() -> FastAPI:
     rate_limit = parse_rate(env.get("MEMBOT_RATE_LIMIT") or "0", "MEMBOT_RATE_LIMIT")
     memory = Memory(
         env.get("MEMBOT_DB") or None,
-        embedder=env.get("MEMBOT_EMBEDDER", "minilm"),
+        embedder=env.get("MEMBOT_EMBEDDER") or None,  # None: the store's own
         embedder_key_env=env.get("MEMBOT_EMBEDDER_KEY_ENV") or None,
     )
     memory.warm_up(shared_memory=True)  # before the first request, not during it
