@@ -383,6 +383,26 @@ def test_a_relative_store_path_is_found_by_the_child_after_a_chdir(
     assert store.path == tmp_path / "relative.db"
 
 
+def test_a_second_child_finds_the_fresh_graph_saved_and_leaves_it(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every serving process starts a child after a forget; the ones after the first find
+    the file current and neither load nor write it again."""
+    from membot.ann_build import build
+
+    memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 30, people=3)
+    memory.search("line", bot="shared")
+    memory.forget(user="person-0", bot="shared")
+    bot = memory.store.bot_id("shared") or 0
+    memory.index.approximate._scopes[bot].nominator.settle(60)
+    saved = Path(f"{memory.store.path}.ann") / f"bot-{bot}.usearch"
+    written = saved.stat().st_mtime_ns
+    loaded: list[int] = []
+    monkeypatch.setattr(UsearchNominator, "_load", lambda *args: loaded.append(1) or False)
+    build(memory.store.path, bot)
+    assert saved.stat().st_mtime_ns == written and loaded == []
+
+
 def test_a_failed_build_in_a_child_is_done_in_the_process(
     make_memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

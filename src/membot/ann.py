@@ -370,6 +370,18 @@ class UsearchNominator:
         self.index = self._new_index(int((made_by or [None, 0])[1] or 0))
         self.made_by, self.cursor, self.unsaved, self.rebuild = made_by, 0, 0, None
 
+    def saved_is_current(self) -> bool:
+        """Whether the saved index is of the store's embedder and the bot's generation now
+        (another process built it already)."""
+        made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
+        try:
+            stamp = json.loads(self.stamp_path.read_text())
+        except (OSError, ValueError):
+            return False
+        generation = self.store.bot_generation(self.bot_id)
+        fresh = stamp.get("made_by") == made_by and stamp.get("generation") == generation
+        return fresh and self.path.exists()
+
     def _load(self, made_by: list[str | None] | None, generation: int) -> bool:
         """The saved index, where one of this embedder's vectors, of the bot's generation, is
         there and readable; whether it was."""

@@ -58,6 +58,8 @@ def build(store_path: Path, bot_id: int) -> None:
         with open(folder / f"bot-{bot_id}.build-lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another child building it: wait for its file
             nominator = UsearchNominator(store, bot_id, add_threads=1)
+            if nominator.saved_is_current():  # another process's child built it meanwhile
+                return
             nominator.refresh()  # loads a current file, or builds from the store
             nominator.save()  # removed again if lines went while it built: they may be in it
     finally:
