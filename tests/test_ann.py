@@ -403,6 +403,21 @@ def test_a_second_child_finds_the_fresh_graph_saved_and_leaves_it(
     assert saved.stat().st_mtime_ns == written and loaded == []
 
 
+def test_the_build_command_reports_what_it_built(tmp_path) -> None:
+    from membot.store import SqliteStore
+
+    store = SqliteStore(tmp_path / "cmd.db")
+    fill(store, 40)
+    bot = str(store.bot_id("shared"))
+    command = [sys.executable, "-m", "membot.ann_build", str(store.path), bot]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"built the approximate index of bot {bot}: 40 lines in" in done.stderr
+    assert (tmp_path / "cmd.db.ann" / f"bot-{bot}.usearch").exists()
+    wrong = subprocess.run(command[:-1], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 1 and "usage: python -m membot.ann_build" in wrong.stderr
+
+
 def test_a_failed_build_in_a_child_is_done_in_the_process(
     make_memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:

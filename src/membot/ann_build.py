@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 EXIT_FAILED = 1
@@ -46,8 +47,9 @@ class Rebuild:
         self.process.wait(timeout)
 
 
-def build(store_path: Path, bot_id: int) -> None:
-    """Build and save the bot's graph (or find it saved and current already)."""
+def build(store_path: Path, bot_id: int) -> int | None:
+    """Build and save the bot's graph; the lines it holds, or None when it was found saved
+    and current already."""
     from membot.ann import UsearchNominator
     from membot.store.sqlite import SqliteStore
 
@@ -59,11 +61,21 @@ def build(store_path: Path, bot_id: int) -> None:
             fcntl.flock(lock, fcntl.LOCK_EX)  # another child building it: wait for its file
             nominator = UsearchNominator(store, bot_id, add_threads=1)
             if nominator.saved_is_current():  # another process's child built it meanwhile
-                return
-            nominator.refresh()  # loads a current file, or builds from the store
+                return None
+            index = nominator.refresh()  # loads a current file, or builds from the store
             nominator.save()  # removed again if lines went while it built: they may be in it
+            return len(index)
     finally:
         store.close()
+
+
+def _peak_mb() -> int:
+    """This process's peak resident memory (VmHWM: ``ru_maxrss`` carries the parent's over)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -74,12 +86,17 @@ def main(argv: list[str]) -> int:
         os.nice(10)  # the turns being served come first
     # Stopped with the server: a clean exit, so a half-written file is removed (save()).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(EXIT_FAILED))
+    started = time.perf_counter()
     try:
-        build(Path(argv[0]), int(argv[1]))
+        lines = build(Path(argv[0]), int(argv[1]))
     except Exception as error:  # reported to the parent by the exit status
         print(f"membot: building bot {argv[1]}'s approximate index failed: {error}",
               file=sys.stderr)  # fmt: skip
         return EXIT_FAILED
+    if lines is not None:  # what an operator reads in the server's log
+        print(f"membot: built the approximate index of bot {argv[1]}: {lines:,} lines in "
+              f"{time.perf_counter() - started:.1f} s (peak {_peak_mb():,} MB)",
+              file=sys.stderr)  # fmt: skip
     return 0
 
 
