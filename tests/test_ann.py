@@ -287,8 +287,8 @@ def test_a_deleted_bots_graph_is_emptied_without_a_build(
     assert not list(Path(f"{memory.store.path}.ann").glob("bot-*.usearch"))
 
 
-# A child that waits after reading the bot's generation, before it builds: a forget in
-# that pause leaves what it saves one generation old.
+# A child that, once it has read the bot's generation, waits for the test's go before it
+# builds: a forget in that pause leaves what it saves one generation old.
 SLOW_CHILD = """
 import sys, time
 from pathlib import Path
@@ -297,7 +297,10 @@ from membot.ann_build import main
 read = ann.UsearchNominator._add_new
 def slow(self):
     Path(sys.argv[3]).write_text("read")
-    time.sleep(1.5)
+    go = Path(sys.argv[3] + ".go")
+    deadline = time.monotonic() + 60
+    while not go.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     read(self)
 ann.UsearchNominator._add_new = slow
 sys.exit(main(sys.argv[1:3]))
@@ -329,6 +332,7 @@ def test_lines_forgotten_while_a_child_builds_start_another_child(
     while not marker.exists() and time.monotonic() < deadline:  # it has read the generation
         time.sleep(0.02)
     memory.forget(user="person-1", bot="shared")
+    Path(f"{marker}.go").write_text("go")
     first.wait(60)
     memory.search("line", bot="shared")  # takes the first child's end: starts another
     assert len(started) == 2 and nominator.rebuild is not first
