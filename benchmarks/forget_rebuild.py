@@ -79,8 +79,11 @@ def run(size: int, turns: int, cache: Path) -> dict:
         forgotten = memory.forget(user=FORGOTTEN, bot=BOT)
         forget_s = time.perf_counter() - started
         during = []
-        while nominator.rebuild is not None:
+        deadline = time.monotonic() + 1800
+        while nominator.rebuild is not None and time.monotonic() < deadline:
             during.append(turn())
+            if scopes.get(memory.store.bot_id(BOT) or 0) is None:  # the graph was dropped
+                raise SystemExit("the approximate graph was dropped after the forget")
         rebuilt_s = time.perf_counter() - started
         after = [turn() for _ in range(turns)]
         memory.close()

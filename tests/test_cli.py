@@ -290,7 +290,7 @@ def test_a_store_of_another_embedder_is_refused_until_reindexed(cli, make_memory
     refused = cli.run("search", "logistics", "--user", "alice")
     assert isinstance(refused.exception, EmbedderMismatchError)
     assert "tiny-hash" in str(refused.exception)
-    assert "membot reindex" in str(refused.exception)
+    assert "membot --embedder SPEC reindex" in str(refused.exception)
 
     unnamed = cli.run("reindex")  # the store's own embedder is no reason to re-embed
     assert isinstance(unnamed.exception, ConfigError)

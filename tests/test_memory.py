@@ -312,7 +312,7 @@ def test_a_store_refuses_another_embedder_name(memory: Memory, make_memory, make
     say(memory, "t1", "made with the first model")
     other = make_memory(make_embedder(name="another-model"))
 
-    with pytest.raises(EmbedderMismatchError, match="membot reindex") as raised:
+    with pytest.raises(EmbedderMismatchError, match="membot --embedder SPEC reindex") as raised:
         other.add("a new line", user="alice", thread="t1")
     assert "hash-bow" in str(raised.value) and "another-model" in str(raised.value)
     with pytest.raises(EmbedderMismatchError):
@@ -323,7 +323,9 @@ def test_a_store_refuses_another_embedder_name(memory: Memory, make_memory, make
 def test_a_store_refuses_another_dimension(memory: Memory, make_memory, make_embedder) -> None:
     say(memory, "t1", "made with 256 dimensions")
     narrow = make_memory(make_embedder(dimension=32), memory.store.path)
-    with pytest.raises(EmbedderMismatchError, match=r"dimension 32 .* 256: run `membot reindex`"):
+    with pytest.raises(
+        EmbedderMismatchError, match=r"dimension 32 .* 256: run `membot --embedder SPEC reindex`"
+    ):
         narrow.add("a new line", user="alice", thread="t1")
     assert memory.store.count_lines() == 1
 

@@ -48,8 +48,8 @@ class Rebuild:
 
 
 def build(store_path: Path, bot_id: int) -> int | None:
-    """Build and save the bot's graph; the lines it holds, or None when it was found saved
-    and current already."""
+    """Build and save the bot's graph; the lines it holds, or None when nothing was saved
+    (found saved and current already, or lines went while it built)."""
     from membot.ann import UsearchNominator
     from membot.store.sqlite import SqliteStore
 
@@ -64,7 +64,7 @@ def build(store_path: Path, bot_id: int) -> int | None:
                 return None
             index = nominator.refresh()  # loads a current file, or builds from the store
             nominator.save()  # removed again if lines went while it built: they may be in it
-            return len(index)
+            return len(index) if nominator.path.exists() else None
     finally:
         store.close()
 

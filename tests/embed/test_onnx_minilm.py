@@ -105,5 +105,5 @@ def test_a_store_made_with_minilm_refuses_minilm_int8_vectors(minilm, isolated_h
     memory.close()
     quantised = resolve_embedder("minilm-int8")
     assert isinstance(quantised, OnnxMiniLMEmbedder) and quantised.quantized
-    with pytest.raises(EmbedderMismatchError, match="run `membot reindex`"):
+    with pytest.raises(EmbedderMismatchError, match="run `membot --embedder SPEC reindex`"):
         Memory(isolated_home / "m.db", embedder=quantised).search("work", user="alice")

@@ -45,3 +45,17 @@ def test_an_emptied_store_starts_after_its_last_id(make_store) -> None:
     gone = add(store, "al", 3)
     store.forget("al", None, None)
     assert add(store, "bea", 1)[0] > max(gone)
+
+
+def test_lines_said_after_a_backup_leave_their_ids_unused_after_a_restore(tmp_path) -> None:
+    from membot.store import SqliteStore
+    from membot.store.backup import backup_store, restore_store
+
+    store = SqliteStore(tmp_path / "s.db")
+    add(store, "al", 2)
+    backup_store(tmp_path / "s.db", tmp_path / "b.db")
+    later = add(store, "al", 3)
+    store.close()
+    restore_store(tmp_path / "b.db", tmp_path / "s.db")
+    store = SqliteStore(tmp_path / "s.db")
+    assert add(store, "bea", 1)[0] > max(later)

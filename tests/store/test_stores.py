@@ -383,7 +383,7 @@ def test_the_first_write_records_its_embedder_and_later_ones_must_match(
 
     store.add_lines([new_line(ALICE_T1, "one")], ("model-a", 4))
     assert (store.get_meta("embedder"), store.get_meta("dimension")) == ("model-a", "4")
-    with pytest.raises(EmbedderMismatchError, match="membot reindex"):
+    with pytest.raises(EmbedderMismatchError, match="membot --embedder SPEC reindex"):
         store.add_lines([new_line(ALICE_T1, "two")], ("model-b", 4))
     with pytest.raises(EmbedderMismatchError, match="dimension 8"):
         store.add_lines([new_line(ALICE_T1, "two")], ("model-a", 8))
@@ -395,7 +395,7 @@ def test_re_embedding_is_refused_when_lines_came_in_meanwhile(store: Store) -> N
     generation = store.generation()
     store.add_lines([new_line(ALICE_T1, "two")], ("model-a", 4))  # arrives during the re-embed
     new_vectors = [(first.id, np.ones(8, dtype=np.float32))]
-    with pytest.raises(StoreError, match="run `membot reindex` again"):
+    with pytest.raises(StoreError, match="run `membot --embedder SPEC reindex` again"):
         store.replace_vectors(new_vectors, {"embedder": "model-b", "dimension": "8"},
                               last_id=first.id, generation=generation)  # fmt: skip
     assert store.get_meta("embedder") == "model-a"

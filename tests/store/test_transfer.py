@@ -188,3 +188,28 @@ def test_the_ids_of_lines_forgotten_on_postgresql_stay_unused_on_sqlite(
     (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
     store.close()
     assert line.id > max(old.id for old in gone)
+
+
+def test_the_ids_of_lines_forgotten_on_postgresql_stay_unused_on_another(
+    postgres_url: str, postgres_server: str
+) -> None:
+    import psycopg
+
+    there = open_store(postgres_url)
+    there.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
+    gone = there.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
+                            for n in range(3)], BY)  # fmt: skip
+    there.forget("bob", None, None)
+    there.close()
+    with psycopg.connect(postgres_server, autocommit=True) as connection:
+        connection.execute("CREATE DATABASE membot_test_copy_target")
+    target = postgres_server.replace("/postgres?", "/membot_test_copy_target?")
+    try:
+        migrate_store(postgres_url, target)
+        store = open_store(target)
+        (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
+        store.close()
+        assert line.id > max(old.id for old in gone)
+    finally:
+        with psycopg.connect(postgres_server, autocommit=True) as connection:
+            connection.execute("DROP DATABASE membot_test_copy_target WITH (FORCE)")

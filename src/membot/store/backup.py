@@ -22,7 +22,7 @@ from pathlib import Path
 
 from membot.errors import ConfigError, StoreError
 from membot.store import is_postgres_url, open_store
-from membot.store.migrations import ALL_BOTS_MOVED, MIGRATIONS
+from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, MIGRATIONS
 from membot.store.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
 from membot.store.sqlite_driver import sqlite3
 
@@ -130,13 +130,16 @@ def restore_store(backup: str | Path, store: str | Path) -> BackupReport:
         destination = _sqlite_store(store)
         try:
             generation = destination.generation()
+            given = destination.last_line_id()
             with destination._lock, destination._writers.held(BUSY_TIMEOUT_SECONDS):
                 source.backup(destination._db)
             # Processes holding the store reload what they keep in memory (vectors by
             # scope) when the generation moves: past both the store's and the backup's.
             restored = destination.generation()
             moved = str(max(generation, restored) + 1)
-            destination.set_meta({"generation": moved, ALL_BOTS_MOVED: moved})
+            # Lines said since the backup are gone: their ids are never given again.
+            last = str(max(given, destination.last_line_id()))
+            destination.set_meta({"generation": moved, ALL_BOTS_MOVED: moved, LAST_LINE_ID: last})
         except sqlite3.Error as error:
             raise StoreError(f"restoring {source_path} failed: {error}") from error
         finally:

@@ -118,12 +118,13 @@ def _check_embedder(db: Connection, name: str, dimension: int | None) -> None:
     if "embedder" in meta and meta["embedder"] != name:
         raise EmbedderMismatchError(
             f"this store's vectors were made by {meta['embedder']}, not {name}: use --embedder "
-            f"matching the store, or run `membot reindex` to re-embed everything with {name}"
+            "matching the store (or name none: the store's own is used), or run "
+            f"`membot --embedder SPEC reindex` to re-embed everything with {name}"
         )
     if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
         raise EmbedderMismatchError(
             f"embedder dimension {dimension} does not match the store's {meta['dimension']}: "
-            "run `membot reindex`"
+            "run `membot --embedder SPEC reindex`"
         )
 
 

@@ -53,7 +53,9 @@ def _decoded(values: Sequence[bytes]) -> np.ndarray:
     """The float32 matrix of raw ``vector`` values (:class:`_RawVector`), one row each."""
     width = len(values[0])
     if any(len(value) != width for value in values):
-        raise StoreError("vectors of different dimensions in one scope: run `membot reindex`")
+        raise StoreError(
+            "vectors of different dimensions in one scope: run `membot --embedder SPEC reindex`"
+        )
     big_endian = np.frombuffer(b"".join(values), dtype=">f4").reshape(len(values), -1)
     return big_endian[:, 1:].astype(np.float32)  # column 0: the dimension and unused bits
 
@@ -245,7 +247,9 @@ class PostgresVectors:
             (total,) = db.execute("SELECT COUNT(*) FROM lines").fetchone()
             newer = db.execute("SELECT 1 FROM lines WHERE id > %s LIMIT 1", (last_id,)).fetchone()
             if newer or total != len(pairs) or self._read_generation(db) != generation:
-                raise StoreError("lines changed while re-embedding: run `membot reindex` again")
+                raise StoreError(
+                    "lines changed while re-embedding: run `membot --embedder SPEC reindex` again"
+                )
             db.cursor().executemany("UPDATE lines SET embedding = %s WHERE id = %s", pairs)
             for table, rows in (extras or {}).items():
                 self._replace_extra_vectors(db, table, rows)

@@ -93,12 +93,13 @@ def _check_embedder(db: sqlite3.Connection, name: str, dimension: int | None) ->
     if "embedder" in meta and meta["embedder"] != name:
         raise EmbedderMismatchError(
             f"this store's vectors were made by {meta['embedder']}, not {name}: use --embedder "
-            f"matching the store, or run `membot reindex` to re-embed everything with {name}"
+            "matching the store (or name none: the store's own is used), or run "
+            f"`membot --embedder SPEC reindex` to re-embed everything with {name}"
         )
     if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
         raise EmbedderMismatchError(
             f"embedder dimension {dimension} does not match the store's {meta['dimension']}: "
-            "run `membot reindex`"
+            "run `membot --embedder SPEC reindex`"
         )
 
 
@@ -357,6 +358,15 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 stored.append(self._insert_line(db, ref, new, next_id))
                 next_id = None  # from here on SQLite's own next id follows it
         return stored
+
+    def last_line_id(self) -> int:
+        """The highest line id this store has given out, removed lines' included."""
+        ((top, known),) = self._query(
+            "SELECT (SELECT COALESCE(MAX(id), 0) FROM lines), "
+            "(SELECT value FROM meta WHERE key = ?)",
+            (LAST_LINE_ID,),
+        )
+        return max(int(top), int(known or 0))
 
     def _retire_line_ids(self, db: sqlite3.Connection) -> None:
         """Before lines are removed: record the highest line id given out, so that no later

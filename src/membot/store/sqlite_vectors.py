@@ -76,7 +76,9 @@ class SqliteVectors:
             newer = db.execute("SELECT 1 FROM lines WHERE id > ? LIMIT 1", (last_id,)).fetchone()
             current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
             if newer or int(current[0] if current else 0) != generation:
-                raise StoreError("lines changed while re-embedding: run `membot reindex` again")
+                raise StoreError(
+                    "lines changed while re-embedding: run `membot --embedder SPEC reindex` again"
+                )
             db.executemany(
                 "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
                 ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),

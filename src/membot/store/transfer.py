@@ -281,12 +281,16 @@ def _load_postgres(
         for table, columns in TABLES.items():
             if "id" in columns and table not in {"meta", "api_keys"}:
                 # Ids were copied: the next one made here must come after them, and a line's
-                # after every id a SQLite store gave out (its removed lines' too).
-                given = (
-                    f"(SELECT value::bigint FROM meta WHERE key = '{LAST_LINE_ID}')"
-                    if table == "lines"
-                    else "0"
-                )
+                # after every id the source gave out (its removed lines' too).
+                given = "0"
+                if table == "lines":  # a PostgreSQL source's sequence, or SQLite's record
+                    source_given = (
+                        0 if isinstance(source, SqliteStore) else _postgres_last_line_id(source)
+                    )
+                    given = (
+                        f"GREATEST({source_given}, (SELECT value::bigint FROM meta "
+                        f"WHERE key = '{LAST_LINE_ID}'))"
+                    )
                 db.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
                     f"GREATEST(COALESCE((SELECT MAX(id) FROM {table}), 0), "
