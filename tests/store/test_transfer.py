@@ -157,37 +157,38 @@ def test_membot_migrate_prints_the_counts(tmp_path: Path) -> None:
     assert "every count matches" in result.output
 
 
+def forgot_the_newest(location: str) -> int:
+    """A store with a line kept and the three newest forgotten; the highest id forgotten."""
+    store = open_store(location)
+    store.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
+    gone = store.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
+                            for n in range(3)], BY)  # fmt: skip
+    store.forget("bob", None, None)
+    store.close()
+    return max(line.id for line in gone)
+
+
+def next_line_id(location: str) -> int:
+    store = open_store(location)
+    (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
+    store.close()
+    return line.id
+
+
 def test_the_ids_of_lines_forgotten_before_a_move_stay_unused(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    source = SqliteStore(tmp_path / "forgot.db")
-    source.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
-    gone = source.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
-                             for n in range(3)], BY)  # fmt: skip
-    source.forget("bob", None, None)
-    source.close()
+    gone = forgot_the_newest(str(tmp_path / "forgot.db"))
     migrate_store(str(tmp_path / "forgot.db"), postgres_url)
-    store = open_store(postgres_url)
-    (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
-    store.close()
-    assert line.id > max(old.id for old in gone)
+    assert next_line_id(postgres_url) > gone
 
 
 def test_the_ids_of_lines_forgotten_on_postgresql_stay_unused_on_sqlite(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    there = open_store(postgres_url)
-    there.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
-    gone = there.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
-                            for n in range(3)], BY)  # fmt: skip
-    there.forget("bob", None, None)
-    there.close()
-    back = tmp_path / "back.db"
-    migrate_store(postgres_url, str(back))
-    store = SqliteStore(back)
-    (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
-    store.close()
-    assert line.id > max(old.id for old in gone)
+    gone = forgot_the_newest(postgres_url)
+    migrate_store(postgres_url, str(tmp_path / "back.db"))
+    assert next_line_id(str(tmp_path / "back.db")) > gone
 
 
 def test_the_ids_of_lines_forgotten_on_postgresql_stay_unused_on_another(
@@ -195,21 +196,13 @@ def test_the_ids_of_lines_forgotten_on_postgresql_stay_unused_on_another(
 ) -> None:
     import psycopg
 
-    there = open_store(postgres_url)
-    there.add_lines([NewLine(ALICE, Role.HUMAN, "kept", vector(1), 1)], BY)
-    gone = there.add_lines([NewLine(BOB, Role.HUMAN, f"gone {n}", vector(n), 1)
-                            for n in range(3)], BY)  # fmt: skip
-    there.forget("bob", None, None)
-    there.close()
+    gone = forgot_the_newest(postgres_url)
     with psycopg.connect(postgres_server, autocommit=True) as connection:
         connection.execute("CREATE DATABASE membot_test_copy_target")
     target = postgres_server.replace("/postgres?", "/membot_test_copy_target?")
     try:
         migrate_store(postgres_url, target)
-        store = open_store(target)
-        (line,) = store.add_lines([NewLine(ALICE, Role.HUMAN, "later", vector(5), 1)], BY)
-        store.close()
-        assert line.id > max(old.id for old in gone)
+        assert next_line_id(target) > gone
     finally:
         with psycopg.connect(postgres_server, autocommit=True) as connection:
             connection.execute("DROP DATABASE membot_test_copy_target WITH (FORCE)")
