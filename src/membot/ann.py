@@ -292,7 +292,7 @@ class UsearchNominator:
         if self.rebuild is not None and not self.rebuild.running():
             self._take_rebuilt(generation)
         if generation != self.generation or self.index is None:
-            made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
+            made_by = self._made_by()
             if self.index is None:
                 self._load(made_by, generation)
             if made_by != self.made_by or self.generation not in (None, generation):
@@ -370,29 +370,36 @@ class UsearchNominator:
         self.index = self._new_index(int((made_by or [None, 0])[1] or 0))
         self.made_by, self.cursor, self.unsaved, self.rebuild = made_by, 0, 0, None
 
-    def saved_is_current(self) -> bool:
-        """Whether the saved index is of the store's embedder and the bot's generation now
-        (another process built it already)."""
-        made_by = [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
+    def _made_by(self) -> list[str | None]:
+        """The store's embedder and dimension, as a saved index's stamp records them."""
+        return [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
+
+    def _current_stamp(self, made_by: list[str | None] | None, generation: int) -> dict | None:
+        """The saved index's stamp, if it is of ``made_by``'s vectors at ``generation``."""
         try:
             stamp = json.loads(self.stamp_path.read_text())
         except (OSError, ValueError):
-            return False
-        generation = self.store.bot_generation(self.bot_id)
-        fresh = stamp.get("made_by") == made_by and stamp.get("generation") == generation
-        return fresh and self.path.exists()
+            return None
+        current = stamp.get("made_by") == made_by and stamp.get("generation") == generation
+        return stamp if current and "cursor" in stamp else None
+
+    def saved_is_current(self) -> bool:
+        """Whether the saved index is of the store's embedder and the bot's generation now
+        (another process built it already)."""
+        stamp = self._current_stamp(self._made_by(), self.store.bot_generation(self.bot_id))
+        return stamp is not None and self.path.exists()
 
     def _load(self, made_by: list[str | None] | None, generation: int) -> bool:
         """The saved index, where one of this embedder's vectors, of the bot's generation, is
         there and readable; whether it was."""
+        stamp = self._current_stamp(made_by, generation)
+        if stamp is None:
+            return False
         try:
-            stamp = json.loads(self.stamp_path.read_text())
-            if stamp["made_by"] != made_by or stamp.get("generation") != generation:
-                return False
             from usearch.index import Index
 
             index = Index.restore(str(self.path))
-        except (OSError, ValueError, KeyError, RuntimeError) as error:
+        except (OSError, ValueError, RuntimeError) as error:
             log.info("building the approximate index of bot %s again: %s", self.bot_id, error)
             return False
         if index is None:

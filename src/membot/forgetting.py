@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from membot.embed import CachedEmbedder
 from membot.model import Line, Role, Summary
 from membot.recall.chat import forget_cached_units, unit_kinds
 from membot.recall.layout import Layout, StoredLine
@@ -59,3 +60,19 @@ def drop_cached_text(memory: Memory) -> None:
     memory.index.approximate = held.approximate
     held.approximate.take_out_removed()
     forget_cached_units(memory)
+
+
+def drop_removed(memory: Memory, texts: Sequence[str]) -> None:
+    """After lines were removed from the store: drop what this process holds of the store
+    (:func:`drop_cached_text`) and the cached embeddings of ``texts``; the approximate indexes
+    saved beside a SQLite store go last, whatever failed before (a file that cannot be
+    removed is reported)."""
+    from membot.ann import drop_saved_indexes
+
+    try:
+        with memory._recall_lock:
+            drop_cached_text(memory)
+        if isinstance(memory.embedder, CachedEmbedder):
+            memory.embedder.discard(texts)
+    finally:
+        drop_saved_indexes(memory.store)

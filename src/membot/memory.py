@@ -504,20 +504,13 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries,
         summaries, what this process holds of them in memory, and their cached embeddings
         (a vector can be turned back into text); the store overwrites what it freed."""
-        from membot.ann import drop_saved_indexes
-        from membot.forgetting import derived_texts, drop_cached_text
+        from membot.forgetting import derived_texts, drop_removed
 
         history = self.store.history(user, bot, thread)
         summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]
         texts = derived_texts(self, history, summaries)
         removed = self.store.forget(user, bot, thread)
-        try:
-            with self._recall_lock:
-                drop_cached_text(self)
-            if isinstance(self.embedder, CachedEmbedder):
-                self.embedder.discard(texts)
-        finally:  # last, and whatever failed before: a file that cannot go is reported
-            drop_saved_indexes(self.store)
+        drop_removed(self, texts)
         return removed
 
     def _embedding_texts(self, rows: Sequence[tuple[int, str]]) -> list[str]:

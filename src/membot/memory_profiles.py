@@ -7,7 +7,6 @@ import threading
 from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
-from membot.embed import CachedEmbedder
 from membot.errors import ConfigError, ConflictError, NotFoundError
 from membot.line_checks import check_storable
 from membot.recall.chat import check_strategy
@@ -64,21 +63,16 @@ class BotProfiles:
         from membot.keys import list_keys, revoke_key
 
         self.require_bot(bot)
-        from membot.ann import drop_saved_indexes
-        from membot.forgetting import drop_cached_text
+        from membot.forgetting import drop_removed
 
         texts = self.store.bot_line_texts(bot)
         removed = self.store.delete_bot(bot)
         try:
-            with self._recall_lock:
-                drop_cached_text(self)
             for key in list_keys(self):
                 if key.bot == bot and key.revoked_at is None:
                     revoke_key(self, key.id)
-            if isinstance(self.embedder, CachedEmbedder):
-                self.embedder.discard(texts)
-        finally:  # last, and whatever failed before: a file that cannot go is reported
-            drop_saved_indexes(self.store)
+        finally:
+            drop_removed(self, texts)
         return removed
 
     def create_bot(self, bot: str, /, **values: object) -> BotSettings:

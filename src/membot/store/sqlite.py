@@ -88,6 +88,16 @@ def _store_errors(path: Path) -> Iterator[None]:
         raise StoreError(f"the store at {path} failed: {hint}") from error
 
 
+def _line_id_marks(db: sqlite3.Connection) -> tuple[int, int]:
+    """(the highest line id held, the highest recorded as given out before lines were
+    removed); 0 for none."""
+    ((top, recorded),) = db.execute(
+        "SELECT (SELECT COALESCE(MAX(id), 0) FROM lines), (SELECT value FROM meta WHERE key = ?)",
+        (LAST_LINE_ID,),
+    ).fetchall()
+    return int(top), int(recorded or 0)
+
+
 def _check_embedder(db: sqlite3.Connection, name: str, dimension: int | None) -> None:
     meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"))
     if "embedder" in meta and meta["embedder"] != name:
@@ -361,31 +371,23 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     def last_line_id(self) -> int:
         """The highest line id this store has given out, removed lines' included."""
-        ((top, known),) = self._query(
-            "SELECT (SELECT COALESCE(MAX(id), 0) FROM lines), "
-            "(SELECT value FROM meta WHERE key = ?)",
-            (LAST_LINE_ID,),
-        )
-        return max(int(top), int(known or 0))
+        with self._lock, _store_errors(self.path):
+            return max(_line_id_marks(self._db))
 
     def _retire_line_ids(self, db: sqlite3.Connection) -> None:
         """Before lines are removed: record the highest line id given out, so that no later
         line gets the id of a removed one (a saved id, a citation, an approximate index's
         key must never name another line)."""
-        top = db.execute("SELECT MAX(id) FROM lines").fetchone()[0]
-        known = db.execute("SELECT value FROM meta WHERE key = ?", (LAST_LINE_ID,)).fetchone()
-        if top is not None and (known is None or int(known[0]) < top):
+        top, recorded = _line_id_marks(db)
+        if top > recorded:
             self._set_meta(db, {LAST_LINE_ID: str(top)})
 
     @staticmethod
     def _next_line_id(db: sqlite3.Connection) -> int | None:
         """The id the next line must take when the newest lines were removed (SQLite would
         give one of theirs again); None when SQLite's own choice is new."""
-        known = db.execute("SELECT value FROM meta WHERE key = ?", (LAST_LINE_ID,)).fetchone()
-        if known is None:
-            return None
-        top = db.execute("SELECT MAX(id) FROM lines").fetchone()[0]
-        return int(known[0]) + 1 if top is None or top < int(known[0]) else None
+        top, recorded = _line_id_marks(db)
+        return recorded + 1 if top < recorded else None
 
     @staticmethod
     def _holds_key(db: sqlite3.Connection, thread_id: int, source_key: str) -> bool:

@@ -22,7 +22,7 @@ from membot.errors import ConfigError, StoreError
 from membot.store.base import Store
 from membot.store.migrations import LAST_LINE_ID
 from membot.store.postgres_lexical import word_count
-from membot.store.sqlite import SqliteStore
+from membot.store.sqlite import SqliteStore, _line_id_marks
 from membot.store.sqlite_driver import sqlite3
 
 # Tables in an order that respects their references, with the columns copied.
@@ -202,15 +202,12 @@ def _load_sqlite(
         for table in TABLES:
             for rows in read_tables(source, table):
                 _write_sqlite(db, table, rows)
-        if not isinstance(source, SqliteStore):  # no line gets an id PostgreSQL gave out
-            given = _postgres_last_line_id(source)
-            known = db.execute("SELECT value FROM meta WHERE key = ?", (LAST_LINE_ID,)).fetchone()
-            top = db.execute("SELECT COALESCE(MAX(id), 0) FROM lines").fetchone()[0]
-            if given > max(int(known[0] if known else 0), top):  # the newest lines were removed
-                db.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    (LAST_LINE_ID, str(given)),
-                )
+        given = _last_line_id(source)  # no line here gets an id the source gave out
+        if given > max(_line_id_marks(db)):  # the source's newest lines were removed
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                (LAST_LINE_ID, str(given)),
+            )
         copied = {t: db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}
         _check_counts(counts, copied)  # raising here rolls the copy back
     return copied
@@ -219,8 +216,11 @@ def _load_sqlite(
 # -- PostgreSQL ---------------------------------------------------------------------------
 
 
-def _postgres_last_line_id(store: Any) -> int:
-    """The highest line id the PostgreSQL store's sequence gave out (0: none yet)."""
+def _last_line_id(store: Any) -> int:
+    """The highest line id ``store`` gave out, removed lines' included: SQLite's record, or
+    PostgreSQL's sequence (0: none yet)."""
+    if isinstance(store, SqliteStore):
+        return store.last_line_id()
     (name,) = store._query("SELECT pg_get_serial_sequence('lines', 'id')")[0]
     ((last, called),) = store._query(f"SELECT last_value, is_called FROM {name}")
     return int(last) if called else int(last) - 1
@@ -282,19 +282,10 @@ def _load_postgres(
             if "id" in columns and table not in {"meta", "api_keys"}:
                 # Ids were copied: the next one made here must come after them, and a line's
                 # after every id the source gave out (its removed lines' too).
-                given = "0"
-                if table == "lines":  # a PostgreSQL source's sequence, or SQLite's record
-                    source_given = (
-                        0 if isinstance(source, SqliteStore) else _postgres_last_line_id(source)
-                    )
-                    given = (
-                        f"GREATEST({source_given}, (SELECT value::bigint FROM meta "
-                        f"WHERE key = '{LAST_LINE_ID}'))"
-                    )
+                given = int(_last_line_id(source)) if table == "lines" else 0
                 db.execute(
                     f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
-                    f"GREATEST(COALESCE((SELECT MAX(id) FROM {table}), 0), "
-                    f"COALESCE({given}, 0)) + 1, false)"
+                    f"GREATEST(COALESCE((SELECT MAX(id) FROM {table}), 0), {given}) + 1, false)"
                 )
         from membot.store.postgres_vectors import hnsw_index_sql  # psycopg is optional
 
