@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,8 +45,36 @@ def load_llama(path: Path, **options: object):
     # All cores but one: llama.cpp's threads spin while they wait, so when another process
     # wants a core too, every core collapses to a few tokens/s (docs/performance.md).
     options.setdefault("n_threads", max(1, (os.cpu_count() or 2) - 1))
-    with _quiet_stderr():
+    with _quiet_stderr(), _without_extra_buffers():
         return Llama(model_path=str(path), verbose=False, **options)
+
+
+_LOADING = threading.Lock()
+
+
+@contextmanager
+def _without_extra_buffers() -> Iterator[None]:
+    """Load with llama.cpp's extra weight buffers off. On CPUs with AMX (Intel Sapphire
+    Rapids and later) llama.cpp moves a Q4_1 model's weights into its AMX buffer, and the
+    first reply then crashes the process with a segmentation fault (llama.cpp issue 20824;
+    seen here with llama-cpp-python 0.3.36). Elsewhere those buffers only repack other
+    quantisations, so the bundled model loses nothing. llama-cpp-python does not expose the
+    setting, so its default parameters are wrapped while one model loads."""
+    import llama_cpp.llama_cpp as native
+
+    with _LOADING:
+        defaults = native.llama_model_default_params
+
+        def without_extras():
+            params = defaults()
+            params.use_extra_bufts = False
+            return params
+
+        native.llama_model_default_params = without_extras
+        try:
+            yield
+        finally:
+            native.llama_model_default_params = defaults
 
 
 @contextmanager

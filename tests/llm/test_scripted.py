@@ -86,6 +86,18 @@ def test_the_bundled_model_answers_offline() -> None:
 
 
 @pytest.mark.slow
+def test_the_bundled_model_loads_without_llama_cpps_extra_buffers() -> None:
+    """On an AMX CPU, llama.cpp's AMX buffer crashed the first reply with a segfault (this
+    suite died in the test above on an Intel Xeon with AMX); the load turns those buffers
+    off, and puts llama-cpp-python's defaults back afterwards."""
+    import llama_cpp.llama_cpp as native
+
+    model = BundledSmolLM2()._load()
+    assert model.model_params.use_extra_bufts is False
+    assert native.llama_model_default_params().use_extra_bufts is True
+
+
+@pytest.mark.slow
 def test_the_bundled_model_streams_json_held_to_the_schema() -> None:
     """llama-cpp-python's grammar: the 135M model can only write the shape asked for."""
     from membot.relevance import VERDICT_SCHEMA

@@ -67,3 +67,11 @@ def test_a_temporary_store_is_removed_after_on_both_stores(postgres_url, embedde
             "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'membot_scratch_%'"
         ).fetchall()
     assert schemas == []  # dropped, with its tables
+
+
+def test_a_store_object_is_not_a_location(tmp_path) -> None:
+    """Given a store where a path belongs, nothing is made at the store's printed name."""
+    store = open_store(tmp_path / "s.db")
+    with pytest.raises(TypeError, match="path or URL, got SqliteStore"):
+        open_store(store)  # type: ignore[arg-type]
+    assert not list(Path.cwd().glob("<membot.store*"))

@@ -45,6 +45,8 @@ def open_store(location: str | Path) -> Store:
     """The store at ``location``: a file path, ``sqlite:PATH`` or ``sqlite:///PATH``
     (SQLite, the default), or ``postgresql://…`` (PostgreSQL with pgvector). Other schemes
     are refused with the list of those known."""
+    if not isinstance(location, str | Path):
+        raise TypeError(f"a store's location is a path or URL, got {type(location).__name__}")
     text = str(location)
     if text.startswith("sqlite:") and not text.startswith("sqlite://"):
         if not text[len("sqlite:") :]:
