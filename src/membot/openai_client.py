@@ -22,8 +22,10 @@ def public_url(base_url: str | None) -> str:
     if base_url is None:
         return "api.openai.com"
     parts = urlsplit(base_url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address keeps its brackets
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def openai_client(

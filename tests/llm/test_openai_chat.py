@@ -70,6 +70,12 @@ def test_credentials_in_the_url_stay_out_of_names_and_errors() -> None:
     assert "pa55" not in str(raised.value)
 
 
+def test_an_ipv6_endpoint_keeps_its_brackets_in_names() -> None:
+    """Without them, "::1:8000" could not be told from a host and a port."""
+    llm = OpenAICompatibleLLM("x", "http://user:pa55@[::1]:8000/v1?key=pa55")
+    assert llm.name == "openai:x@http://[::1]:8000/v1"
+
+
 SCHEMA = {
     "title": "reply",
     "type": "object",
