@@ -34,12 +34,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
 
+from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
 from membot.eval.longmemeval import Corpus, question_scores
 from membot.eval.metrics import evaluate_retrieval, mean_by_key
 from membot.recall.bm25 import TermIndex
 
-DEV_FILE = Path("../shared/data/longmemeval/longmemeval_s_dev.json")
+DEV_FILE = shared_data_dir() / "longmemeval" / "longmemeval_s_dev.json"
 _WORD = re.compile(r"\w+")
 SHOWN = (
     ("session", "recall_all@5"),

@@ -81,7 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--lines", type=int, default=100_000, help="which scale.py store")
-    parser.add_argument("--matches", type=int, default=10)
+    parser.add_argument("--matches", type=int, default=50)  # as in docs/deploy.md's table
     parser.add_argument("--hits", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.hits:

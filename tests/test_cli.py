@@ -314,3 +314,35 @@ def test_a_store_is_opened_with_the_embedder_its_vectors_were_made_by(cli) -> No
     assert found[0]["text"] == ALICE  # searched with the int8 model: no mismatch
     refused = cli.run("--embedder", "minilm", "search", "work", "--user", "alice")
     assert isinstance(refused.exception, EmbedderMismatchError)
+
+
+MARKUP = "my tag is [/] and [bold]not bold[/bold], see [@URL]"
+
+
+def test_lines_that_look_like_console_markup_print_as_said(cli) -> None:
+    """rich reads square brackets as styles: a line holding "[/]" crashed `history`."""
+    cli.say(MARKUP, "ann", "[t]")
+    history = cli.ok("history", "--user", "ann").stdout
+    assert "[t]" in history and f"human: {MARKUP}" in flat(history)
+    assert MARKUP in flat(cli.ok("search", "tag", "--user", "ann").stdout)
+
+
+def test_help_and_errors_keep_their_square_brackets(cli, monkeypatch, capsys) -> None:
+    from membot.cli import main
+
+    assert "openai:MODEL[@URL]" in flat(cli.ok("--help").stdout)
+    monkeypatch.setattr("sys.argv", ["membot", "--db", str(cli.db), "reindex"])
+    with pytest.raises(SystemExit):
+        main()
+    assert "openai:MODEL[@URL])" in flat(capsys.readouterr().err)
+
+
+def test_the_llm_key_variable_can_be_named_in_the_environment(
+    cli, openai_server, monkeypatch
+) -> None:
+    """MEMBOT_LLM_KEY_ENV, like --llm-key-env, names where an LLM's key is read from."""
+    monkeypatch.setenv("MY_LLM_KEY", "sk-llm-789")
+    monkeypatch.setenv("MEMBOT_LLM_KEY_ENV", "MY_LLM_KEY")
+    cli.ok("say", "hello there", "--user", "u", "--thread", "t",
+           llm=f"openai:m@{openai_server.base_url}")  # fmt: skip
+    assert {request[2] for request in openai_server.requests} == {"Bearer sk-llm-789"}

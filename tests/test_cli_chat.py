@@ -125,3 +125,16 @@ def test_a_chat_ends_the_persons_idle_threads_first(cli, script, minilm) -> None
     assert old is not None and old.ended_at is not None
     assert bobs is not None and bobs.ended_at is None  # only the person chatting
     assert cli.json("memories", "--user", "alice") == []
+
+
+def test_recalled_lines_and_names_with_square_brackets_show_as_said(cli, script) -> None:
+    """rich reads "[/]" as a closing style: /recall's table and the thread's name crashed."""
+    cli.ok("bot", "set", "membot", "threshold", "0.3")
+    said = "I keep my notes in [/] brackets at the [bold] logistics office"
+    session = f"{said}\n/new\nWhere are my notes at the logistics office?\n/recall\n/[x]\n/quit\n"
+    result = cli.run("chat", "--user", "al", "--thread", "[one]", llm=script("ok", "ok"),
+                     input=session)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    shown = flat(result.stdout)
+    assert "thread [one]" in shown and "[one] — score" in shown
+    assert flat(said) in shown and "unknown command /[x]" in shown

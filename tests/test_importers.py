@@ -157,9 +157,14 @@ def locomo_sample(**changes: object) -> dict:
             "not a LongMemEval question",
         ),
         ("jsonl", '{"text": "ok", "user": "a"}\n{"text": "no', "chat.txt:2"),
-        ("jsonl", '{"user": "a"}', "not a valid line"),
+        ("jsonl", '{"user": "a"}', "chat.txt:1: not a valid line: no 'text'$"),
         ("jsonl", '{"text": "hi", "user": "a", "role": "robot"}', "not a valid line"),
-        ("jsonl", '{"text": "hi"}', "give it in the file or with --user"),
+        (
+            "jsonl",
+            '{"text": "hi"}',
+            r"chat.txt:1: not a valid line: a line needs a user name \(give it in the file or "
+            r"with --user\)$",
+        ),
         ("jsonl", '{"text": "hi", "user": "a", "created_at": "later"}', "unknown date"),
     ],
 )

@@ -108,12 +108,14 @@ def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
                 ref=None if record.get("ref") is None else str(record["ref"]),
             )
         )
-    except (json.JSONDecodeError, KeyError, ValueError, TypeError, ConfigError) as error:
+    except KeyError as error:  # its str() is the key's repr: say what is missing instead
+        raise ImportFormatError(f"{where}: not a valid line: no {error.args[0]!r}") from error
+    except (json.JSONDecodeError, ValueError, TypeError, ConfigError) as error:
         raise ImportFormatError(f"{where}: not a valid line: {error}") from error
 
 
 def _missing(field: str) -> str:
-    raise KeyError(f"{field} (give it in the file or with --user)")
+    raise ValueError(f"a line needs a {field} name (give it in the file or with --{field})")
 
 
 def _load_json(path: Path) -> Any:

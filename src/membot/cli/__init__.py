@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -54,6 +55,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # help texts hold literal brackets: openai:MODEL[@URL]
 )
 app.add_typer(bot_app, name="bot")
 app.add_typer(eval_app, name="eval")
@@ -93,8 +95,9 @@ def global_options(
     llm_key_env: Annotated[
         str | None,
         typer.Option(
+            envvar="MEMBOT_LLM_KEY_ENV",
             help="Environment variable holding the LLM's API key "
-            "(default: OPENAI_API_KEY for OpenAI itself, none for other servers)."
+            "(default: OPENAI_API_KEY for OpenAI itself, none for other servers).",
         ),
     ] = None,
     embedder_key_env: Annotated[
@@ -154,7 +157,7 @@ def say(
     elif turn.response:
         out.print(turn.response, markup=False, highlight=False)
     if turn.error:
-        err.print(f"[red]error:[/] {turn.error} (your line was stored)")
+        err.print(f"[red]error:[/] {escape(turn.error)} (your line was stored)", highlight=False)
         raise typer.Exit(2)
 
 
@@ -171,7 +174,7 @@ def tool(
     recalled later unless the bot's recall_roles include tool."""
     memory = options_of(context).memory()
     line = Bot(memory, name=bot).add_tool_result(text, user=user, thread=thread, tool=name)
-    err.print(f"stored tool line {line.seq} in {thread}")
+    err.print(f"stored tool line {line.seq} in {thread}", markup=False, highlight=False)
 
 
 @app.command()
@@ -192,8 +195,8 @@ def search(
     for match in matches:
         line = match.line
         out.print(
-            f"[cyan]{match.score:.3f}[/] {line.person}/{line.thread}#{line.seq} "
-            f"[dim]{line.role}[/] {line.text}",
+            f"[cyan]{match.score:.3f}[/] {escape(f'{line.person}/{line.thread}')}#{line.seq} "
+            f"[dim]{line.role}[/] {escape(line.text)}",
             highlight=False,
         )
 
@@ -215,10 +218,10 @@ def history(
     for line in lines:
         if (line.bot, line.thread) != current:
             current = (line.bot, line.thread)
-            out.print(f"\n[bold]{line.bot} / {line.thread}[/]")
+            out.print(f"\n[bold]{escape(f'{line.bot} / {line.thread}')}[/]", highlight=False)
         stamp = line.created_at.strftime("%Y-%m-%d %H:%M")
         who = line.speaker or line.role
-        out.print(f"[dim]{line.seq:>4} {stamp}[/] {who}: {line.text}", highlight=False)
+        out.print(f"[dim]{line.seq:>4} {stamp}[/] {escape(f'{who}: {line.text}')}", highlight=False)
 
 
 @app.command("import")
@@ -235,7 +238,7 @@ def import_(
     memory = options_of(context).memory()
     started = time.perf_counter()
     with import_progress() as progress:
-        task = progress.add_task(f"importing {file.name}", total=len(plan.lines))
+        task = progress.add_task(f"importing {escape(file.name)}", total=len(plan.lines))
         added = memory.add_many(plan.lines, progress=lambda n: progress.advance(task, n))
     seconds = time.perf_counter() - started
     skipped = len(plan.lines) - added
@@ -297,7 +300,7 @@ def reindex(context: typer.Context) -> None:
     with Progress(console=err) as progress:
         task = progress.add_task(f"re-embedding with {memory.embedder.name}", total=total)
         count = memory.reindex(memory.embedder, progress=lambda n: progress.advance(task, n))
-    err.print(f"re-embedded {count} lines with {memory.embedder.name}")
+    err.print(f"re-embedded {count} lines with {memory.embedder.name}", markup=False)
 
 
 register_conversations(app)
@@ -315,7 +318,7 @@ def main() -> None:
         command(default_map=config_defaults(command))
     except MembotError as error:
         # Not wrapped at the console's width: a long path stays whole, to copy or to grep.
-        err.print(f"[red]error:[/] {error}", highlight=False, soft_wrap=True)
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

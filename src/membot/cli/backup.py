@@ -33,7 +33,7 @@ def backup(
     if as_json:
         print_json(report.__dict__)
         return
-    err.print(f"backed up {_describe(report)} to {report.path}", highlight=False)
+    err.print(f"backed up {_describe(report)} to {report.path}", highlight=False, markup=False)
 
 
 def restore(
@@ -51,4 +51,4 @@ def restore(
     if as_json:
         print_json(report.__dict__)
         return
-    err.print(f"restored {_describe(report)} into {report.path}", highlight=False)
+    err.print(f"restored {_describe(report)} into {report.path}", highlight=False, markup=False)

@@ -11,7 +11,11 @@ import typer
 from membot import DEFAULT_BOT, ConfigError, profile_from_toml, profile_to_toml
 from membot.cli.common import err, options_of, out, print_json
 
-bot_app = typer.Typer(help="Create bots and show or change their profiles.", no_args_is_help=True)
+bot_app = typer.Typer(
+    rich_markup_mode=None,
+    help="Create bots and show or change their profiles.",
+    no_args_is_help=True,
+)
 
 
 @bot_app.command("create")
@@ -28,7 +32,7 @@ def bot_create(
     values = {key: value for key, value in (("bot_name", bot_name), ("human_name", human_name))
               if value is not None}  # fmt: skip
     memory.create_bot(name, **values)
-    err.print(f"created bot {name}")
+    err.print(f"created bot {name}", markup=False)
 
 
 @bot_app.command("list")
@@ -41,7 +45,7 @@ def bot_list(
         print_json(names)
     else:
         for name in names:
-            out.print(name, highlight=False)
+            out.print(name, highlight=False, markup=False)
 
 
 @bot_app.command("show")
@@ -56,17 +60,19 @@ def bot_show(
         print_json({"name": name, "settings": settings})
     else:
         for key, value in settings.items():
-            out.print(f"{key} = {value!r}", highlight=False)
+            out.print(f"{key} = {value!r}", highlight=False, markup=False)
 
 
 @bot_app.command("set")
 def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
-    """Change one setting, e.g. `membot bot set membot threshold 0.4` or
+    """Change one setting of a bot's profile.
+
+    For example `membot bot set membot threshold 0.4` or
     `membot bot set membot strategy.lexical_weight 3`."""
     settings = options_of(context).memory().configure_bot(name, **{key: value})
     shown = settings.to_json()
     current = shown["strategy_options"].get(key[9:]) if key.startswith("strategy.") else shown[key]
-    err.print(f"{name}: {key} = {current!r}")
+    err.print(f"{name}: {key} = {current!r}", markup=False)
 
 
 @bot_app.command("export")
@@ -83,7 +89,7 @@ def bot_export(
         sys.stdout.write(text)
     else:
         file.write_text(text, encoding="utf-8")
-        err.print(f"wrote {file}")
+        err.print(f"wrote {file}", markup=False)
 
 
 @bot_app.command("import")
@@ -102,4 +108,4 @@ def bot_import(
     if not target:
         raise ConfigError(f'{file} names no bot: add name = "…" or pass --name')
     options_of(context).memory().replace_profile(target, values)
-    err.print(f"imported the profile of {target} from {file}")
+    err.print(f"imported the profile of {target} from {file}", markup=False)

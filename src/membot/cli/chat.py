@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from membot import Bot, MembotError, Turn
 from membot.cli.conversations import describe
@@ -26,15 +27,16 @@ def show_recall(turn: Turn | None, out: Console) -> None:
         out.print("[dim]the last reply used no earlier conversations[/]")
     for block in turn.recalled:
         state = "kept from an earlier turn" if block.carried else "matched now"
-        title = f"{block.thread} — score {block.score:.3f} ({state})"
+        title = f"{escape(block.thread)} — score {block.score:.3f} ({state})"
         table = Table(title=title, show_header=False, title_justify="left", box=None)
         for line in block.lines:
             marker = "*" if line.seq in block.matched_seqs else " "
             stamp = line.created_at.strftime("%Y-%m-%d %H:%M")
-            table.add_row(f"{marker}{line.seq}", stamp, str(line.speaker or line.role), line.text)
+            who, text = Text(str(line.speaker or line.role)), Text(line.text)  # as said: no markup
+            table.add_row(f"{marker}{line.seq}", stamp, who, text)
         out.print(table)
     budget = turn.tokens.get("budget", 0)
-    cut = f", cut: {turn.cut}" if turn.cut else ""
+    cut = f", cut: {escape(str(turn.cut))}" if turn.cut else ""
     out.print(f"[dim]prompt {turn.tokens['prompt']} of {budget} tokens{cut}[/]")
 
 
@@ -68,7 +70,7 @@ def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> 
     try:
         ending = bot.end_thread(user=user, thread=thread, remember=remember)
     except MembotError as error:
-        err.print(f"[red]error:[/] {error}", highlight=False)
+        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
         return
     out.print(f"[dim]ended thread {escape(thread)}[/]", highlight=False)
     out.print(describe(ending), markup=False, highlight=False)
@@ -77,13 +79,13 @@ def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> 
 def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console) -> None:
     thread = thread or bot.memory.new_thread_name(bot=bot.name, user=user)
     out.print(
-        f"[bold]membot[/] — bot [cyan]{bot.name}[/], user [cyan]{user}[/], "
-        f"thread [cyan]{thread}[/]. /help lists commands."
+        f"[bold]membot[/] — bot [cyan]{escape(bot.name)}[/], user [cyan]{escape(user)}[/], "
+        f"thread [cyan]{escape(thread)}[/]. /help lists commands."
     )
     try:
         end_idle(bot, user, out)
     except MembotError as error:  # a chat can go on without tidying up
-        err.print(f"[red]error:[/] ending idle threads: {error}", highlight=False)
+        err.print(f"[red]error:[/] ending idle threads: {escape(str(error))}", highlight=False)
     last: Turn | None = None
     while True:
         try:
@@ -103,17 +105,19 @@ def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console
             if text == "/end":
                 end_thread(bot, user, thread, out, err)
             thread, last = bot.memory.new_thread_name(bot=bot.name, user=user), None
-            out.print(f"[dim]new thread {thread}[/]")
+            out.print(f"[dim]new thread {escape(thread)}[/]")
         elif text.startswith("/"):
-            out.print(f"[dim]unknown command {text}; /help lists them[/]")
+            out.print(f"[dim]unknown command {escape(text)}; /help lists them[/]")
         else:
             try:
                 last = bot.turn(text, user=user, thread=thread)
             except MembotError as error:
-                err.print(f"[red]error:[/] {error}", highlight=False)
+                err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
                 continue
             if last.error:
-                err.print(f"[red]error:[/] {last.error} (your line was stored)", highlight=False)
+                err.print(
+                    f"[red]error:[/] {escape(last.error)} (your line was stored)", highlight=False
+                )
             else:
-                out.print(f"[bold blue]{bot.speakers.ai.lower()}>[/] ", end="")
+                out.print(f"[bold blue]{escape(bot.speakers.ai.lower())}>[/] ", end="")
                 out.print(last.response, markup=False, highlight=False)

@@ -80,7 +80,7 @@ def end(
     if as_json:
         print_json(ending.to_json())
         return
-    err.print(f"ended thread {thread!r} of {user!r}", highlight=False)
+    err.print(f"ended thread {thread!r} of {user!r}", highlight=False, markup=False)
     out.print(describe(ending), markup=False, highlight=False)
 
 
@@ -101,7 +101,7 @@ def end_idle(
         return
     minutes = talker.memory.bot_settings(bot).idle_timeout_minutes
     if not minutes:
-        err.print(f"bot {bot!r} has no idle timeout (idle_timeout_minutes is 0)")
+        err.print(f"bot {bot!r} has no idle timeout (idle_timeout_minutes is 0)", markup=False)
     err.print(f"ended {len(endings)} idle threads", highlight=False)
     for ending in endings:
         out.print(f"{ending.user}/{ending.thread}: {describe(ending)}", markup=False,
@@ -121,7 +121,7 @@ def memories(
         print_json([summary.to_json() for summary in summaries])
         return
     if not summaries:
-        err.print(f"nothing is remembered about {user!r}", highlight=False)
+        err.print(f"nothing is remembered about {user!r}", highlight=False, markup=False)
         return
     out.print(_table(summaries))
 

@@ -15,7 +15,9 @@ from rich.console import Console
 from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings
 from membot.eval import STRATEGIES, evaluate_locomo, evaluate_longmemeval, write_report
 
-eval_app = typer.Typer(help="Measure recall on public benchmarks.", no_args_is_help=True)
+eval_app = typer.Typer(
+    rich_markup_mode=None, help="Measure recall on public benchmarks.", no_args_is_help=True
+)
 err = Console(stderr=True)
 
 StrategyOption = Annotated[
@@ -62,7 +64,7 @@ def _run(
     )
     if out:
         write_report(report, out)
-        err.print(f"report written to {out}")
+        err.print(f"report written to {out}", markup=False)
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
@@ -92,7 +94,9 @@ def locomo(
     report = _run(evaluate_locomo, context, file, strategy, settings, as_json, out)
     if not as_json:
         recall = ", ".join(f"R@{k} {value:.3f}" for k, value in report["recall_at"].items())
-        err.print(f"{report['questions']} questions, {strategy}: {recall}", highlight=False)
+        err.print(
+            f"{report['questions']} questions, {strategy}: {recall}", highlight=False, markup=False
+        )
 
 
 @eval_app.command()
@@ -113,4 +117,6 @@ def longmemeval(
                 f"{key} {ours[key]:.3f} (bm25 {bm25[key]:.3f})"
                 for key in ("recall_all@5", "recall_all@10", "ndcg_any@10")
             )
-            err.print(f"{name}, n={report['n']}, {strategy}: {shown}", highlight=False)
+            err.print(
+                f"{name}, n={report['n']}, {strategy}: {shown}", highlight=False, markup=False
+            )

@@ -10,7 +10,9 @@ import typer
 from membot import DEFAULT_BOT, NotFoundError
 from membot.cli.common import BotOption, err, options_of, out, print_json
 
-expertise_app = typer.Typer(help="A bot's documents: add, list, remove.", no_args_is_help=True)
+expertise_app = typer.Typer(
+    rich_markup_mode=None, help="A bot's documents: add, list, remove.", no_args_is_help=True
+)
 
 
 @expertise_app.command("add")
@@ -29,7 +31,7 @@ def expertise_add(
         .add_documents(files, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
     )
     for info in infos:
-        err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)")
+        err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)", markup=False)
 
 
 @expertise_app.command("list")
@@ -44,7 +46,7 @@ def expertise_list(
         print_json([info.to_json() for info in documents])
         return
     for info in documents:
-        out.print(f"{info.name}  {info.chunks} chunks  {info.title}", highlight=False)
+        out.print(f"{info.name}  {info.chunks} chunks  {info.title}", highlight=False, markup=False)
 
 
 @expertise_app.command("remove")
@@ -52,4 +54,4 @@ def expertise_remove(context: typer.Context, name: str, bot: BotOption = DEFAULT
     """Remove a document (by file name) and its chunks."""
     if not options_of(context).memory().remove_document(name, bot=bot):
         raise NotFoundError(f"{bot} has no document named {name!r}; `membot expertise list`")
-    err.print(f"removed {name}")
+    err.print(f"removed {name}", markup=False)

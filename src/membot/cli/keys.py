@@ -11,7 +11,9 @@ from membot import ApiKey, create_key, iso, list_keys, revoke_key, utc_now
 from membot.cli.common import err, options_of, out, print_json
 
 keys_app = typer.Typer(
-    help="API keys for `membot serve`: create, list and revoke them.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="API keys for `membot serve`: create, list and revoke them.",
+    no_args_is_help=True,
 )
 
 

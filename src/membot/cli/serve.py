@@ -57,6 +57,7 @@ def serve(
     err.print(
         f"membot serving {options.db} at {url} (the web app; API docs at /docs)",
         highlight=False,
+        markup=False,
     )
     if host in LOOPBACK:
         _signin_link(memory, url)
@@ -79,7 +80,9 @@ def sms_note(public_url: str | None, env: Mapping[str, str]) -> None:
         return
     if public_url:
         url = public_url.rstrip("/") + "/sms/twilio"
-        err.print(f"texts: Twilio's messaging webhook is {url} (HTTP POST)", soft_wrap=True)
+        err.print(
+            f"texts: Twilio's messaging webhook is {url} (HTTP POST)", soft_wrap=True, markup=False
+        )
     else:
         err.print(
             "[yellow]note:[/] TWILIO_AUTH_TOKEN is set but --public-url is not: "
@@ -119,6 +122,7 @@ def _first_key(memory: Memory) -> None:
         f"no API keys yet: made an admin key, shown only this once:\n  {new.secret}\n"
         "keep it secret; `membot keys create` makes narrower ones (a bot's, a person's)",
         highlight=False,
+        markup=False,
     )
 
 
@@ -130,4 +134,5 @@ def _signin_link(memory: Memory, url: str) -> None:
         f"sign in to the web app (this link works once, for a day):\n  {url}#signin={link.secret}",
         highlight=False,
         soft_wrap=True,
+        markup=False,
     )
