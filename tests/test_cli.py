@@ -316,7 +316,7 @@ def test_a_store_is_opened_with_the_embedder_its_vectors_were_made_by(cli) -> No
     assert isinstance(refused.exception, EmbedderMismatchError)
 
 
-MARKUP = "my tag is [/] and [bold]not bold[/bold], see [@URL]"
+MARKUP = "my tag is [/] and [bold]not bold[/bold], see [@URL] :thumbs_up:"
 
 
 def test_lines_that_look_like_console_markup_print_as_said(cli) -> None:

@@ -97,3 +97,15 @@ def test_settings_refuse_a_template_with_a_placeholder_it_may_not_use() -> None:
         BotSettings().with_values({"prompt_fmt": "It is {NOW"})
     custom = BotSettings().with_values({"story_fmt": "Chat so far ({NOW}):\n{FEED}"})
     assert custom.story_fmt == "Chat so far ({NOW}):\n{FEED}"
+
+
+def test_put_fills_each_placeholder_once_and_leaves_other_braces() -> None:
+    """Chained replaces filled placeholders found inside values: a policy mentioning
+    {DRAFT} got the notes inside its own block."""
+    from membot.conversations import policy_messages
+    from membot.templates import put
+
+    assert put('{A} {"json": 1} {B}', {"A": "{B}", "B": "b"}) == '{B} {"json": 1} b'
+    (message,) = policy_messages("keep no {DRAFT} of health", "Sam runs", ["health"])
+    policy = message["content"].split("<policy>")[1].split("</policy>")[0]
+    assert "{DRAFT}" in policy and "Sam runs" not in policy

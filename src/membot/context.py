@@ -31,6 +31,7 @@ a turn never exceeds the budget.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -151,7 +152,8 @@ def transcript(lines: Sequence[Line], speakers: Speakers) -> str:
 
 def block_hint(block: Block, speakers: Speakers) -> Hint:
     date = block.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    header = f'[{date}, thread "{block.thread}"]'
+    # The name as a JSON string: a quote or a line break in it cannot end the header.
+    header = f"[{date}, thread {json.dumps(block.thread, ensure_ascii=False)}]"
     text = "\n".join([header, *(render_line(line, speakers) for line in block.lines)])
     return Hint(f"h{block.lines[0].id}", "history", "lines", text, block.score, block=block)
 

@@ -55,6 +55,7 @@ from membot.memory import Memory
 from membot.model import Line, Role, Summary, ThreadState, iso, utc_now
 from membot.quoting import quote
 from membot.replies import first_json_object
+from membot.templates import put
 
 KEPT = "kept"
 TRIMMED = "trimmed"
@@ -419,11 +420,11 @@ def points_messages(
 ) -> list[Message]:
     """The request for key points: the instruction and the dated transcript, cut to its
     latest lines when the whole thread does not fit the bot's context."""
-    instruction = (
-        POINTS_INSTRUCTION.replace("{HUMAN}", settings.human_name)
-        .replace("{BOT}", settings.bot_name)
-        .replace("{CATEGORIES}", ", ".join(SUGGESTED_CATEGORIES))
-    )
+    instruction = put(POINTS_INSTRUCTION, {
+        "HUMAN": settings.human_name,
+        "BOT": settings.bot_name,
+        "CATEGORIES": ", ".join(SUGGESTED_CATEGORIES),
+    })  # fmt: skip
     speakers = Speakers(settings.human_name, settings.bot_name)
     rendered = [_dated_line(line, speakers) for line in lines]  # escaped: quoted data
     room = settings.context_size - POINTS_TOKENS - memory.tokens.count(instruction) - 64
@@ -446,11 +447,11 @@ def points_messages(
 
 
 def policy_messages(policy: str, draft: str, categories: Sequence[str]) -> list[Message]:
-    content = (
-        POLICY_INSTRUCTION.replace("{CATEGORIES}", ", ".join(categories) or "none")
-        .replace("{POLICY}", quote("policy", policy))
-        .replace("{DRAFT}", quote("notes", draft))
-    )
+    content = put(POLICY_INSTRUCTION, {
+        "CATEGORIES": ", ".join(categories) or "none",
+        "POLICY": quote("policy", policy),
+        "DRAFT": quote("notes", draft),
+    })  # fmt: skip
     return [{"role": "user", "content": content}]
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MAX_LINE_CHARS = 32_000
 # In a Python string every surrogate is a lone one: pairs decode to one character.
 SURROGATE = re.compile("[\ud800-\udfff]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # and the line separators
 
 
 def check_storable(value: str, what: str) -> str:
@@ -48,10 +49,29 @@ def storable(text: str) -> str:
 
 
 def check_name(value: object, label: str) -> str:
-    """A name (bot, person, thread): a non-blank string a store can keep."""
+    """A name (bot, person, thread): a non-blank string a store can keep, that can stand in
+    the server's URLs (:func:`check_url_part`); only a thread's may hold "/" (LoCoMo's
+    imported threads are named "conv-26/session_1")."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"a line needs a {label} name")
-    return check_storable(value, f"the {label} name")
+    what = f"the {label} name"
+    return check_url_part(check_storable(value, what), what, slash=label == "thread")
+
+
+def check_url_part(value: str, what: str, *, slash: bool = False) -> str:
+    """``value`` if it can stand in a URL path and on one line of a prompt: no "." or ".."
+    between slashes (a browser resolves those, so a request about a thread named ".." reached
+    all of the person's threads), no "/" unless ``slash`` (elsewhere it would split the part
+    in two) and no control characters (a line break in a name would start a line in a
+    prompt)."""
+    if dots := {".", ".."} & set(value.split("/")):
+        raise ConfigError(f"{what} {value!r} cannot be or hold {dots.pop()!r} between slashes: "
+                          "a URL would read it as a folder")  # fmt: skip
+    if not slash and "/" in value:
+        raise ConfigError(f"{what} {value!r} holds '/', which separates the parts of a URL")
+    if bad := CONTROL.search(value):
+        raise ConfigError(f"{what} {value!r} holds a control character ({bad[0]!r})")
+    return value
 
 
 def checked_line(item: LineInput) -> LineInput:

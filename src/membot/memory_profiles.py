@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError
-from membot.line_checks import check_storable
+from membot.line_checks import check_storable, check_url_part
 from membot.recall.chat import check_strategy
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class BotProfiles:
         """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
         if not bot.strip():
             raise ConfigError("a bot needs a name")
-        check_storable(bot, "the bot's name")
+        check_url_part(check_storable(bot, "the bot's name"), "the bot's name")
         if self.has_bot(bot):
             raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
         return self.replace_profile(bot, dict(values))

@@ -24,6 +24,7 @@ from membot.grounding import Embed, Evidence, grounded_summary, sentences
 from membot.llm import LLM
 from membot.model import Line
 from membot.quoting import quote
+from membot.templates import put
 
 INSTRUCTION = (
     "Update the summary of a conversation between {HUMAN} and {BOT}. Keep every fact, name, "
@@ -47,9 +48,7 @@ def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -
     """The summary with ``lines`` folded in; None when the model wrote nothing (the lines
     then wait for the next fold). Raises the LLM's ``ProviderError``."""
     speakers = Speakers(settings.human_name, settings.bot_name)
-    instruction = INSTRUCTION.replace("{HUMAN}", settings.human_name).replace(
-        "{BOT}", settings.bot_name
-    )
+    instruction = put(INSTRUCTION, {"HUMAN": settings.human_name, "BOT": settings.bot_name})
     so_far = quote("summary", summary) if summary else "(none yet)"
     content = (
         f"{instruction}\n\nSummary so far:\n{so_far}\n\n"

@@ -18,6 +18,7 @@ model gives nothing.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Mapping
 
@@ -120,3 +121,11 @@ def check_template(name: str, template: str) -> str:
 def fill(template: str, values: Mapping[str, str]) -> str:
     """``template`` with its placeholders replaced (each must be checked beforehand)."""
     return template.format_map({name: values.get(name, "") for name in placeholders(template)})
+
+
+def put(text: str, values: Mapping[str, str]) -> str:
+    """``text`` with each ``{NAME}`` of ``values`` replaced in one pass, other braces left as
+    they are (membot's own instructions hold JSON): a value that holds ``{NAME}`` itself (a
+    policy mentioning ``{DRAFT}``, a person named ``{BOT}``) stays as written."""
+    pattern = re.compile("|".join(re.escape("{" + name + "}") for name in values))
+    return pattern.sub(lambda match: values[match[0][1:-1]], text)

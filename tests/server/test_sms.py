@@ -138,6 +138,16 @@ def test_the_reply_is_escaped_in_the_xml(sms: Sms):
     assert sms.text("format?") == ["Use <b>bold</b> & see."]
 
 
+def test_characters_xml_cannot_hold_are_left_out_of_the_twiml(sms: Sms):
+    """A reply with an escape character made TwiML that no XML parser reads; the stored
+    reply keeps what the model wrote."""
+    said = "Red \x1b[31mtext\x1b[0m,\x0c done \ufffe]]>"
+    sms.llm.enqueue(said)
+    assert sms.text("colours?") == ["Red [31mtext[0m, done ]]>"]
+    person = sms_sender_name(PERSON, SECRET)
+    assert sms.memory.history(user=person, bot="coach")[-1].text == said
+
+
 def test_an_unsigned_request_is_refused_and_nothing_stored(sms: Sms):
     response = sms.post(message("hello"), headers={})
     assert response.status_code == 403

@@ -25,8 +25,8 @@ from membot import (
     resolve_llm,
 )
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":smile:" in a line is text, not an emoji
+err = Console(stderr=True, emoji=False)
 
 
 @dataclass

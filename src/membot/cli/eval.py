@@ -18,7 +18,7 @@ from membot.eval import STRATEGIES, evaluate_locomo, evaluate_longmemeval, write
 eval_app = typer.Typer(
     rich_markup_mode=None, help="Measure recall on public benchmarks.", no_args_is_help=True
 )
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)
 
 StrategyOption = Annotated[
     str, typer.Option("--strategy", "-s", help=f"Recall strategy: {' | '.join(STRATEGIES)}.")

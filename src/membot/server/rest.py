@@ -295,7 +295,7 @@ def list_threads(bot: str, user: str, key: Key, request: Request) -> dict[str, A
     return {"threads": [thread.to_json() for thread in threads]}
 
 
-@router.get("/bots/{bot}/users/{user}/threads/{thread}/lines", tags=["memory"])
+@router.get("/bots/{bot}/users/{user}/threads/{thread:path}/lines", tags=["memory"])
 def thread_lines(
     bot: str,
     user: str,
@@ -312,7 +312,7 @@ def thread_lines(
     return {"lines": [line.to_json() for line in lines]}
 
 
-@router.post("/bots/{bot}/users/{user}/threads/{thread}/end", tags=["memory"])
+@router.post("/bots/{bot}/users/{user}/threads/{thread:path}/end", tags=["memory"])
 def end_thread(
     bot: str, user: str, thread: str, body: EndRequest, key: Key, request: Request
 ) -> dict[str, Any]:
@@ -338,7 +338,7 @@ def forget_person(bot: str, user: str, key: Key, request: Request) -> dict[str, 
     return service_of(request).memory.forget(user=user, bot=bot)
 
 
-@router.delete("/bots/{bot}/users/{user}/threads/{thread}", tags=["memory"])
+@router.delete("/bots/{bot}/users/{user}/threads/{thread:path}", tags=["memory"])
 def forget_thread(bot: str, user: str, thread: str, key: Key, request: Request) -> dict[str, Any]:
     user = person_of(key, bot, user)
     memory = service_of(request).memory
@@ -411,7 +411,8 @@ async def import_lines(
 async def _saved(upload: UploadFile, folder: Path) -> Path:
     """The upload written under its own base name (a name with folders is cut to its last
     part), so the document keeps the name it was sent with."""
-    name = Path(upload.filename or "upload").name or "upload"
+    name = Path(upload.filename or "upload").name
+    name = "upload" if name in ("", ".", "..") else name  # a base name that is no file's
     path = folder / name
     path.write_bytes(await upload.read())
     return path

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -256,12 +257,19 @@ def read_webhook(form: FormData) -> Webhook:
     return Webhook(values["MessageSid"], values["From"], values["To"], values["Body"], media)
 
 
+# What XML 1.0 cannot hold, even escaped: control characters but tab and line breaks, and
+# U+FFFE and U+FFFF. Twilio's builder escapes markup but passes these through.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
 def twiml(replies: list[str]) -> Response:
+    """The replies as TwiML: characters XML cannot carry are left out (a model's reply may
+    hold an escape character; the text's stored reply keeps it)."""
     from twilio.twiml.messaging_response import MessagingResponse
 
     response = MessagingResponse()
     for body in replies:
-        response.message(body)
+        response.message(NOT_XML.sub("", body))
     return Response(str(response), media_type="application/xml")
 
 
