@@ -210,6 +210,17 @@ def test_names_a_url_or_a_prompt_would_misread_are_refused(server, admin) -> Non
         server.memory.add("hello", user="a/b", thread="t", bot="coach")
 
 
+def test_a_path_with_a_trailing_slash_is_not_redirected(server, admin) -> None:
+    """Starlette answered 307 to the path without the slash, and a browser follows that with
+    the same method and key: a DELETE for a thread whose name came out empty forgot the
+    whole person."""
+    server.memory.create_bot("coach")
+    server.memory.add("I run on Sundays", user="sam", thread="t1", bot="coach")
+    gone = server.client.delete("/v1/bots/coach/users/sam/", headers=admin)
+    assert gone.status_code == 404
+    assert texts(server.memory, "sam") == ["I run on Sundays"]
+
+
 def test_a_thread_named_with_a_slash_is_reached_through_its_urls(server, admin) -> None:
     """LoCoMo's imported threads are "conv-26/session_1": the web page's view, end and
     forget reached nothing for them (404), since the server splits the path at a slash."""

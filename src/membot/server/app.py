@@ -42,6 +42,9 @@ def create_app(
     app = FastAPI(
         title="membot", version="0.1.0", description=DESCRIPTION, lifespan=run_mcp_sessions,
         docs_url=None, redoc_url=None,  # /docs is served offline by mount_web
+        # No redirect from "/x/" to "/x": a browser follows a 307 with the same method and
+        # key, so a DELETE meant for something under a person would forget the person.
+        redirect_slashes=False,
     )  # fmt: skip
     app.state.service = service
     app.state.sms = sms.SmsGateway(twilio, public_url)
