@@ -325,6 +325,9 @@ def test_lines_that_look_like_console_markup_print_as_said(cli) -> None:
     history = cli.ok("history", "--user", "ann").stdout
     assert "[t]" in history and f"human: {MARKUP}" in flat(history)
     assert MARKUP in flat(cli.ok("search", "tag", "--user", "ann").stdout)
+    cli.say("my folder is C:\\", "bo", "t\\")  # a backslash last: not doubled
+    assert flat(cli.ok("history", "--user", "bo").stdout).endswith("human: my folder is C:\\")
+    assert "bo/t\\#1 human my folder is C:\\" in cli.ok("search", "folder", "--user", "bo").stdout
 
 
 def test_help_and_errors_keep_their_square_brackets(cli, monkeypatch, capsys) -> None:

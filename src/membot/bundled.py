@@ -45,7 +45,9 @@ def load_llama(path: Path, **options: object):
     # All cores but one: llama.cpp's threads spin while they wait, so when another process
     # wants a core too, every core collapses to a few tokens/s (docs/performance.md).
     options.setdefault("n_threads", max(1, (os.cpu_count() or 2) - 1))
-    with _quiet_stderr(), _without_extra_buffers():
+    # One load at a time: both the quieted descriptor 2 and the wrapped defaults are the
+    # process's, and a second load inside the first would put back what the first set.
+    with _LOADING, _quiet_stderr(), _without_extra_buffers():
         return Llama(model_path=str(path), verbose=False, **options)
 
 
@@ -62,19 +64,18 @@ def _without_extra_buffers() -> Iterator[None]:
     setting, so its default parameters are wrapped while one model loads."""
     import llama_cpp.llama_cpp as native
 
-    with _LOADING:
-        defaults = native.llama_model_default_params
+    defaults = native.llama_model_default_params
 
-        def without_extras():
-            params = defaults()
-            params.use_extra_bufts = False
-            return params
+    def without_extras():
+        params = defaults()
+        params.use_extra_bufts = False
+        return params
 
-        native.llama_model_default_params = without_extras
-        try:
-            yield
-        finally:
-            native.llama_model_default_params = defaults
+    native.llama_model_default_params = without_extras
+    try:
+        yield
+    finally:
+        native.llama_model_default_params = defaults
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 from membot.errors import AuthError, ConfigError
+from membot.line_checks import check_name
 from membot.model import aware, iso, utc_now
 from membot.store.base import KeyStore, StoredKey
 
@@ -218,6 +219,8 @@ def _check_scope(admin: bool, bot: str | None, user: str | None) -> None:
     for what, name in (("bot", bot), ("user", user)):
         if name is not None and not name.strip():
             raise ConfigError(f"the {what} name is empty")
+        if name is not None:  # a key for a name no line can have would act for nobody
+            check_name(name, what)
     if admin and (bot is not None or user is not None):
         raise ConfigError(
             "an admin key acts for every bot and person: give --admin alone, "

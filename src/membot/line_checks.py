@@ -50,12 +50,13 @@ def storable(text: str) -> str:
 
 def check_name(value: object, label: str) -> str:
     """A name (bot, person, thread): a non-blank string a store can keep, that can stand in
-    the server's URLs (:func:`check_url_part`); only a thread's may hold "/" (LoCoMo's
-    imported threads are named "conv-26/session_1")."""
+    the server's URLs (:func:`check_url_part`). A thread's or a person's may hold "/"
+    (LoCoMo's imported threads are named "conv-26/session_1"; an OpenAI client's ``user``
+    may be "org/42"); a bot's, which opens every route about it, may not."""
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"a line needs a {label} name")
     what = f"the {label} name"
-    return check_url_part(check_storable(value, what), what, slash=label == "thread")
+    return check_url_part(check_storable(value, what), what, slash=label != "bot")
 
 
 def check_url_part(value: str, what: str, *, slash: bool = False) -> str:

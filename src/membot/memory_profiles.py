@@ -79,7 +79,7 @@ class BotProfiles:
         """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
         if not bot.strip():
             raise ConfigError("a bot needs a name")
-        check_url_part(check_storable(bot, "the bot's name"), "the bot's name")
+        _check_bot_name(bot)  # before the store is asked: it cannot take every string
         if self.has_bot(bot):
             raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
         return self.replace_profile(bot, dict(values))
@@ -92,7 +92,9 @@ class BotProfiles:
         return settings
 
     def _check_profile(self, bot: str, settings: BotSettings) -> None:
-        """What a single value cannot show: a strategy's numbers, a number another bot has."""
+        """The bot's name (every way a profile is saved: create, set, import, PUT), and what
+        a single value cannot show: a strategy's numbers, a number another bot has."""
+        _check_bot_name(bot)
         from membot.sms import check_number_free
 
         check_strategy(settings)
@@ -104,3 +106,7 @@ class BotProfiles:
         default reaches every bot that did not choose otherwise."""
         defaults = BotSettings().to_json()
         return {k: v for k, v in settings.to_json().items() if defaults[k] != v}
+
+
+def _check_bot_name(bot: str) -> None:
+    check_url_part(check_storable(bot, "the bot's name"), "the bot's name")

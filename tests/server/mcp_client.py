@@ -27,13 +27,13 @@ async def serving(app: FastAPI) -> AsyncIterator[httpx2.ASGITransport]:
 
 @asynccontextmanager
 async def session_with_key(
-    transport: httpx2.ASGITransport, key: str
+    transport: httpx2.ASGITransport, key: str, path: str = "/mcp"
 ) -> AsyncIterator[ClientSession]:
     headers = {"Authorization": f"Bearer {key}"}
     with anyio.fail_after(30):
         async with (
             httpx2.AsyncClient(transport=transport, base_url=BASE_URL, headers=headers) as http,
-            streamable_http_client(f"{BASE_URL}/mcp", http_client=http) as (read, write),
+            streamable_http_client(f"{BASE_URL}{path}", http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):
             await session.initialize()

@@ -8,11 +8,13 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from membot import MAX_LINE_CHARS, ConfigError, ImportFormatError, Memory
 from membot.importers import read_file
+from membot.keys import create_key
 from membot.store.sqlite_driver import sqlite3
 
 # FTS5's own syntax (and tsquery's), as a person might type it.
@@ -206,8 +208,19 @@ def test_names_a_url_or_a_prompt_would_misread_are_refused(server, admin) -> Non
             server.memory.add("hello", user="sam", thread=name, bot="coach")
     assert texts(server.memory, "sam") == ["I run on Sundays"]
     assert server.memory.bots() == ["coach"]
-    with pytest.raises(ConfigError, match="holds '/'"):  # only a thread's name may
-        server.memory.add("hello", user="a/b", thread="t", bot="coach")
+    with pytest.raises(ConfigError, match="holds '/'"):  # a bot's name opens every route
+        server.memory.add("hello", user="sam", thread="t", bot="a/b")
+    server.memory.add("hello", user="org/42", thread="t", bot="coach")  # an OpenAI `user`
+    for name, _ in [*NAMES_NO_URL_HOLDS, ("a/b", "")]:  # every way a bot is saved
+        url = f"/v1/bots/{quote(name, safe='')}"
+        assert not server.client.put(f"{url}/profile", json={}, headers=admin).is_success
+        assert not server.client.patch(url, json={}, headers=admin).is_success
+        with pytest.raises(ConfigError):
+            server.memory.configure_bot(name, threshold=0.4)
+    for name, said in NAMES_NO_URL_HOLDS:  # a key for a person no line can have
+        with pytest.raises(ConfigError, match=said):
+            create_key(server.memory, bot="coach", user=name)
+    assert server.memory.bots() == ["coach"]
 
 
 def test_a_path_with_a_trailing_slash_is_not_redirected(server, admin) -> None:

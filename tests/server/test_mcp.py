@@ -62,6 +62,14 @@ async def test_the_tools_are_listed_with_their_results_and_hints(app, memory):
     assert remember_arguments == {"text", "thread", "role", "user", "bot"}
 
 
+async def test_a_client_configured_with_a_trailing_slash_is_served(app, memory):
+    """The server redirects no path to its slash-less form (a browser would repeat a DELETE
+    there), so /mcp/ is served as /mcp is."""
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport, session_with_key(transport, key, "/mcp/") as session:
+        assert {tool.name for tool in (await session.list_tools()).tools} == TOOLS
+
+
 async def test_a_person_key_uses_every_tool_on_its_own_memory(app, memory, llm):
     key = create_key(memory, bot="b", user="alice").secret
     # Undated: membot dates it by the thread (a point must fall within the thread's days).

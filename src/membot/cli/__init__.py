@@ -157,7 +157,7 @@ def say(
     elif turn.response:
         out.print(turn.response, markup=False, highlight=False)
     if turn.error:
-        err.print(f"[red]error:[/] {escape(turn.error)} (your line was stored)", highlight=False)
+        err.print(Text.assemble(("error:", "red"), f" {turn.error} (your line was stored)"))
         raise typer.Exit(2)
 
 
@@ -195,8 +195,12 @@ def search(
     for match in matches:
         line = match.line
         out.print(
-            f"[cyan]{match.score:.3f}[/] {escape(f'{line.person}/{line.thread}')}#{line.seq} "
-            f"[dim]{line.role}[/] {escape(line.text)}",
+            Text.assemble(
+                (f"{match.score:.3f}", "cyan"),
+                f" {line.person}/{line.thread}#{line.seq} ",
+                (str(line.role), "dim"),
+                f" {line.text}",
+            ),
             highlight=False,
         )
 
@@ -218,10 +222,10 @@ def history(
     for line in lines:
         if (line.bot, line.thread) != current:
             current = (line.bot, line.thread)
-            out.print(f"\n[bold]{escape(f'{line.bot} / {line.thread}')}[/]", highlight=False)
+            out.print(Text(f"\n{line.bot} / {line.thread}", style="bold"))
         stamp = line.created_at.strftime("%Y-%m-%d %H:%M")
         who = line.speaker or line.role
-        out.print(f"[dim]{line.seq:>4} {stamp}[/] {escape(f'{who}: {line.text}')}", highlight=False)
+        out.print(Text.assemble((f"{line.seq:>4} {stamp}", "dim"), f" {who}: {line.text}"))
 
 
 @app.command("import")
@@ -318,7 +322,7 @@ def main() -> None:
         command(default_map=config_defaults(command))
     except MembotError as error:
         # Not wrapped at the console's width: a long path stays whole, to copy or to grep.
-        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False, soft_wrap=True)
+        err.print(Text.assemble(("error:", "red"), f" {error}"), soft_wrap=True)
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)

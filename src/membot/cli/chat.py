@@ -27,7 +27,7 @@ def show_recall(turn: Turn | None, out: Console) -> None:
         out.print("[dim]the last reply used no earlier conversations[/]")
     for block in turn.recalled:
         state = "kept from an earlier turn" if block.carried else "matched now"
-        title = f"{escape(block.thread)} — score {block.score:.3f} ({state})"
+        title = Text(f"{block.thread} — score {block.score:.3f} ({state})")
         table = Table(title=title, show_header=False, title_justify="left", box=None)
         for line in block.lines:
             marker = "*" if line.seq in block.matched_seqs else " "
@@ -70,7 +70,7 @@ def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> 
     try:
         ending = bot.end_thread(user=user, thread=thread, remember=remember)
     except MembotError as error:
-        err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+        err.print(Text.assemble(("error:", "red"), f" {error}"))
         return
     out.print(f"[dim]ended thread {escape(thread)}[/]", highlight=False)
     out.print(describe(ending), markup=False, highlight=False)
@@ -85,7 +85,7 @@ def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console
     try:
         end_idle(bot, user, out)
     except MembotError as error:  # a chat can go on without tidying up
-        err.print(f"[red]error:[/] ending idle threads: {escape(str(error))}", highlight=False)
+        err.print(Text.assemble(("error:", "red"), f" ending idle threads: {error}"))
     last: Turn | None = None
     while True:
         try:
@@ -107,17 +107,15 @@ def run_chat(bot: Bot, user: str, thread: str | None, out: Console, err: Console
             thread, last = bot.memory.new_thread_name(bot=bot.name, user=user), None
             out.print(f"[dim]new thread {escape(thread)}[/]")
         elif text.startswith("/"):
-            out.print(f"[dim]unknown command {escape(text)}; /help lists them[/]")
+            out.print(Text(f"unknown command {text}; /help lists them", style="dim"))
         else:
             try:
                 last = bot.turn(text, user=user, thread=thread)
             except MembotError as error:
-                err.print(f"[red]error:[/] {escape(str(error))}", highlight=False)
+                err.print(Text.assemble(("error:", "red"), f" {error}"))
                 continue
             if last.error:
-                err.print(
-                    f"[red]error:[/] {escape(last.error)} (your line was stored)", highlight=False
-                )
+                err.print(Text.assemble(("error:", "red"), f" {last.error} (your line was stored)"))
             else:
-                out.print(f"[bold blue]{escape(bot.speakers.ai.lower())}>[/] ", end="")
+                out.print(Text(f"{bot.speakers.ai.lower()}> ", style="bold blue"), end="")
                 out.print(last.response, markup=False, highlight=False)

@@ -462,9 +462,9 @@ def mount_mcp(app: FastAPI, service: Service) -> None:
     app's lifespan must enter :func:`run_mcp_sessions`."""
     server = build_mcp_server(service)
     app.state.mcp_server = server
-    app.add_route(
-        MCP_PATH, BearerKeyGate(CurrentSessions(server), MCP_PATH), include_in_schema=False
-    )
+    gate = BearerKeyGate(CurrentSessions(server), MCP_PATH)
+    for path in (MCP_PATH, f"{MCP_PATH}/"):  # the server redirects no slash: take both
+        app.add_route(path, gate, include_in_schema=False)
 
 
 @asynccontextmanager
