@@ -267,6 +267,43 @@ def test_idle_timeout_ends_only_old_threads_and_remembers_nothing(memory: Memory
     assert end_idle_threads(memory, llm, bot=BOT, now=now) == []  # already ended
 
 
+def test_a_thread_taken_up_while_idle_threads_are_ended_stays_open(memory: Memory) -> None:
+    """The idle threads were listed once, then each ended: one the person came back to while
+    an earlier one's key points were written was ended (and summarised) mid-conversation."""
+    memory.configure_bot(BOT, idle_timeout_minutes=60)
+    now = MAY_1 + timedelta(hours=3)
+    talk(memory, "a")
+    talk(memory, "b", start=MAY_1 + timedelta(minutes=10))
+
+    class ComesBack(ScriptedLLM):
+        def complete(self, messages, max_tokens, *, schema=None):
+            if not self.history:  # while thread a's key points are written
+                memory.add("I'm back", user="alice", thread="b", bot=BOT, created_at=now)
+            return super().complete(messages, max_tokens, schema=schema)
+
+    llm = ComesBack([json.dumps(POINTS)] * 4)
+    endings = end_idle_threads(memory, llm, bot=BOT, now=now, remember=True)
+    assert [ending.thread for ending in endings] == ["a"]
+    assert ended_at(memory, "a") == now and ended_at(memory, "b") is None
+
+
+def test_two_endings_of_one_thread_at_once_keep_one_summary(memory: Memory) -> None:
+    """The person's /end and end-idle both asked to remember: each checked "already
+    remembered" before writing its points, and both kept a summary."""
+    talk(memory)
+    other = ScriptedLLM([json.dumps(POINTS)] * 2)
+
+    class EndedMeanwhile(ScriptedLLM):
+        def complete(self, messages, max_tokens, *, schema=None):
+            if not self.history:  # while this ending's key points are written
+                end(memory, other)
+            return super().complete(messages, max_tokens, schema=schema)
+
+    ending = end(memory, EndedMeanwhile([json.dumps(POINTS)] * 2))
+    assert ending.decision == "already remembered" and ending.remembered is None
+    assert len(memory.summaries(user="alice")) == 1
+
+
 def test_idle_ending_can_be_limited_to_one_person_or_switched_off(memory: Memory) -> None:
     talk(memory, "old")
     talk(memory, "bobs", user="bob")

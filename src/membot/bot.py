@@ -29,7 +29,7 @@ from membot.context import (
     without_repeats,
 )
 from membot.conversations import Ending, end_conversation, end_idle_threads
-from membot.errors import MembotError
+from membot.errors import MembotError, NotFoundError
 from membot.line_checks import storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
@@ -195,10 +195,16 @@ class Bot:
                 notes.append(reply.note)
             if error is None:
                 with clock.step("store"):
-                    answer = LineInput(storable(reply.response), user, thread, Role.BOT, self.name,
-                                       created_at=now if given else None)  # fmt: skip
-                    reply_line, _ = self.memory.add_with_vector(answer)
-                if profile.thread_summary:
+                    answer = LineInput(
+                        storable(reply.response), user, thread, Role.BOT, self.name,
+                        created_at=now if given else None, answers=line.id,
+                    )  # fmt: skip
+                    try:
+                        reply_line, _ = self.memory.add_with_vector(answer)
+                    except NotFoundError as gone:  # the person was forgotten meanwhile
+                        self.memory.discard_embedding(answer)
+                        notes.append(str(gone))
+                if profile.thread_summary and reply_line is not None:
                     with clock.step("summarize"):
                         notes += self._fold_scrolled_lines(reply_line, profile, llm)
         return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,

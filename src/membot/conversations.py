@@ -230,6 +230,14 @@ def end_conversation(
         assert llm is not None
         outcome = _remember(memory, llm, settings, state)
     stored = None
+    if outcome.text and _already_remembered(memory, state):
+        # Another ending of this thread (the person's /end and end-idle, say) kept its points
+        # while this one's were written: one summary is enough.
+        outcome.decision, outcome.reason = (
+            ALREADY_REMEMBERED,
+            ("another ending of this thread kept its key points meanwhile"),
+        )
+        outcome.text = ""
     if outcome.text:
         stored, outcome = _store(memory, state, outcome)
     return Ending(bot, user, thread, ended_at, stored, outcome.decision, outcome.reason,
@@ -259,11 +267,18 @@ def end_idle_threads(
         for state in memory.open_threads(bot, user)
         if state.last_line_at is not None and state.last_line_at < cutoff
     ]
-    return [
-        end_conversation(memory, llm, bot=bot, user=state.person, thread=state.name,
-                         remember=remember, now=now)
-        for state in idle
-    ]  # fmt: skip
+    endings = []
+    for state in idle:
+        # Asked again just before: while an earlier thread's key points were written, the
+        # person may have come back to this one, which is then not idle any more.
+        fresh = memory.thread_state(bot=bot, user=state.person, thread=state.name)
+        if fresh is None or fresh.ended_at is not None or fresh.last_line_at is None:
+            continue
+        if fresh.last_line_at >= cutoff:
+            continue
+        endings.append(end_conversation(memory, llm, bot=bot, user=state.person,
+                                        thread=state.name, remember=remember, now=now))  # fmt: skip
+    return endings
 
 
 def _thread_with_lines(memory: Memory, bot: str, user: str, thread: str) -> ThreadState:

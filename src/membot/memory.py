@@ -61,6 +61,7 @@ class LineInput:
     speaker: str | None = None
     ref: str | None = None
     source_key: str | None = None
+    answers: int | None = None  # the id of the line this reply answers (NewLine.answers)
 
 
 def embedding_text(text: str, speaker: str | None) -> str:
@@ -191,11 +192,22 @@ class Memory(BotProfiles, SummariesAndExpertise):
         if vector is None:
             vector = self.embed([embedding_text(new.text, new.speaker)])[0]
         stored = self.store.add_lines([self._new_line(new, vector)], self._vectors_by(vector))
+        if not stored and new.answers is not None:
+            raise NotFoundError(
+                f"line {new.answers} is gone (forgotten while its reply was written): "
+                "the reply was not stored"
+            )
         if not stored:
             raise ConflictError(
                 f"thread {new.thread!r} holds a line from {new.source_key!r} already"
             )
         return stored[0], vector
+
+    def discard_embedding(self, item: LineInput) -> None:
+        """Forget the cached vector of a line that was embedded but not stored (a reply whose
+        person was forgotten meanwhile): the embedding cache keeps texts."""
+        if isinstance(self.embedder, CachedEmbedder):
+            self.embedder.discard([embedding_text(item.text, item.speaker)])
 
     def add_many(
         self,
@@ -269,7 +281,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
     def _new_line(self, item: LineInput, vector: np.ndarray) -> NewLine:
         key = ThreadKey(item.bot, item.user, item.thread)
         return NewLine(key, Role(item.role), item.text, vector, self.tokens.count(item.text),
-                       item.created_at, item.speaker, item.ref, item.source_key)  # fmt: skip
+                       item.created_at, item.speaker, item.ref, item.source_key,
+                       item.answers)  # fmt: skip
 
     # -- reading --------------------------------------------------------------------------
 

@@ -148,3 +148,53 @@ def test_another_process_drops_forgotten_vectors_at_its_next_search(tmp_path: Pa
     assert len(other.index.scopes_held()) == 1
     first.close()
     other.close()
+
+
+class ForgetsMidTurn(ScriptedLLM):
+    """A model that, while it writes its reply, lets something else happen first: a forget
+    or an end from another request of the same server (which takes no turn's lock)."""
+
+    def __init__(self, meanwhile, reply: str) -> None:
+        super().__init__([reply])
+        self.meanwhile = meanwhile
+
+    def complete(self, messages, max_tokens, *, schema=None):
+        self.meanwhile()
+        return super().complete(messages, max_tokens, schema=schema)
+
+
+def test_a_reply_written_while_its_person_is_forgotten_is_not_stored(tmp_path, embedder):
+    """The reply used to bring the person back: their thread re-made, the reply stored and
+    found by search, its vector in the embedding cache."""
+    folder = tmp_path / "store"
+    memory = Memory(folder / "m.db", embedder=CachedEmbedder(embedder, folder / "e.db"))
+    reply = "your zqxvbnm locker is on floor frobnixt"
+    llm = ForgetsMidTurn(lambda: memory.forget(user="al"), reply)
+    turn = Bot(memory, llm).turn("where is my zqxvbnm locker?", user="al", thread="t")
+    assert turn.bot_line is None and any("the reply was not stored" in n for n in turn.notes)
+    assert memory.people("membot") == [] and memory.history(user="al") == []
+    assert memory.search("zqxvbnm locker floor", user="al") == []
+    memory.close()
+    assert traces(folder, {"the reply": reply.encode(), "a word": b"frobnixt"}) == []
+
+
+def test_a_reply_does_not_take_up_a_thread_ended_while_it_was_written(memory) -> None:
+    """Ended meanwhile, the thread stayed open: the reply's store reopened it, and its next
+    ending summarised it again."""
+    bot = Bot(memory, ScriptedLLM(["hello"]))
+    bot.turn("hi", user="al", thread="t")
+    ends = lambda: bot.end_thread(user="al", thread="t", remember=False)  # noqa: E731
+    turn = Bot(memory, ForgetsMidTurn(ends, "bye")).turn("bye now", user="al", thread="t")
+    assert turn.bot_line is not None and turn.bot_line.text == "bye"
+    state = memory.thread_state(bot="membot", user="al", thread="t")
+    assert state is not None and state.ended_at is not None
+    bot.turn("back again", user="al", thread="t")  # a line said still takes it up
+    assert memory.thread_state(bot="membot", user="al", thread="t").ended_at is None
+
+
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+def test_no_store_brings_a_forgotten_person_back_with_a_late_reply(memory) -> None:
+    llm = ForgetsMidTurn(lambda: memory.forget(user="al"), "a late reply")
+    turn = Bot(memory, llm).turn("remember my locker", user="al", thread="t")
+    assert turn.bot_line is None
+    assert memory.people("membot") == [] and memory.count_lines() == 0

@@ -46,6 +46,10 @@ class NewLine:
     # Where an imported line came from; a thread holds each key once (the line is skipped
     # when its key is there already), so an import run again adds only what is missing.
     source_key: str | None = None
+    # The id of the line this one answers (a bot's reply): it is stored only while that line
+    # is, so a reply written while its person was forgotten does not bring them back, and it
+    # does not take up a thread that was ended while it was written.
+    answers: int | None = None
 
 
 @dataclass(frozen=True)

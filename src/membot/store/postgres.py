@@ -393,6 +393,11 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         self, db: Connection, batch: Sequence[NewLine], vectors_by: tuple[str, int] | None
     ) -> list[Line]:
         self._check_and_record_embedder(db, vectors_by)
+        # A reply is stored only while the line it answers is (held until commit: a forget
+        # deleting that line waits, then takes the reply with its thread).
+        batch = [new for new in batch if new.answers is None or db.execute(
+            "SELECT 1 FROM lines WHERE id = %s FOR KEY SHARE", (new.answers,)
+        ).fetchone()]  # fmt: skip
         # Every thread of the batch locked first, in one order: two batches over the same
         # threads wait for each other instead of deadlocking.
         keys = sorted({new.key for new in batch}, key=lambda k: (k.bot, k.person, k.thread))
@@ -407,11 +412,11 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                     continue
                 held.add((ref.id, new.source_key))  # a key twice in one batch: stored once
             if ref.id not in next_seq:
-                # A line in an ended thread takes the conversation up again.
-                db.execute(
-                    "UPDATE threads SET ended_at = NULL WHERE id = %s AND ended_at IS NOT NULL",
-                    (ref.id,),
-                )
+                if new.answers is None:  # a line said (not a reply) takes an ended thread up
+                    db.execute(
+                        "UPDATE threads SET ended_at = NULL WHERE id = %s AND ended_at IS NOT NULL",
+                        (ref.id,),
+                    )
                 next_seq[ref.id] = db.execute(
                     "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = %s", (ref.id,)
                 ).fetchone()[0]

@@ -353,12 +353,14 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             resumed: set[int] = set()
             next_id = self._next_line_id(db)
             for new in lines:
+                if new.answers is not None and not _exists(db, new.answers):
+                    continue  # what it answers was forgotten: the reply goes with it
                 ref = refs.get(new.key)
                 if ref is None:
                     ref = refs[new.key] = self._ensure_thread(db, new.key)
                 if new.source_key is not None and self._holds_key(db, ref.id, new.source_key):
                     continue
-                if ref.id not in resumed:
+                if ref.id not in resumed and new.answers is None:  # a reply takes up nothing
                     resumed.add(ref.id)
                     # A line in an ended thread takes the conversation up again.
                     db.execute(
@@ -698,3 +700,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.warning("%s: a reader held the write-ahead log; it is emptied later", self.path)
+
+
+def _exists(db: sqlite3.Connection, line_id: int) -> bool:
+    return db.execute("SELECT 1 FROM lines WHERE id = ?", (line_id,)).fetchone() is not None
