@@ -263,6 +263,39 @@ def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
     app.watch.assert_clean()
 
 
+def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
+    """A 40,000-character line vanished: the box was emptied and the refusal was shown out of
+    sight. And errors were drawn red on red, and never went away."""
+    app.server.memory.create_bot("coach")
+    app.sign_in(app.server.key(admin=True))
+    page = app.page
+    app.open("#/chat/coach")  # no person yet: "New thread" says what is missing
+    page.get_by_role("button", name="New thread").click()
+    expect(page.get_by_role("status")).to_contain_text("Enter the person's name first")
+    app.open("#/chat/coach/sam/t1")
+    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+    expect(box).to_be_enabled()
+    expect(box).to_have_attribute("maxlength", "32000")
+    too_long = "x" * 32_001
+    box.evaluate("(node, text) => { node.value = text; }", too_long)  # pasted past the limit
+    app.watch.allow("/v1/bots/coach/turns", 413)
+    box.press("Enter")
+    expect(page.locator(".msg.bot .error").last).to_contain_text("limited to 32000 characters")
+    expect(page.locator(".msg.bot .error").last).to_be_in_viewport()
+    assert box.input_value() == too_long
+    assert app.server.memory.count_lines() == 0
+    colours = page.evaluate(
+        """() => { const status = document.getElementById('status');
+        status.className = 'status error'; status.textContent = 'Not Found';
+        const style = getComputedStyle(status);
+        return [style.color, style.backgroundColor]; }"""
+    )
+    assert colours[0] != colours[1], colours
+    page.locator("#status").click()
+    expect(page.locator("#status")).to_have_text("")
+    app.watch.assert_clean()
+
+
 def _fits(page) -> None:
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 360, f"the page is {width} px wide at a 360 px viewport"

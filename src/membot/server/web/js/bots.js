@@ -1,7 +1,7 @@
 // Bots: the list, a new bot, a bot's profile (every setting, with an error shown beside the
 // field it is about), TOML export and import, and the bot's expertise documents.
 import { api, path, session } from "./api.js";
-import { h, field, say, when, download } from "./dom.js";
+import { h, field, say, when, download, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
 
 const STRATEGIES = ["blend", "hybrid", "lines", "bm25", "prune", "pairs", "windows"];
@@ -217,7 +217,7 @@ async function documentsCard(bot) {
     for (const each of files.files) body.append("files", each, each.name);
     try {
       const { documents } = await api("POST", path`/v1/bots/${bot}/documents`, { body });
-      say(`Added ${documents.map((d) => `${d.name} (${d.chunks} passages)`).join(", ")}.`);
+      say(`Added ${documents.map((d) => `${d.name} (${counted(d.chunks, "passage")})`).join(", ")}.`);
     } catch (error) { filesField.showError(error.message); return; }
     files.value = "";
     await refresh();
@@ -241,7 +241,7 @@ function documentTable(bot, documents, refresh) {
           chunk.heading ? h("strong", { text: chunk.heading }) : null, h("p", { class: "pre", text: chunk.text }))));
       } });
     const remove = h("button", { type: "button", class: "danger", text: "Remove", onclick: async () => {
-      if (!await confirmDanger("Remove document", `Remove ${doc.name} and its ${doc.chunks} passages from ${bot}?`, "Remove")) return;
+      if (!await confirmDanger("Remove document", `Remove ${doc.name} and its ${counted(doc.chunks, "passage")} from ${bot}?`, "Remove")) return;
       await api("DELETE", path`/v1/bots/${bot}/documents/${doc.name}`);
       say(`Removed ${doc.name}.`);
       await refresh();
@@ -249,7 +249,7 @@ function documentTable(bot, documents, refresh) {
     return h("li", { class: "document" },
       h("div", { class: "row" },
         h("span", { class: "title", text: doc.name }),
-        h("span", { class: "meta", text: `${doc.title} · ${doc.media} · ${doc.chunks} passages · added ${when(doc.added_at)}` }),
+        h("span", { class: "meta", text: `${doc.title} · ${doc.media} · ${counted(doc.chunks, "passage")} · added ${when(doc.added_at)}` }),
         h("span", { class: "links" }, toggle, remove)),
       passages);
   }));

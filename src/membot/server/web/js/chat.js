@@ -40,7 +40,8 @@ function layout(section, state, bots) {
   ui.title = h("h2", { class: "thread-title", text: "No thread" });
   ui.inspector = h("div", { class: "inspector-slot" },
     h("p", { class: "muted", text: "Send a line: what the reply recalled shows here." }));
-  ui.input = h("textarea", { name: "text", rows: "2", required: true, disabled: true, placeholder: "Write a line…",
+  // maxlength: the server's limit on a line (MAX_LINE_CHARS), so a longer one cannot be typed.
+  ui.input = h("textarea", { name: "text", rows: "2", required: true, disabled: true, maxlength: "32000", placeholder: "Write a line…",
     onkeydown: (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
@@ -174,7 +175,10 @@ async function send(ui) {
       }
     }
   } catch (error) {
+    // Refused before anything was stored (too long, no key): the line goes back in the box.
     body.replaceChildren(h("p", { class: "error", role: "alert", text: error.message }));
+    if (!ui.input.value) ui.input.value = text;
+    reply.scrollIntoView({ block: "end" });
   } finally {
     reply.removeAttribute("aria-busy");
     ui.send.disabled = false;
@@ -190,6 +194,11 @@ function remember(state, turn) {
 }
 
 async function newThread(ui) {
+  if (!ui.state.user) {  // a thread is someone's: without a name it could only fail later
+    say("Enter the person's name first (Talk as), then Open.", "error");
+    ui.personInput?.focus();
+    return;
+  }
   ui.state.thread = newName();
   await showThread(ui, ui.state);
   say(`New thread ${ui.state.thread}.`);

@@ -66,12 +66,21 @@ export function field(labelText, control, { help, wide } = {}) {
 }
 
 /** Say something in the status line (read out by screen readers). */
+// A message goes when clicked (module scripts run once the page is parsed: #status is there).
+document.getElementById("status")?.addEventListener("click", (event) => { event.currentTarget.textContent = ""; });
+
+/** "1 passage", "3 passages": a count with its noun. */
+export function counted(count, one, many = `${one}s`) {
+  return `${count} ${count === 1 ? one : many}`;
+}
+
 export function say(message, kind = "info") {
   const status = document.getElementById("status");
   status.className = `status ${kind}`;
   status.textContent = message;
   clearTimeout(say.timer);
-  if (kind !== "error") say.timer = setTimeout(() => { status.textContent = ""; }, 6000);
+  // An error stays longer, and goes when clicked: it used to stay for good, over the Send button.
+  say.timer = setTimeout(() => { status.textContent = ""; }, kind === "error" ? 15000 : 6000);
 }
 
 /** Offer text as a file download (no server round trip). */

@@ -120,7 +120,7 @@ function budget(tokens) {
   return h("div", {}, bar,
     h("ul", { class: "legend" }, parts.map(([kind, name, size]) =>
       h("li", {}, h("span", { class: `swatch ${kind}` }), ` ${name}: ${size}`))),
-    h("p", { class: "meta", text: label + (tokens.response != null ? `; the reply took ${tokens.response}` : "") }));
+    h("p", { class: "meta", text: label + (tokens.response != null ? `; the reply took ${tokens.response} tokens` : "") }));
 }
 
 function timings(ms) {

@@ -1,7 +1,7 @@
 // Memory: one person's threads and lines, the summaries kept (dates, categories), a search
 // box, and forgetting a thread or the person, each asked first.
 import { api, path, session } from "./api.js";
-import { h, field, say, when } from "./dom.js";
+import { h, field, say, when, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
 
 export async function renderMemory(section, args) {
@@ -42,7 +42,7 @@ async function chooser(bots, bot, user) {
     event.preventDefault();
     location.hash = `#/memory/${encodeURIComponent(botSelect.value)}/${encodeURIComponent(person.value.trim())}`;
   } }, h("div", { class: "grid" }, field("Bot", botSelect), field("Person", person,
-    { help: people.length ? `${people.length} people talked with ${bot}.` : "No one has talked with this bot yet." })),
+    { help: people.length ? `${counted(people.length, "person", "people")} talked with ${bot}.` : "No one has talked with this bot yet." })),
   h("datalist", { id: listId }, people.map((name) => h("option", { value: name }))),
   h("div", { class: "actions" }, h("button", { type: "submit", text: "Show memory" })));
 }
