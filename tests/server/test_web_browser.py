@@ -293,6 +293,14 @@ def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
     assert colours[0] != colours[1], colours
     page.locator("#status").click()
     expect(page.locator("#status")).to_have_text("")
+    # A model that cannot cite (the bundled one): the inspector says so, not "cited nothing".
+    app.server.llm.writes_json = False
+    box.fill("")
+    app.server.llm.enqueue("Hello Sam.")
+    app.say("Hello")
+    expect(page.locator(".inspect").filter(has_text="No citations")).to_contain_text(
+        "No citations: citations off"
+    )
     app.watch.assert_clean()
 
 
