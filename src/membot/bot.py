@@ -146,69 +146,76 @@ class Bot:
         )
         with clock.step("embed"):
             vector = self.memory.embed([text])[0]
-        with clock.step("store"):
-            line, vector = self.memory.add_with_vector(item, vector)
-        with clock.step("search"):
-            feed = self.memory.recent(line, profile.window_size)
-            history_query = match_string(profile.history_match_fmt, profile, text, feed, now=now)
-            recall = self.memory.recall(line, profile, vector, history_query, now)
-            history = self._history_hints(recall.blocks, feed, history_query, line, vector, profile)
-            expertise_query = match_string(
-                profile.expertise_match_fmt, profile, text, feed, story=True, now=now
-            )
-            expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
-        with clock.step("assemble"):
-            state = self.memory.thread_state(bot=self.name, user=user, thread=thread)
-            summary = state.summary if state and feed and feed[0].seq > 1 else ""
-
-            def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
-                return assemble(profile, text, feed, history, expertise, self.memory.tokens,
-                                summary=summary, now=now,
-                                match_strings=(history_query, expertise_query))  # fmt: skip
-
-            prompt = packed(history, expertise)
-        if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
-            # Only the hints that fit the budget are put to the model; the prompt is then
-            # packed again from those it judged relevant.
-            with clock.step("relevance_check"):
-                kept_history, dropped = check_hints(llm, text, list(prompt.history))
-                kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
-                notes += dropped + more
-            checked = len(prompt.history) + len(prompt.expertise)
-            if len(kept_history) + len(kept_expertise) < checked:
-                with clock.step("assemble"):
-                    repacked = packed(kept_history, kept_expertise)
-                # The hints the budget cut from the first packing stay counted.
-                over_budget = Counter(
-                    history_hints=len(history) - len(prompt.history),
-                    expertise_hints=len(expertise) - len(prompt.expertise),
+        # One turn of a thread at a time, in any process: its line, the reply, the reply
+        # stored (two at once put a reply after the other turn's line).
+        with self.memory.turn_lock(bot=self.name, user=item.user, thread=item.thread):
+            with clock.step("store"):
+                line, vector = self.memory.add_with_vector(item, vector)
+            with clock.step("search"):
+                feed = self.memory.recent(line, profile.window_size)
+                history_query = match_string(
+                    profile.history_match_fmt, profile, text, feed, now=now
                 )
-                prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
-        reply, error, reply_line = Reply("", ()), None, None
-        if not dry_run:
-            with clock.step("llm"):
-                try:
-                    reply = self._reply(prompt, profile, on_text, llm)
-                except MembotError as failure:  # down, timeout, bad or missing key
-                    error = str(failure)
-            if reply.note:
-                notes.append(reply.note)
-            if error is None:
-                with clock.step("store"):
-                    answer = LineInput(
-                        storable(reply.response), user, thread, Role.BOT, self.name,
-                        created_at=now if given else None, answers=line.id,
-                    )  # fmt: skip
+                recall = self.memory.recall(line, profile, vector, history_query, now)
+                history = self._history_hints(
+                    recall.blocks, feed, history_query, line, vector, profile
+                )
+                expertise_query = match_string(
+                    profile.expertise_match_fmt, profile, text, feed, story=True, now=now
+                )
+                expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
+            with clock.step("assemble"):
+                state = self.memory.thread_state(bot=self.name, user=user, thread=thread)
+                summary = state.summary if state and feed and feed[0].seq > 1 else ""
+
+                def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
+                    return assemble(profile, text, feed, history, expertise, self.memory.tokens,
+                                    summary=summary, now=now,
+                                    match_strings=(history_query, expertise_query))  # fmt: skip
+
+                prompt = packed(history, expertise)
+            if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
+                # Only the hints that fit the budget are put to the model; the prompt is then
+                # packed again from those it judged relevant.
+                with clock.step("relevance_check"):
+                    kept_history, dropped = check_hints(llm, text, list(prompt.history))
+                    kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
+                    notes += dropped + more
+                checked = len(prompt.history) + len(prompt.expertise)
+                if len(kept_history) + len(kept_expertise) < checked:
+                    with clock.step("assemble"):
+                        repacked = packed(kept_history, kept_expertise)
+                    # The hints the budget cut from the first packing stay counted.
+                    over_budget = Counter(
+                        history_hints=len(history) - len(prompt.history),
+                        expertise_hints=len(expertise) - len(prompt.expertise),
+                    )
+                    prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
+            reply, error, reply_line = Reply("", ()), None, None
+            if not dry_run:
+                with clock.step("llm"):
                     try:
-                        reply_line, _ = self.memory.add_with_vector(answer)
-                    except NotFoundError as gone:  # the person was forgotten meanwhile
-                        self.memory.discard_embedding(answer)
-                        notes.append(str(gone))
-                if profile.thread_summary and reply_line is not None:
-                    with clock.step("summarize"):
-                        notes += self._fold_scrolled_lines(reply_line, profile, llm)
-        return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
-                          started, notes)  # fmt: skip
+                        reply = self._reply(prompt, profile, on_text, llm)
+                    except MembotError as failure:  # down, timeout, bad or missing key
+                        error = str(failure)
+                if reply.note:
+                    notes.append(reply.note)
+                if error is None:
+                    with clock.step("store"):
+                        answer = LineInput(
+                            storable(reply.response), user, thread, Role.BOT, self.name,
+                            created_at=now if given else None, answers=line.id,
+                        )  # fmt: skip
+                        try:
+                            reply_line, _ = self.memory.add_with_vector(answer)
+                        except NotFoundError as gone:  # the person was forgotten meanwhile
+                            self.memory.discard_embedding(answer)
+                            notes.append(str(gone))
+                    if profile.thread_summary and reply_line is not None:
+                        with clock.step("summarize"):
+                            notes += self._fold_scrolled_lines(reply_line, profile, llm)
+            return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
+                              started, notes)  # fmt: skip
 
     # -- ending threads -------------------------------------------------------------------
 

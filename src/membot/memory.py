@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -202,6 +203,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
                 f"thread {new.thread!r} holds a line from {new.source_key!r} already"
             )
         return stored[0], vector
+
+    def turn_lock(self, *, bot: str, user: str, thread: str) -> AbstractContextManager[None]:
+        """Held for a whole turn of the thread: two turns of one thread, in any processes,
+        follow each other (on SQLite; see docs/reliability.md)."""
+        return self.store.turn_lock(ThreadKey(bot, user, thread))
 
     def discard_embedding(self, item: LineInput) -> None:
         """Forget the cached vector of a line that was embedded but not stored (a reply whose

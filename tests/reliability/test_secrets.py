@@ -38,7 +38,10 @@ def text_message(body: str, number: int) -> tuple[dict[str, str], dict[str, str]
 
 
 def store_bytes(folder: Path) -> bytes:
-    return b"".join(path.read_bytes() for path in sorted(folder.glob("memory.db*")))
+    # Every file of the store, those in folders beside it too (the turns' lock files).
+    files = [path for path in sorted(folder.glob("memory.db*")) if path.is_file()]
+    files += sorted(path for path in folder.glob("memory.db*/**/*") if path.is_file())
+    return b"".join(path.read_bytes() for path in files)
 
 
 def test_keys_and_numbers_are_in_no_log_and_stored_only_hashed(

@@ -16,11 +16,21 @@ from membot.store.base import (
     LineStore,
     Store,
     SummaryStore,
+    TurnStore,
     VectorSearch,
 )
 from membot.store.postgres import PostgresStore
 
-CONCERNS = (LineStore, VectorSearch, LexicalSearch, BotStore, SummaryStore, DocumentStore, KeyStore)
+CONCERNS = (
+    LineStore,
+    TurnStore,
+    VectorSearch,
+    LexicalSearch,
+    BotStore,
+    SummaryStore,
+    DocumentStore,
+    KeyStore,
+)
 
 
 def _methods(protocol: type) -> dict[str, inspect.Signature]:

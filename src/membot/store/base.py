@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
@@ -389,8 +390,16 @@ class SmsStore(Protocol):
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None: ...
 
 
+class TurnStore(Protocol):
+    """Turns of one thread one after another, in any process."""
+
+    # Held for a whole turn (its line, the model's reply, the reply stored).
+    def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]: ...
+
+
 class Store(
     LineStore,
+    TurnStore,
     VectorSearch,
     LexicalSearch,
     BotStore,

@@ -20,7 +20,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -174,6 +174,11 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
 
     def close(self) -> None:
         self._pool.close()
+
+    def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]:
+        """Not yet on PostgreSQL: two turns of one thread in two processes at once may
+        interleave their lines (docs/reliability.md, "Turns at the same moment")."""
+        return nullcontext()
 
     def drop(self) -> None:
         """Close, and remove this store's schema with everything in it (a scratch store's)."""

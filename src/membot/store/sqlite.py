@@ -11,7 +11,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +35,7 @@ from membot.store.keys import StoreKeys
 from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, bot_moved, migrate
 from membot.store.sms import StoreSms
 from membot.store.sqlite_driver import sqlite3
-from membot.store.sqlite_lock import ProcessWriteLock
+from membot.store.sqlite_lock import ProcessWriteLock, TurnLocks
 from membot.store.sqlite_near import SqliteNearLines
 from membot.store.sqlite_vectors import SqliteVectors
 
@@ -145,6 +145,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             raise StoreError(f"cannot open the store at {self.path}: {error}") from error
         self._lock = threading.RLock()
         self._writers = ProcessWriteLock(self.path)
+        self._turns = TurnLocks(self.path)
         try:
             # busy_timeout first: another process may hold the lock while it creates the store.
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
@@ -167,6 +168,10 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
     def close(self) -> None:
         self._db.close()
         self._writers.close()
+
+    def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]:
+        """Held for a whole turn of the thread (see :class:`TurnLocks`)."""
+        return self._turns.held((key.bot, key.person, key.thread))
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -12,6 +12,7 @@ membot's own processes never race that way; other programs writing the file do n
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import threading
 import time
@@ -64,3 +65,46 @@ class ProcessWriteLock:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+# How long a turn waits for another turn of its thread (a model's reply, retries included,
+# is given 90 s): past it, a clear error rather than a turn stuck behind a stuck one.
+TURN_WAIT_SECONDS = 180.0
+
+
+class TurnLocks:
+    """One turn of a thread at a time, across threads and processes: ``membot serve
+    --workers 2``, the command line and the library on one store. Two turns of a thread at
+    once stored their lines, then their replies, so a reply could follow the other turn's
+    line. A turn holds an exclusive ``flock`` on one of ``BUCKETS`` files in
+    ``<store>-turns``, picked by a hash of the thread's key (its names are not written
+    anywhere): each hold opens the file anew, so two holders in one process exclude each
+    other as two processes do; two threads in one bucket merely take turns."""
+
+    BUCKETS = 256
+
+    def __init__(self, store_path: Path) -> None:
+        self.folder = Path(f"{store_path}-turns")
+
+    @contextmanager
+    def held(self, key: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS) -> Iterator[None]:
+        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
+        bucket = int.from_bytes(digest[:4], "big") % self.BUCKETS
+        self.folder.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise StoreError(
+                            f"another turn of this thread is still being answered after "
+                            f"{timeout:g} s; try again"
+                        ) from None
+                    time.sleep(0.01)
+            yield
+        finally:
+            os.close(fd)  # the lock goes with the descriptor
