@@ -21,16 +21,11 @@ from membot.store.base import (
 )
 from membot.store.postgres import PostgresStore
 
-CONCERNS = (
-    LineStore,
-    TurnStore,
-    VectorSearch,
-    LexicalSearch,
-    BotStore,
-    SummaryStore,
-    DocumentStore,
-    KeyStore,
-)
+# Every concern Store is made of (SmsStore and Protocol aside: SMS state is its own module).
+CONCERNS = tuple(base for base in Store.__bases__ if base.__name__.endswith(("Store", "Search")))
+CONCERNS = tuple(base for base in CONCERNS if base.__name__ != "SmsStore")
+assert {LineStore, TurnStore, VectorSearch, LexicalSearch, BotStore, SummaryStore} <= set(CONCERNS)
+assert {DocumentStore, KeyStore} <= set(CONCERNS)
 
 
 def _methods(protocol: type) -> dict[str, inspect.Signature]:

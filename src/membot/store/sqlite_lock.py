@@ -48,18 +48,11 @@ class ProcessWriteLock:
     def _acquire(self, timeout: float) -> None:
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise StoreError(
-                        f"the store at {str(self.path)[:-5]} is busy: another process held "
-                        f"it for over {timeout:g} s; try again"
-                    ) from None
-                time.sleep(0.002)
+        busy = (
+            f"the store at {str(self.path)[:-5]} is busy: another process held it for over "
+            f"{timeout:g} s; try again"
+        )
+        _flock(self._fd, timeout, 0.002, busy)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -93,18 +86,22 @@ class TurnLocks:
         self.folder.mkdir(mode=0o700, exist_ok=True)
         fd = os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise StoreError(
-                            f"another turn of this thread is still being answered after "
-                            f"{timeout:g} s; try again"
-                        ) from None
-                    time.sleep(0.01)
+            busy = f"another turn of this thread is still being answered after {timeout:g} s"
+            _flock(fd, timeout, 0.01, f"{busy}; try again")
             yield
         finally:
             os.close(fd)  # the lock goes with the descriptor
+
+
+def _flock(fd: int, timeout: float, pause: float, busy: str) -> None:
+    """An exclusive ``flock`` on ``fd``, tried every ``pause`` seconds; ``StoreError`` saying
+    ``busy`` past ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreError(busy) from None
+            time.sleep(pause)
