@@ -233,10 +233,8 @@ def end_conversation(
     if outcome.text and _already_remembered(memory, state):
         # Another ending of this thread (the person's /end and end-idle, say) kept its points
         # while this one's were written: one summary is enough.
-        outcome.decision, outcome.reason = (
-            ALREADY_REMEMBERED,
-            ("another ending of this thread kept its key points meanwhile"),
-        )
+        outcome.decision = ALREADY_REMEMBERED
+        outcome.reason = "another ending of this thread kept its key points meanwhile"
         outcome.text = ""
     if outcome.text:
         stored, outcome = _store(memory, state, outcome)
@@ -262,22 +260,19 @@ def end_idle_threads(
         return []
     now = now or utc_now()
     cutoff = now - timedelta(minutes=minutes)
-    idle = [
-        state
-        for state in memory.open_threads(bot, user)
-        if state.last_line_at is not None and state.last_line_at < cutoff
-    ]
+
+    def idle(state: ThreadState | None) -> bool:
+        return bool(state and state.ended_at is None and state.last_line_at
+                    and state.last_line_at < cutoff)  # fmt: skip
+
     endings = []
-    for state in idle:
+    for state in [state for state in memory.open_threads(bot, user) if idle(state)]:
         # Asked again just before: while an earlier thread's key points were written, the
         # person may have come back to this one, which is then not idle any more.
-        fresh = memory.thread_state(bot=bot, user=state.person, thread=state.name)
-        if fresh is None or fresh.ended_at is not None or fresh.last_line_at is None:
-            continue
-        if fresh.last_line_at >= cutoff:
-            continue
-        endings.append(end_conversation(memory, llm, bot=bot, user=state.person,
-                                        thread=state.name, remember=remember, now=now))  # fmt: skip
+        person, thread = state.person, state.name
+        if idle(memory.thread_state(bot=bot, user=person, thread=thread)):
+            endings.append(end_conversation(memory, llm, bot=bot, user=person, thread=thread,
+                                            remember=remember, now=now))  # fmt: skip
     return endings
 
 

@@ -400,9 +400,7 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         self._check_and_record_embedder(db, vectors_by)
         # A reply is stored only while the line it answers is (held until commit: a forget
         # deleting that line waits, then takes the reply with its thread).
-        batch = [new for new in batch if new.answers is None or db.execute(
-            "SELECT 1 FROM lines WHERE id = %s FOR KEY SHARE", (new.answers,)
-        ).fetchone()]  # fmt: skip
+        batch = [new for new in batch if new.answers is None or _holds_line(db, new.answers)]
         # Every thread of the batch locked first, in one order: two batches over the same
         # threads wait for each other instead of deadlocking.
         keys = sorted({new.key for new in batch}, key=lambda k: (k.bot, k.person, k.thread))
@@ -634,3 +632,9 @@ def _configure(connection: Connection) -> None:
     from pgvector.psycopg import register_vector
 
     register_vector(connection)
+
+
+def _holds_line(db: Connection, line_id: int) -> bool:
+    """Whether the line is there, held until commit against a delete (``FOR KEY SHARE``)."""
+    row = db.execute("SELECT 1 FROM lines WHERE id = %s FOR KEY SHARE", (line_id,)).fetchone()
+    return row is not None

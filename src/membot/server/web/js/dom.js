@@ -65,14 +65,15 @@ export function field(labelText, control, { help, wide } = {}) {
   return box;
 }
 
-/** Say something in the status line (read out by screen readers). */
-// A message goes when clicked (module scripts run once the page is parsed: #status is there).
-document.getElementById("status")?.addEventListener("click", (event) => { event.currentTarget.textContent = ""; });
-
 /** "1 passage", "3 passages": a count with its noun. */
 export function counted(count, one, many = `${one}s`) {
   return `${count} ${count === 1 ? one : many}`;
 }
+
+// A message goes when clicked (module scripts run once the page is parsed: #status is there).
+document.getElementById("status")?.addEventListener("click", (event) => { event.currentTarget.textContent = ""; });
+
+/** Say something in the status line (read out by screen readers). */
 
 export function say(message, kind = "info") {
   const status = document.getElementById("status");
