@@ -215,7 +215,17 @@ def test_a_trim_that_leaves_nothing_is_a_drop(memory: Memory) -> None:
 
 
 @pytest.mark.parametrize(
-    "verdict", ["I think it is fine.", '{"decision": "maybe", "summary": "x"}', "{}"]
+    "verdict",
+    [
+        "I think it is fine.",
+        '{"decision": "maybe", "summary": "x"}',
+        "{}",
+        # the bundled SmolLM2's answer: the instruction's own wording, judging nothing
+        '{"decision": "keep", "summary": "the notes, one point a line starting with - ", '
+        '"categories": ["..."], "reason": "which part of the policy applied"}',
+        '{"decision": "keep", "summary": "", "categories": [], '
+        '"reason": "which part of the policy applied, in one sentence"}',
+    ],
 )
 def test_an_unreadable_policy_check_fails_closed(memory: Memory, verdict: str) -> None:
     memory.configure_bot(BOT, remember_policy="never keep health details")
@@ -438,3 +448,42 @@ def test_points_are_checked_by_words_alone_when_the_embedder_fails(memory: Memor
     assert ending.draft == "- 2024-05-01: Alice is allergic to peanuts"
     assert ending.remembered is None  # the summary itself could not be embedded either
     assert ending.decision == "dropped" and "could not be embedded" in ending.reason
+
+
+def test_a_model_that_cannot_write_key_points_keeps_the_persons_own_statements(
+    memory: Memory,
+) -> None:
+    llm = ScriptedLLM([])  # any call would fail: none is made
+    llm.writes_key_points = False  # as the bundled SmolLM2 declares
+    talk(memory)
+
+    ending = end(memory, llm)
+
+    assert ending.decision == "kept" and ending.llm_calls == ()
+    assert ending.remembered is not None
+    assert ending.remembered.text == (
+        "- 2024-05-01: HUMAN said: I'm allergic to peanuts, so no satay for me.\n"
+        "- 2024-05-01: HUMAN said: I prefer green tea to coffee. I fly to Lisbon tomorrow."
+    )
+    assert any("own statements" in note for note in ending.notes)
+
+
+def test_with_a_remember_policy_a_model_that_cannot_check_it_keeps_nothing(
+    memory: Memory,
+) -> None:
+    memory.configure_bot(BOT, remember_policy="never keep health details")
+    llm = ScriptedLLM([])
+    llm.writes_key_points = llm.checks_remember_policy = False
+    talk(memory)
+
+    ending = end(memory, llm)
+
+    assert ending.decision == "dropped" and ending.remembered is None
+    assert "cannot check notes against it" in ending.reason
+    assert memory.summaries(user="alice") == []
+
+
+def test_the_wording_a_copied_policy_check_repeats_is_the_instructions_own() -> None:
+    from membot.conversations import _SHAPE_REASON, _SHAPE_SUMMARY, POLICY_INSTRUCTION
+
+    assert _SHAPE_SUMMARY in POLICY_INSTRUCTION and _SHAPE_REASON in POLICY_INSTRUCTION

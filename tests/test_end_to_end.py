@@ -4,6 +4,7 @@ every part of the turn, the ending and the summary's recall work with it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ def test_a_bot_with_expertise_talks_ends_a_thread_and_remembers(
     ending = end_conversation(memory, bot.llm, bot="barista", user="sam", thread="monday",
                               remember=True)  # fmt: skip
     assert memory.store.thread_state(ending_key(ending)).ended_at is not None
-    assert ending.decision in {"kept", "trimmed", "dropped"}  # the tiny model may fail JSON
+    # The tiny model cannot write key points: the person's own statement is kept instead.
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert ending.remembered.text.endswith("Sam said: Hi, I'm Sam and I love flat whites.")
 
     later = bot.turn("How fine should I grind espresso?", user="sam", thread="friday")
     assert later.error is None and later.response
@@ -43,6 +46,24 @@ def test_a_bot_with_expertise_talks_ends_a_thread_and_remembers(
                 "history_matches", "history_hints", "expertise_match_string",
                 "expertise_matches", "expertise_hints", "prompt"):  # fmt: skip
         assert key in data
+
+
+def test_the_issue_s_cat_is_remembered_as_said_with_the_bundled_model(make_memory, minilm):
+    """Issue 13's case, as a new user meets it: the bundled model remembered this thread as
+    "2026-11-30: HUMAN is allergic to peanuts" and "2026-11-23: ...", then (once those were
+    checked) as nothing at all."""
+    memory: Memory = make_memory(embedder=minilm)
+    bot = Bot(memory, BundledSmolLM2())
+    said = "I just adopted a cat named Miso; she is grey and loves tuna"
+    turn = bot.turn(said, user="sam", thread="t", now=datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+    assert turn.error is None
+
+    ending = end_conversation(memory, bot.llm, bot=bot.name, user="sam", thread="t",
+                              remember=True)  # fmt: skip
+
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert ending.remembered.text == f"- 2026-11-23: HUMAN said: {said}"
+    assert "peanuts" not in ending.remembered.text
 
 
 def ending_key(ending):

@@ -53,6 +53,7 @@ from membot.grounding import Evidence, check_points, only_removes
 from membot.llm import LLM, Message
 from membot.memory import Memory
 from membot.model import Line, Role, Summary, ThreadState, iso, utc_now
+from membot.own_words import own_statements
 from membot.quoting import quote
 from membot.replies import first_json_object
 from membot.templates import put
@@ -104,6 +105,11 @@ decision is "keep" when nothing in the notes goes against the policy, "trim" whe
 points or details must go (then "summary" holds the notes with them removed and \
 "categories" the labels that still apply), and "drop" when the policy forbids keeping any \
 of it."""
+
+# The policy check's shape as the instruction words its fields: an answer repeating them
+# has judged nothing (the bundled model answers "keep" with these).
+_SHAPE_SUMMARY = "the notes, one point a line"
+_SHAPE_REASON = "which part of the policy applied"
 
 # The shapes read_points and read_policy_check read, asked for by constrained decoding.
 _STRINGS = {"type": "array", "items": {"type": "string"}}
@@ -316,17 +322,19 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
     """Ask for the key points, then hold them to the policy; ``text`` is what to store."""
     outcome = _Outcome(DROPPED, "")
     lines = memory.history(user=state.person, bot=state.bot, thread=state.name)
-    messages = points_messages(memory, settings, lines, state.summary, outcome.notes)
-    reply = _call(llm, "points", messages, POINTS_TOKENS, outcome)
-    if reply is None:
-        return outcome
-    read = read_points(reply)
-    if read is None:
-        outcome.reason = "the model's output was unreadable: no JSON with key points in it"
-        return outcome
-    points, categories = read
-    fallback_date = lines[-1].created_at.date().isoformat()
-    points = [_dated(point, fallback_date) for point in points]
+    if getattr(llm, "writes_key_points", True):
+        read = _key_points(memory, llm, settings, lines, state, outcome)
+        if read is None:
+            return outcome
+        points, categories = read
+    else:
+        speakers = Speakers(settings.human_name, settings.bot_name)
+        names = (settings.human_name, settings.bot_name, state.person)
+        points, categories = own_statements(lines, speakers, names, MAX_POINTS), ()
+        outcome.notes.append(f"the key points are the person's own statements: {llm.name} "
+                             "cannot write key points")  # fmt: skip
+        if not points:
+            outcome.reason = "the person said nothing about themselves: only questions and small talk"
     points = _grounded(memory, settings, lines, points, outcome)
     if not points:
         outcome.reason = outcome.reason or "the model found nothing about the person worth keeping"
@@ -336,6 +344,10 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
     policy = settings.remember_policy.strip()
     if not policy:
         outcome.decision, outcome.reason, outcome.text = KEPT, "no remember policy", outcome.draft
+        return outcome
+    if not getattr(llm, "checks_remember_policy", True):  # fails closed, as an unread check
+        outcome.reason = (f"the bot has a remember policy and {llm.name} cannot check notes "
+                          "against it, so nothing was kept")  # fmt: skip
         return outcome
     outcome = _apply_policy(llm, policy, outcome)
     if outcome.decision == TRIMMED:  # the check rewrote the points: it may only take away
@@ -347,6 +359,29 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
         if not kept:
             outcome.decision = DROPPED
     return outcome
+
+
+def _key_points(
+    memory: Memory,
+    llm: LLM,
+    settings: BotSettings,
+    lines: Sequence[Line],
+    state: ThreadState,
+    outcome: _Outcome,
+) -> tuple[list[str], tuple[str, ...]] | None:
+    """The model's key points, each dated, and its categories; None (outcome says why)
+    when it failed or wrote nothing readable."""
+    messages = points_messages(memory, settings, lines, state.summary, outcome.notes)
+    reply = _call(llm, "points", messages, POINTS_TOKENS, outcome)
+    if reply is None:
+        return None
+    read = read_points(reply)
+    if read is None:
+        outcome.reason = "the model's output was unreadable: no JSON with key points in it"
+        return None
+    points, categories = read
+    fallback_date = lines[-1].created_at.date().isoformat()
+    return [_dated(point, fallback_date) for point in points], categories
 
 
 def _grounded(
@@ -500,7 +535,19 @@ def read_policy_check(reply: str) -> tuple[str, str, tuple[str, ...] | None, str
     raw_categories = data.get("categories")
     categories = normalise_categories(raw_categories) if isinstance(raw_categories, list) else None
     reason = data.get("reason")
-    return decision, trimmed, categories, reason.strip() if isinstance(reason, str) else ""
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if _copies_the_shape(data.get("summary"), reason):
+        return None
+    return decision, trimmed, categories, reason
+
+
+def _copies_the_shape(summary: Any, reason: str) -> bool:
+    """Whether a policy check's answer copies the instruction's own wording of its fields
+    ("which part of the policy applied"): a small model fills the shape without judging."""
+    copied = (
+        isinstance(summary, str) and summary.strip().lower().startswith(_SHAPE_SUMMARY)
+    ) or reason.lower().startswith(_SHAPE_REASON)
+    return copied
 
 
 def normalise_categories(raw: Any) -> tuple[str, ...]:

@@ -61,6 +61,13 @@ class BundledSmolLM2:
     # text all 50 are. Bots using it reply in text, without citations; set this True on an
     # instance to have it cite anyway.
     writes_json = False
+    # Held to the key points' JSON shape it copies the instruction's example and a
+    # placeholder, whatever the thread said (membot.own_words): remembering a thread keeps
+    # the person's own statements instead of points it wrote.
+    writes_key_points = False
+    # Asked to check notes against a remember policy it answers "keep" in the instruction's
+    # own words: a bot with a policy keeps nothing with it (the check fails closed).
+    checks_remember_policy = False
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
