@@ -334,7 +334,9 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
         outcome.notes.append(f"the key points are the person's own statements: {llm.name} "
                              "cannot write key points")  # fmt: skip
         if not points:
-            outcome.reason = "the person said nothing about themselves: only questions and small talk"
+            outcome.reason = (
+                "the person said nothing about themselves, only questions and small talk"
+            )
     points = _grounded(memory, settings, lines, points, outcome)
     if not points:
         outcome.reason = outcome.reason or "the model found nothing about the person worth keeping"

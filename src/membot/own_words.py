@@ -26,10 +26,11 @@ MIN_CONTENT_WORDS = 2  # fewer, and a sentence is small talk ("ok thanks", "soun
 MAX_POINT_CHARS = 300  # a long line keeps its first sentences up to this length
 _TRAILING_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)+$")
 # Words of greeting and acknowledgement: not content ("ok thanks bye", "good morning").
-SMALL_TALK = frozenset(
-    "hi hello hey thanks thank bye goodbye okay ok yes yeah yep sure cool great nice good fine "
-    "lol haha please sorry welcome morning evening night later cheers awesome".split()
-)
+SMALL_TALK = frozenset({
+    "hi", "hello", "hey", "thanks", "thank", "bye", "goodbye", "okay", "ok", "yes", "yeah",
+    "yep", "sure", "cool", "great", "nice", "good", "fine", "lol", "haha", "please", "sorry",
+    "welcome", "morning", "evening", "night", "later", "cheers", "awesome",
+})  # fmt: skip
 
 
 def own_statements(

@@ -11,6 +11,8 @@ import pytest
 from conftest import HashingEmbedder
 
 from membot import Memory
+from membot.store import ThreadKey
+from membot.store.postgres_turns import TURN_LOCK_CLASS
 
 TESTS = str(Path(__file__).resolve().parents[1])
 pytestmark = pytest.mark.slow
@@ -39,15 +41,18 @@ for n in range(3):
 """
 
 
-def test_two_processes_turns_of_one_thread_keep_each_reply_after_its_line(tmp_path: Path):
+def test_two_processes_turns_of_one_thread_keep_each_reply_after_its_line(
+    store_url: str, tmp_path: Path
+):
     """Before the store's turn lock, the lines of both came first and the replies after
-    them (HHBB), each reply after the other process's line."""
-    db = tmp_path / "m.db"
+    them (HHBB), each reply after the other process's line. Once per store kind: a SQLite
+    file (flock) and a PostgreSQL database (a transaction's advisory lock)."""
+    db = store_url
     go = tmp_path / "go"
     talkers = []
     for name in ("a", "b"):
         ready = tmp_path / f"{name}.ready"
-        command = [sys.executable, "-c", TALKER, str(db), name, str(ready), str(go), TESTS]
+        command = [sys.executable, "-c", TALKER, db, name, str(ready), str(go), TESTS]
         talkers.append((subprocess.Popen(command, stderr=subprocess.PIPE, text=True), ready))
     for _, ready in talkers:
         while not ready.exists():
@@ -55,8 +60,61 @@ def test_two_processes_turns_of_one_thread_keep_each_reply_after_its_line(tmp_pa
     go.touch()
     for process, _ in talkers:
         assert process.wait(timeout=120) == 0, process.stderr.read()
-    lines = Memory(db, embedder=HashingEmbedder()).history(user="sam", thread="t")
+    memory = Memory(db, embedder=HashingEmbedder())
+    lines = memory.history(user="sam", thread="t")
+    memory.close()
     assert len(lines) == 12
     for said, reply in zip(lines[::2], lines[1::2], strict=True):
         assert (said.role, reply.role) == ("human", "bot")
         assert reply.text == f"reply to {said.text}", [line.text for line in lines]
+
+
+def test_a_postgres_turn_waits_for_its_thread_only_and_then_says_why(postgres_url: str):
+    """A second turn of a thread waits for the first; past its wait, a clear error. Another
+    thread is not held up. A holder whose connection PostgreSQL ended (a process that died,
+    an operator's idle timeout) lets the thread go, and its own turn still ends cleanly."""
+    from membot.errors import StoreError
+    from membot.store.postgres import PostgresStore
+
+    first, second = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        with (
+            first.turn_lock(ThreadKey("b", "sam", "t")),
+            second._turns.held(("b", "sam", "t"), timeout=0.3),
+        ):
+            pytest.fail("a second turn of the thread went ahead")
+    except StoreError as error:
+        assert "another turn of this thread is still being answered after 0.3 s" in str(error)
+    else:
+        pytest.fail("no error")
+    try:
+        with first.turn_lock(ThreadKey("b", "sam", "t")):
+            with second._turns.held(("b", "sam", "other"), timeout=0.3):
+                pass  # another thread: not held up
+            # The holder has no transaction id, so it holds back no other process's look
+            # for new lines (pg_snapshot_xmin counts running transaction ids only).
+            with second._pool.connection() as db:
+                holders = db.execute(
+                    "SELECT a.backend_xid, a.state FROM pg_stat_activity a "
+                    "JOIN pg_locks l ON l.pid = a.pid WHERE l.locktype = 'advisory' "
+                    "AND l.classid = %s AND l.granted",
+                    (TURN_LOCK_CLASS,),
+                ).fetchall()
+            assert holders == [(None, "idle in transaction")]
+            with second._pool.connection() as db:
+                done = db.execute("SELECT pg_current_xact_id()::text").fetchone()[0]
+                horizon = db.execute(
+                    "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
+                ).fetchone()[0]
+            assert int(horizon) > int(done)  # a transaction that ended is not waited for
+            with second._pool.connection() as db:
+                db.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks "
+                    "WHERE locktype = 'advisory' AND classid = %s AND granted",
+                    (TURN_LOCK_CLASS,),
+                )
+            with second._turns.held(("b", "sam", "t"), timeout=5):
+                pass  # the thread is free again
+    finally:
+        first.close()
+        second.close()

@@ -20,7 +20,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -43,6 +43,7 @@ from membot.store.postgres_extras import PostgresExtras
 from membot.store.postgres_lexical import bm25_query, word_count
 from membot.store.postgres_schema import migrate
 from membot.store.postgres_sms import PostgresSms
+from membot.store.postgres_turns import PostgresTurnLocks
 from membot.store.postgres_vectors import PostgresVectors, hnsw_index_sql
 
 log = logging.getLogger(__name__)
@@ -171,14 +172,16 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         self._pool = ConnectionPool(
             url, min_size=1, max_size=size, kwargs=kwargs, configure=_configure, open=True
         )
+        self._turns = PostgresTurnLocks(url, kwargs, schema)
 
     def close(self) -> None:
+        self._turns.close()
         self._pool.close()
 
     def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]:
-        """Not yet on PostgreSQL: two turns of one thread in two processes at once may
-        interleave their lines (docs/reliability.md, "Turns at the same moment")."""
-        return nullcontext()
+        """Held while a turn of the thread is answered: one at a time in any process on any
+        machine (:mod:`membot.store.postgres_turns`)."""
+        return self._turns.held((key.bot, key.person, key.thread))
 
     def drop(self) -> None:
         """Close, and remove this store's schema with everything in it (a scratch store's)."""

@@ -1,0 +1,109 @@
+"""One turn of a thread at a time on PostgreSQL, across processes and machines.
+
+Two turns of one thread at once (two ``membot serve`` processes behind one database, or the
+command line beside a server) stored their lines in the order they came and their replies in
+the order the model finished, so a reply could follow the other turn's line. A turn now
+holds a transaction-level advisory lock (``pg_advisory_xact_lock``), keyed by a hash of the
+store's schema and the thread's key, from storing its line to storing its reply, in a
+transaction left open on a connection of a small pool of its own.
+
+A transaction-level lock is the kind that survives PgBouncer's transaction pooling
+(docs/deploy.md): the server session belongs to the client while its transaction is open,
+and the lock ends with the transaction, so no unlock can reach another client's session (a
+session lock's did). A process that dies mid-turn loses its connection, and PostgreSQL ends
+the transaction and the lock with it.
+
+Each turn being answered holds one connection, idle in its transaction, while the model
+writes: ``MEMBOT_PG_TURN_POOL`` (default :data:`DEFAULT_TURN_POOL`) turns at once per
+process; more wait for a connection. A turn that waits past ``TURN_WAIT_SECONDS``, for a
+connection or for the other turn, gets a clear error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from membot.errors import StoreError
+from membot.store.sqlite_lock import TURN_WAIT_SECONDS
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TURN_POOL = 8
+# The first of the two keys of every turn lock: membot's turns, apart from other programs'
+# advisory locks on the database (the migrations' one-key lock is another space already).
+TURN_LOCK_CLASS = 0x6D62
+
+
+class PostgresTurnLocks:
+    """Turn locks for the store at ``url`` (in ``schema``), on a pool opened at first use."""
+
+    def __init__(self, url: str, kwargs: dict, schema: str | None, size: int | None = None):
+        self.url, self.kwargs, self.schema = url, kwargs, schema
+        self.size = size or int(os.environ.get("MEMBOT_PG_TURN_POOL", DEFAULT_TURN_POOL))
+        self._pool: ConnectionPool | None = None
+        self._opening = threading.Lock()
+
+    def key(self, thread_key: tuple[str, ...]) -> int:
+        """The lock's second key: 32 bits of a hash of the schema and the thread's names."""
+        parts = (self.schema or "", *thread_key)
+        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).digest()
+        return int.from_bytes(digest[:4], "big", signed=True)
+
+    @contextmanager
+    def held(
+        self, thread_key: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS
+    ) -> Iterator[None]:
+        busy = f"another turn of this thread is still being answered after {timeout:g} s; try again"
+        pool = self._open_pool()
+        try:
+            connection = pool.getconn(timeout=timeout)
+        except PoolTimeout as error:
+            raise StoreError(f"{busy} (every turn-lock connection was in use)") from error
+        try:
+            try:
+                connection.execute("BEGIN")
+                connection.execute(
+                    "SELECT set_config('lock_timeout', %s, true)", (f"{timeout * 1000:.0f}",)
+                )
+                connection.execute(
+                    "SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, self.key(thread_key))
+                )
+            except psycopg.errors.LockNotAvailable as error:
+                raise StoreError(busy) from error
+            except psycopg.Error as error:
+                raise StoreError(f"the store could not hold this thread's turn: {error}") from error
+            yield
+        finally:
+            _end(connection)
+            pool.putconn(connection)
+
+    def _open_pool(self) -> ConnectionPool:
+        with self._opening:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.url, min_size=0, max_size=self.size, kwargs=self.kwargs, open=True
+                )
+            return self._pool
+
+    def close(self) -> None:
+        with self._opening:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+
+def _end(connection: psycopg.Connection) -> None:
+    """End the turn's transaction, and its lock; a connection that broke meanwhile (an
+    operator's ``idle_in_transaction_session_timeout``) lost the lock already."""
+    try:
+        connection.execute("ROLLBACK")
+    except psycopg.Error as error:
+        log.warning("a turn lock's connection broke before the turn ended: %s", error)
