@@ -342,7 +342,7 @@ def test_ending_an_unknown_or_empty_thread_says_so(memory: Memory) -> None:
 
 def test_remembering_twice_keeps_one_summary_until_more_is_said(memory: Memory) -> None:
     talk(memory)
-    llm = ScriptedLLM([json.dumps(POINTS), json.dumps(POINTS)])
+    llm = ScriptedLLM([json.dumps(POINTS)])
     first = end(memory, llm)
 
     again = end(memory, llm)
@@ -353,7 +353,17 @@ def test_remembering_twice_keeps_one_summary_until_more_is_said(memory: Memory) 
     memory.add("And I moved to Porto.", user="alice", thread="t1", bot=BOT,
                created_at=MAY_1 + timedelta(hours=5))  # fmt: skip
     assert ended_at(memory) is None  # a new line takes the conversation up again
-    assert end(memory, llm).decision == "kept"
+    llm.enqueue(json.dumps({"points": ["2024-05-01: Alice moved to Porto", *POINTS["points"]]}))
+
+    later = end(memory, llm)
+
+    # Only what was said since is read, and what was kept the first time is not kept twice.
+    assert later.decision == "kept" and later.remembered is not None
+    assert later.remembered.text == "- 2024-05-01: Alice moved to Porto"
+    assert later.remembered.covers_from == later.remembered.covers_to == MAY_1 + timedelta(hours=5)
+    transcript = llm.history[-1][0]["content"].split("<transcript>")[1]
+    assert "Porto" in transcript and "peanuts" not in transcript
+    assert any("remembered through 2024-05-01T10:03" in note for note in later.notes)
     assert len(memory.summaries(user="alice")) == 2
 
 

@@ -28,7 +28,8 @@ and then held to the person's lines again, so a line that talks the model into "
 most keep what the person said and the draft already held.
 
 What passes is stored and embedded by :meth:`Memory.add_summary` as a ``summary`` memory
-that later turns recall like lines.
+that later turns recall like lines. A thread remembered, taken up again and ended again is
+remembered from the lines said since the last summary's last line only.
 
 Nothing here crashes on a model: a reply without readable JSON, or a provider error, stores
 nothing and says why in :attr:`Ending.reason`. The policy check fails *closed*: if its answer
@@ -199,6 +200,7 @@ class _Outcome:
     categories: tuple[str, ...] = ()
     calls: list[LLMCall] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    covers: tuple[datetime, datetime] | None = None  # the first and last line read
 
 
 # -- ending -------------------------------------------------------------------------------
@@ -296,11 +298,15 @@ def _thread_with_lines(memory: Memory, bot: str, user: str, thread: str) -> Thre
 
 def _already_remembered(memory: Memory, state: ThreadState) -> bool:
     """A summary of the thread covers its last line (asked twice, or nothing said since)."""
-    return any(
-        summary.thread == state.name and state.last_line_at is not None
-        and summary.covers_to >= state.last_line_at
-        for summary in memory.summaries(user=state.person, bot=state.bot)
-    )  # fmt: skip
+    through = _remembered_through(memory, state)
+    return through is not None and state.last_line_at is not None and through >= state.last_line_at
+
+
+def _remembered_through(memory: Memory, state: ThreadState) -> datetime | None:
+    """The time of the last line a summary of the thread covers; None when none was kept."""
+    covered = [summary.covers_to for summary in memory.summaries(user=state.person, bot=state.bot)
+               if summary.thread == state.name]  # fmt: skip
+    return max(covered, default=None)
 
 
 def _store(
@@ -308,7 +314,8 @@ def _store(
 ) -> tuple[Summary | None, _Outcome]:
     try:
         summary = memory.add_summary(bot=state.bot, user=state.person, thread=state.name,
-                                     text=outcome.text, categories=outcome.categories)  # fmt: skip
+                                     text=outcome.text, categories=outcome.categories,
+                                     covers=outcome.covers)  # fmt: skip
     except ProviderError as error:  # the embedder, not the LLM: same promise, nothing kept
         outcome.decision, outcome.reason = DROPPED, f"the summary could not be embedded: {error}"
         return None, outcome
@@ -322,6 +329,12 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
     """Ask for the key points, then hold them to the policy; ``text`` is what to store."""
     outcome = _Outcome(DROPPED, "")
     lines = memory.history(user=state.person, bot=state.bot, thread=state.name)
+    if (through := _remembered_through(memory, state)) is not None:
+        # Taken up again after it was remembered: what was kept then is not kept twice.
+        lines = [line for line in lines if line.created_at > through]
+        outcome.notes.append(f"this thread was remembered through {iso(through)}: only the "
+                             f"{len(lines)} lines said since were read")  # fmt: skip
+    outcome.covers = (lines[0].created_at, lines[-1].created_at)
     if getattr(llm, "writes_key_points", True):
         read = _key_points(memory, llm, settings, lines, state, outcome)
         if read is None:
