@@ -155,17 +155,34 @@ def create_signin_key(memory: Memory) -> NewKey:
     return create_key(memory, admin=True, label=SIGNIN_LABEL, expires_days=1)
 
 
+# Why an old sign-in link no longer works, and what to do: the browser shows this.
+_AGAIN = "restart `membot serve` for a new link, or sign in with an admin key"
+_SPENT_LINK = {
+    "revoked": f"that sign-in link was used already, or a newer one replaced it (each works "
+    f"once): {_AGAIN}",
+    "expired": f"that sign-in link expired (a link lasts a day): {_AGAIN}",
+}
+
+
 def redeem_signin_key(memory: Memory, token: str | None) -> NewKey:
     """Trade a sign-in link's key for a new admin key of a browser session (valid a day);
     the link's key is revoked, so a link copied from a terminal or a history works once."""
-    key = authenticate(memory, token)
+    try:
+        key = authenticate(memory, token)
+    except AuthError as error:
+        stored = _key_store(memory).key_by_hash(_digest(token.strip())) if token else None
+        if error.reason not in ("revoked", "expired") or stored is None:
+            raise
+        if stored.label != SIGNIN_LABEL:
+            raise
+        raise AuthError(error.reason, _SPENT_LINK[error.reason]) from None
     if key.label != SIGNIN_LABEL or not key.can_admin:
         raise AuthError("not_signin", "that key is not a sign-in link's; sign in with it instead")
     when = utc_now()
     # A second revoke keeps the first time: of two tabs opening one link at once, one wins.
     stored = _key_store(memory).revoke_key(key.id, when)
     if stored is None or stored.revoked_at != when:
-        raise AuthError("revoked", "that sign-in link was already used; restart membot serve")
+        raise AuthError("revoked", _SPENT_LINK["revoked"])
     return create_key(memory, admin=True, label=SESSION_LABEL, expires_days=1)
 
 

@@ -81,7 +81,10 @@ class BotProfiles:
             raise ConfigError("a bot needs a name")
         _check_bot_name(bot)  # before the store is asked: it cannot take every string
         if self.has_bot(bot):
-            raise ConflictError(f"a bot named {bot!r} exists: change it with `membot bot set`")
+            raise ConflictError(
+                f"a bot named {bot!r} exists already: choose another name, or change that "
+                "bot's profile"
+            )
         return self.replace_profile(bot, dict(values))
 
     def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:

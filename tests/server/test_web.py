@@ -166,7 +166,8 @@ def test_the_signin_link_key_is_traded_once_for_a_session_key(server: Server, ad
     session = server.as_key(made.json()["key"])
     assert server.client.get("/v1/bots", headers=session).status_code == 200
     again = server.client.post("/v1/web/signin", headers=as_link)
-    assert again.status_code == 401  # the link works once
+    assert again.status_code == 401  # the link works once, and the browser is told so
+    assert again.json()["error"]["message"].startswith("that sign-in link was used already")
     assert server.client.get("/v1/bots", headers=as_link).status_code == 401
     other = server.client.post("/v1/web/signin", headers=admin)
     assert other.status_code == 401 and "sign-in link" in other.json()["error"]["message"]

@@ -238,6 +238,24 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     app.watch.assert_clean()
 
 
+def test_talk_with_it_opens_the_chat_as_the_person_last_talked_as(app: App):
+    """Going from the chat to a bot's page and back by "Talk with it" kept the bot but lost
+    the person, who had to be typed again."""
+    page = app.page
+    app.server.memory.create_bot("barista")
+    app.sign_in(app.server.key(admin=True))
+    app.open("#/chat/barista/sam/monday")
+    expect(page.get_by_role("heading", name="Thread monday")).to_be_visible()
+
+    app.open("#/bots/barista")
+    page.get_by_role("link", name="Talk with it").click()
+
+    expect(page.get_by_label("Talk as (the person's name)")).to_have_value("sam")
+    expect(page.get_by_role("heading", name=re.compile(r"^Thread "))).to_be_visible()
+    assert "/chat/barista/sam/" in page.url
+    app.watch.assert_clean()
+
+
 def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
     memory = app.server.memory
     memory.create_bot("coach")

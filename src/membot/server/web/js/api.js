@@ -3,14 +3,19 @@
 // act with it, and nothing for a CSRF token to guard.
 
 const STORE = "membot.key";
+const PERSON = "membot.person";
 
 export const session = {
   get key() { return sessionStorage.getItem(STORE); },
   set key(value) {
     if (value) sessionStorage.setItem(STORE, value);
     else sessionStorage.removeItem(STORE);
+    sessionStorage.removeItem(PERSON);
     this.me = null;
   },
+  // The person last talked as in this tab: the chat opens with them again ("Talk with it").
+  get person() { return sessionStorage.getItem(PERSON) ?? ""; },
+  set person(value) { sessionStorage.setItem(PERSON, value); },
   me: null, // GET /v1/me: {scope, bot, user, ...}
   get builds() { return this.me && this.me.scope !== "person"; },
 };

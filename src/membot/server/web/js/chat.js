@@ -25,7 +25,7 @@ export async function renderChat(section, args) {
   }
   const state = {
     bot: bots.includes(args[0]) ? args[0] : bots[0],
-    user: me.user ?? args[1] ?? "",
+    user: me.user ?? args[1] ?? session.person,
     thread: args[2] ?? "",
   };
   const ui = layout(section, state, bots);
@@ -104,6 +104,7 @@ async function loadThreads(ui, state) {
 
 async function showThread(ui, state) {
   history.replaceState(null, "", `#/chat/${[state.bot, state.user, state.thread].map(encodeURIComponent).join("/")}`);
+  if (session.builds) session.person = state.user;
   ui.title.textContent = `Thread ${state.thread}`;
   ui.end.disabled = false;
   // Closed while the thread loads: a line sent meanwhile would be shown twice.
