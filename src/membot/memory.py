@@ -206,7 +206,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
 
     def turn_lock(self, *, bot: str, user: str, thread: str) -> AbstractContextManager[None]:
         """Held for a whole turn of the thread: two turns of one thread, in any processes,
-        follow each other (on SQLite; see docs/reliability.md)."""
+        follow each other, and an import into it waits (docs/reliability.md)."""
         return self.store.turn_lock(ThreadKey(bot, user, thread))
 
     def discard_embedding(self, item: LineInput) -> None:
@@ -224,8 +224,10 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """Bulk add in batches: one embedding call and one transaction per batch, so a run
         stopped at any point has stored whole batches and nothing of the one in flight.
         Lines whose ``source_key`` their thread holds already are skipped before embedding:
-        run again, an import adds only what is missing. Returns the number of lines added;
-        ``progress`` is told of every line read, added or skipped."""
+        run again, an import adds only what is missing. A batch waits for the turns under
+        way in its threads (the store's turn lock), so it never comes between a line and
+        its reply. Returns the number of lines added; ``progress`` is told of every line
+        read, added or skipped."""
         added = 0
         # The next batch is embedded while this one is stored (token counts, inserts,
         # commit): the cores the embedder leaves idle meanwhile get work.
@@ -267,7 +269,9 @@ class Memory(BotProfiles, SummariesAndExpertise):
         stored = []
         if embedded is not None:
             news = [self._new_line(line, v) for line, v in zip(missing, embedded, strict=True)]
-            stored = self.store.add_lines(news, self._vectors_by(embedded))
+            # A turn of one of these threads may be under way: its reply comes first.
+            with self.store.turn_lock(*dict.fromkeys(line.key for line in news)):
+                stored = self.store.add_lines(news, self._vectors_by(embedded))
         if progress:
             progress(len(batch))
         return len(stored)

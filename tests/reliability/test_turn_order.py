@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,35 @@ def test_a_postgres_turn_waits_for_its_thread_only_and_then_says_why(postgres_ur
     finally:
         first.close()
         second.close()
+
+
+def test_an_import_into_a_thread_waits_for_the_turn_under_way(store_url: str):
+    """An import batch stored while the model wrote came between the turn's line and its
+    reply; it now waits for the reply (on either store)."""
+    import threading
+
+    from membot import Bot, LineInput, ScriptedLLM
+
+    writing = threading.Event()
+
+    class Slow(ScriptedLLM):
+        def complete(self, messages, max_tokens, *, schema=None):
+            writing.set()
+            time.sleep(0.5)
+            return "the reply"
+
+    memory = Memory(store_url, embedder=HashingEmbedder())
+    try:
+        bot = Bot(memory, Slow())
+        turn = threading.Thread(
+            target=bot.turn, args=("the line",), kwargs={"user": "sam", "thread": "t"}
+        )
+        turn.start()
+        assert writing.wait(10)
+        imported = LineInput("an imported line", "sam", "t", "human", bot.name)
+        assert memory.add_many([imported]) == 1
+        turn.join(10)
+        said = [line.text for line in memory.history(user="sam", thread="t")]
+        assert said == ["the line", "the reply", "an imported line"]
+    finally:
+        memory.close()

@@ -393,8 +393,10 @@ class SmsStore(Protocol):
 class TurnStore(Protocol):
     """Turns of one thread one after another, in any process."""
 
-    # Held for a whole turn (its line, the model's reply, the reply stored).
-    def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]: ...
+    # Held for a whole turn (its line, the model's reply, the reply stored), or while an
+    # import stores a batch of lines into the threads ``keys``, so it cannot come between a
+    # line and its reply. Several are taken in one order: holders never wait in a circle.
+    def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]: ...
 
 
 class Store(

@@ -178,10 +178,10 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         self._turns.close()
         self._pool.close()
 
-    def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]:
+    def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]:
         """Held while a turn of the thread is answered: one at a time in any process on any
         machine (:mod:`membot.store.postgres_turns`)."""
-        return self._turns.held((key.bot, key.person, key.thread))
+        return self._turns.held(*((key.bot, key.person, key.thread) for key in keys))
 
     def drop(self) -> None:
         """Close, and remove this store's schema with everything in it (a scratch store's)."""

@@ -59,27 +59,21 @@ class PostgresTurnLocks:
 
     @contextmanager
     def held(
-        self, thread_key: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS
+        self, *thread_keys: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS
     ) -> Iterator[None]:
-        busy = f"another turn of this thread is still being answered after {timeout:g} s; try again"
+        """Hold the locks of ``thread_keys`` (one thread's for a turn, an import batch's
+        threads) in one transaction, taken in key order, so two holders of several never
+        wait on each other in a circle."""
+        busy = f"another turn of this thread is still being answered after {timeout:g} s"
         pool = self._open_pool()
         try:
             connection = pool.getconn(timeout=timeout)
         except PoolTimeout as error:
-            raise StoreError(f"{busy} (every turn-lock connection was in use)") from error
+            raise StoreError(
+                f"{busy}; try again (every turn-lock connection was in use)"
+            ) from error
         try:
-            try:
-                connection.execute("BEGIN")
-                connection.execute(
-                    "SELECT set_config('lock_timeout', %s, true)", (f"{timeout * 1000:.0f}",)
-                )
-                connection.execute(
-                    "SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, self.key(thread_key))
-                )
-            except psycopg.errors.LockNotAvailable as error:
-                raise StoreError(busy) from error
-            except psycopg.Error as error:
-                raise StoreError(f"the store could not hold this thread's turn: {error}") from error
+            _lock(connection, sorted({self.key(key) for key in thread_keys}), timeout, busy)
             yield
         finally:
             _end(connection)
@@ -98,6 +92,21 @@ class PostgresTurnLocks:
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
+
+
+def _lock(connection: psycopg.Connection, keys: list[int], timeout: float, busy: str) -> None:
+    """Open the transaction and take the turn locks ``keys`` in it, waiting up to
+    ``timeout`` seconds for each."""
+    try:
+        connection.execute("BEGIN")
+        wait = f"{timeout * 1000:.0f}"
+        connection.execute("SELECT set_config('lock_timeout', %s, true)", (wait,))
+        for key in keys:
+            connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, key))
+    except psycopg.errors.LockNotAvailable as error:
+        raise StoreError(f"{busy}; try again") from error
+    except psycopg.Error as error:
+        raise StoreError(f"the store could not hold this thread's turn: {error}") from error
 
 
 def _end(connection: psycopg.Connection) -> None:

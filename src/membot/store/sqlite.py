@@ -169,9 +169,9 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         self._db.close()
         self._writers.close()
 
-    def turn_lock(self, key: ThreadKey) -> AbstractContextManager[None]:
+    def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]:
         """Held for a whole turn of the thread (see :class:`TurnLocks`)."""
-        return self._turns.held((key.bot, key.person, key.thread))
+        return self._turns.held(*((key.bot, key.person, key.thread) for key in keys))
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:

@@ -80,17 +80,26 @@ class TurnLocks:
         self.folder = Path(f"{store_path}-turns")
 
     @contextmanager
-    def held(self, key: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS) -> Iterator[None]:
-        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
-        bucket = int.from_bytes(digest[:4], "big") % self.BUCKETS
+    def held(self, *keys: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS) -> Iterator[None]:
+        """Hold the buckets of ``keys`` (one thread's for a turn, an import batch's threads),
+        taken in bucket order, so two holders of several never wait on each other in a
+        circle."""
+        buckets = sorted({self.bucket(key) for key in keys})
         self.folder.mkdir(mode=0o700, exist_ok=True)
-        fd = os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600)
+        busy = f"another turn of this thread is still being answered after {timeout:g} s"
+        fds: list[int] = []
         try:
-            busy = f"another turn of this thread is still being answered after {timeout:g} s"
-            _flock(fd, timeout, 0.01, f"{busy}; try again")
+            for bucket in buckets:
+                fds.append(os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600))
+                _flock(fds[-1], timeout, 0.01, f"{busy}; try again")
             yield
         finally:
-            os.close(fd)  # the lock goes with the descriptor
+            for fd in fds:
+                os.close(fd)  # the lock goes with the descriptor
+
+    def bucket(self, key: tuple[str, ...]) -> int:
+        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
+        return int.from_bytes(digest[:4], "big") % self.BUCKETS
 
 
 def _flock(fd: int, timeout: float, pause: float, busy: str) -> None:
