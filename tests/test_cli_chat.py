@@ -85,10 +85,15 @@ def test_end_asks_and_on_yes_remembers_then_starts_a_new_thread(cli, script, min
     assert "ended thread first" in shown
     assert f"remembered [health]: - {TODAY}: alice is allergic to peanuts" in shown
     assert "new thread chat-" in shown and "ai> Hi." in shown
+    again = cli.run("chat", "-u", "alice", "-t", "later", llm=script("You are."),
+                    input="Am I allergic to peanuts?\n/recall\n/quit\n")  # fmt: skip
+    recalled = flat(again.stdout)  # the summary a reply used is shown, not only lines
+    assert "summary of first — score" in recalled and "alice is allergic to peanuts" in recalled
     (summary,) = cli.json("memories", "--user", "alice")
     assert (summary["kind"], summary["thread"]) == ("summary", "first")
     history = cli.json("history", "--user", "alice")
-    assert [line["thread"] == "first" for line in history] == [True, True, False, False]
+    assert [line["thread"] for line in history][:2] == ["first", "first"]
+    assert [line["thread"] == "first" for line in history][2:] == [False] * 4
     assert "/end     end this conversation" in HELP
 
 
@@ -100,7 +105,7 @@ def test_end_on_no_remembers_nothing(cli, script, minilm) -> None:
 
     assert result.exit_code == 0, result.output
     shown = flat(result.stdout)
-    assert "nothing remembered: not asked to remember" in shown
+    assert "not remembered: nothing was derived" in shown
     assert "nothing was said in this thread yet" in shown  # the second /end, in a new thread
     assert cli.json("memories", "--user", "alice") == []
     left = json.loads(Path(llm.removeprefix("script:")).read_text())

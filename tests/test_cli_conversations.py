@@ -69,7 +69,7 @@ def test_end_with_remember_no_derives_nothing_and_loads_no_model(cli, script, mi
     result = cli.ok("end", "--user", "alice", "--thread", "t1", "--remember", "no", llm=llm)
 
     assert "ended thread 't1' of 'alice'" in flat(result.stderr)
-    assert "nothing remembered: not asked to remember" in flat(result.stdout)
+    assert "not remembered: nothing was derived" in flat(result.stdout)
     assert json.loads(Path(llm.removeprefix("script:")).read_text()) == [json.dumps(POINTS)]
     assert ended_at(cli.db, minilm, "t1") is not None
     assert "nothing is remembered about 'alice'" in cli.ok("memories", "-u", "alice").stderr

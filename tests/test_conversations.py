@@ -464,7 +464,7 @@ def test_a_model_that_cannot_write_key_points_keeps_the_persons_own_statements(
     memory: Memory,
 ) -> None:
     llm = ScriptedLLM([])  # any call would fail: none is made
-    llm.writes_key_points = False  # as the bundled SmolLM2 declares
+    llm.writes_summaries = False  # as the bundled SmolLM2 declares
     talk(memory)
 
     ending = end(memory, llm)
@@ -483,13 +483,13 @@ def test_with_a_remember_policy_a_model_that_cannot_check_it_keeps_nothing(
 ) -> None:
     memory.configure_bot(BOT, remember_policy="never keep health details")
     llm = ScriptedLLM([])
-    llm.writes_key_points = llm.checks_remember_policy = False
+    llm.writes_summaries = llm.checks_remember_policy = False
     talk(memory)
 
     ending = end(memory, llm)
 
     assert ending.decision == "dropped" and ending.remembered is None
-    assert "cannot check notes against it" in ending.reason
+    assert "cannot check key points against it" in ending.reason
     assert memory.summaries(user="alice") == []
 
 
@@ -497,3 +497,16 @@ def test_the_wording_a_copied_policy_check_repeats_is_the_instructions_own() -> 
     from membot.conversations import _SHAPE_REASON, _SHAPE_SUMMARY, POLICY_INSTRUCTION
 
     assert _SHAPE_SUMMARY in POLICY_INSTRUCTION and _SHAPE_REASON in POLICY_INSTRUCTION
+
+
+def test_a_thread_taken_up_only_by_the_bot_calls_no_model_and_says_why(memory: Memory) -> None:
+    talk(memory)
+    llm = ScriptedLLM([json.dumps(POINTS)])
+    end(memory, llm)
+    memory.add("A reminder: your flight leaves at 9.", user="alice", thread="t1", bot=BOT,
+               role=Role.BOT, created_at=MAY_1 + timedelta(hours=5))  # fmt: skip
+
+    again = end(memory, llm)
+
+    assert again.decision == "dropped" and len(llm.history) == 1
+    assert again.reason == "the person said nothing since the thread was last remembered"

@@ -83,3 +83,40 @@ def test_a_thread_of_questions_and_small_talk_has_no_points() -> None:
     thread = lines((H, "hi"), (H, "how are you?"), (B, "Fine, thanks."), (H, "ok thanks bye"))
 
     assert own_statements(thread, SPEAKERS) == []
+
+
+def test_a_short_fact_about_themselves_counts_and_an_ellipsis_is_not_a_placeholder() -> None:
+    thread = lines(
+        (H, "I'm vegan."),
+        (H, "I'm 34."),
+        (H, "Nice one!"),
+        (H, "I moved to Berlin...for work at Siemens"),
+        (H, "Really?!"),
+    )
+
+    assert [point.split(" said: ")[1] for point in own_statements(thread, SPEAKERS)] == [
+        "I'm vegan.",
+        "I'm 34.",
+        "I moved to Berlin - for work at Siemens",
+    ]
+
+
+def test_a_running_summary_in_own_words_keeps_the_richest_statements_within_its_words() -> None:
+    from membot.own_words import running_statements
+
+    old = "2026-11-23: Sam said: I'm vegan."
+    thread = lines(
+        (H, "I moved to Lisbon in March with my partner and our two dogs."),
+        (H, "I'm vegan."),
+        (H, "My brother Tom runs a bakery near the harbour in Porto."),
+    )
+
+    assert running_statements(old, thread, SPEAKERS, max_words=200).splitlines() == [
+        old,
+        "2026-11-23: Sam said: I moved to Lisbon in March with my partner and our two dogs.",
+        "2026-11-23: Sam said: My brother Tom runs a bakery near the harbour in Porto.",
+    ]
+    assert running_statements(old, thread, SPEAKERS, max_words=30).splitlines() == [
+        "2026-11-23: Sam said: I moved to Lisbon in March with my partner and our two dogs.",
+        "2026-11-23: Sam said: My brother Tom runs a bakery near the harbour in Porto.",
+    ]

@@ -421,6 +421,31 @@ def test_lines_scrolling_off_are_folded_into_the_running_summary(memory: Memory)
     assert "Earlier in this conversation" not in other.prompt  # another thread's summary
 
 
+def test_a_model_that_cannot_write_summaries_folds_the_persons_own_statements(
+    memory: Memory,
+) -> None:
+    """The bundled SmolLM2 folded "My sister Ana lives in Porto" and "I'm training for a
+    half marathon" into "Ana is training for a half marathon": each word said, the fact
+    not. Such a model is not asked; the person's statements are the running summary."""
+    memory.configure_bot(window_size=2, window_overlap=0)
+    llm = SummarizingLLM()
+    llm.writes_summaries = False
+    bot = Bot(memory, llm)
+    key = ThreadKey("membot", "alice", "t1")
+    day = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)
+    said = ["My sister Ana lives in Porto.", "I'm training for a half marathon.", "ok thanks"]
+    for minute, text in enumerate(said):
+        turn = bot.turn(text, user="alice", thread="t1", now=day + timedelta(minutes=minute))
+
+    assert llm.folds == []
+    state = memory.store.thread_state(key)
+    assert state.summary == (
+        "2026-11-23: HUMAN said: My sister Ana lives in Porto.\n"
+        "2026-11-23: HUMAN said: I'm training for a half marathon."
+    )
+    assert state.summary_through == 4 and "folded lines 3-4 into the running summary" in turn.notes
+
+
 def test_no_running_summary_when_it_is_off(memory: Memory) -> None:
     memory.configure_bot(window_size=2, window_overlap=0, thread_summary=False)
     llm = SummarizingLLM()

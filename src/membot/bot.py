@@ -45,7 +45,7 @@ from membot.replies import (
     speaker_labels,
     without_label,
 )
-from membot.running_summary import fold, grounded, lines_to_fold
+from membot.running_summary import fold, fold_own_words, grounded, lines_to_fold
 from membot.templates import fill
 
 
@@ -149,6 +149,9 @@ class Bot:
         # One turn of a thread at a time, in any process: its line, the reply, the reply
         # stored (two at once put a reply after the other turn's line).
         with self.memory.turn_lock(bot=self.name, user=item.user, thread=item.thread):
+            if not given:  # timed once its turn came: a thread's times follow its order
+                now = utc_now()
+                item = replace(item, created_at=now)
             with clock.step("store"):
                 line, vector = self.memory.add_with_vector(item, vector)
             with clock.step("search"):
@@ -317,7 +320,10 @@ class Bot:
             limit=len(seqs),
         )
         try:
-            summary = fold(llm, profile, state.summary, lines)
+            if getattr(llm, "writes_summaries", True):
+                summary = fold(llm, profile, state.summary, lines)
+            else:  # the person's own statements (membot.own_words)
+                summary = fold_own_words(profile, state.summary, lines)
             notes = []
             if summary is not None:  # held to the lines, like a remembered point
                 # Checked, not stored: the sentences' vectors stay out of the embedding cache.

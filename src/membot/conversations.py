@@ -229,8 +229,8 @@ def end_conversation(
         memory.end_thread(state, ended_at)
     settings = memory.bot_settings(bot)
     if not remember:
-        outcome = _Outcome(NOT_ASKED, "not asked to remember: nothing was derived, the lines "
-                           "stay until forgotten")  # fmt: skip
+        outcome = _Outcome(NOT_ASKED, "not to be remembered: nothing was derived, and the "
+                           "lines stay until forgotten")  # fmt: skip
     elif _already_remembered(memory, state):
         outcome = _Outcome(ALREADY_REMEMBERED, "a summary of this thread already covers its "
                            "last line")  # fmt: skip
@@ -287,10 +287,7 @@ def end_idle_threads(
 def _thread_with_lines(memory: Memory, bot: str, user: str, thread: str) -> ThreadState:
     state = memory.thread_state(bot=bot, user=user, thread=thread)
     if state is None:
-        raise NotFoundError(
-            f"{user!r} has no thread {thread!r} with bot {bot!r}: "
-            f"`membot history --user {user}` lists their threads"
-        )
+        raise NotFoundError(f"{user!r} has no thread {thread!r} with bot {bot!r}")
     if state.last_line_at is None:
         raise ConfigError(f"thread {thread!r} of {user!r} has no lines: nothing to end")
     return state
@@ -334,8 +331,12 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
         lines = [line for line in lines if line.created_at > through]
         outcome.notes.append(f"this thread was remembered through {iso(through)}: only the "
                              f"{len(lines)} lines said since were read")  # fmt: skip
-    outcome.covers = (lines[0].created_at, lines[-1].created_at)
-    if getattr(llm, "writes_key_points", True):
+        if not any(line.role == Role.HUMAN for line in lines):
+            outcome.reason = "the person said nothing since the thread was last remembered"
+            return outcome
+    moments = [line.created_at for line in lines]
+    outcome.covers = (min(moments), max(moments))
+    if getattr(llm, "writes_summaries", True):
         read = _key_points(memory, llm, settings, lines, state, outcome)
         if read is None:
             return outcome
@@ -345,7 +346,7 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
         names = (settings.human_name, settings.bot_name, state.person)
         points, categories = own_statements(lines, speakers, names, MAX_POINTS), ()
         outcome.notes.append(f"the key points are the person's own statements: {llm.name} "
-                             "cannot write key points")  # fmt: skip
+                             "cannot write summaries")  # fmt: skip
         if not points:
             outcome.reason = (
                 "the person said nothing about themselves, only questions and small talk"
@@ -361,8 +362,9 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
         outcome.decision, outcome.reason, outcome.text = KEPT, "no remember policy", outcome.draft
         return outcome
     if not getattr(llm, "checks_remember_policy", True):  # fails closed, as an unread check
-        outcome.reason = (f"the bot has a remember policy and {llm.name} cannot check notes "
-                          "against it, so nothing was kept")  # fmt: skip
+        outcome.reason = (f"this bot has a remember policy, and {llm.name} cannot check key "
+                          "points against it; talk with it through a real model (--llm), or "
+                          "clear its remember_policy")  # fmt: skip
         return outcome
     outcome = _apply_policy(llm, policy, outcome)
     if outcome.decision == TRIMMED:  # the check rewrote the points: it may only take away
@@ -422,7 +424,7 @@ def _grounded(
     _note_dropped(verdicts, outcome)
     kept = [verdict.point for verdict in verdicts if verdict.kept]
     if points and not kept:
-        outcome.reason = "no key point the model wrote is supported by what the person said"
+        outcome.reason = "no key point is supported by what the person said"
     return kept
 
 

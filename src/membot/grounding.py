@@ -299,8 +299,11 @@ def grounded_summary(
     the sentences left out. A sentence's words may come from anywhere in the lines: a
     running summary folds many lines, either side's, into one sentence."""
     whole = max(len(evidence.said), 1)
-    verdicts = check_points(sentences(summary), evidence, embed, span=whole)
-    kept = " ".join(verdict.point for verdict in verdicts if verdict.kept)
+    rows = [sentences(row) for row in summary.splitlines()]
+    verdicts = check_points([part for row in rows for part in row], evidence, embed, span=whole)
+    found = iter(verdicts)
+    kept_rows = [" ".join(v.point for v in (next(found) for _ in row) if v.kept) for row in rows]
+    kept = "\n".join(row for row in kept_rows if row)  # its line breaks as written
     return kept, [verdict for verdict in verdicts if not verdict.kept]
 
 

@@ -1,16 +1,21 @@
-"""Key points in the person's own words, for a model too small to write them.
+"""Key points and running summaries in the person's own words, for a model too small to
+write them.
 
-The bundled SmolLM2-135M cannot write key points. Held to the points' JSON shape it copies
+The bundled SmolLM2-135M cannot write either. Held to the key points' JSON shape it copies
 the instruction's example ("HUMAN is allergic to peanuts") and a placeholder ("...") whatever
 the thread said, so :mod:`membot.grounding` leaves everything out and remembering kept
-nothing; asked in plain words it echoes the lines and adds what nobody said.
+nothing. Folding lines into a running summary, it wrote "AI: My sister Ana lives in Porto
+and is training for a half marathon" from "My sister Ana lives in Porto" and "I'm training
+for a half marathon": every word was said, so the check let it by, and it took 2 to 4 s of
+two cores after each few replies.
 
-An LLM that declares ``writes_key_points = False`` is not asked. The key points are then the
-person's own statements, each dated by its line and marked as said by them ("2026-11-23:
-HUMAN said: I just adopted a cat named Miso"): what was said, so nothing invented. A
-question, a greeting or an acknowledgement ("ok thanks") holds nothing about the person and
-is left out, as is a sentence that reads as an order to a model. The points still go through
-the grounding check and the bot's remember policy, as a model's would.
+An LLM that declares ``writes_summaries = False`` is not asked. The key points, and the
+running summary, are then the person's own statements, each dated by its line and marked as
+said by them ("2026-11-23: HUMAN said: I just adopted a cat named Miso"): what was said, so
+nothing invented. A question, a greeting or an acknowledgement ("ok thanks") holds nothing
+about the person and is left out, as is a sentence that reads as an order to a model. They
+still go through the grounding check (and the key points through the bot's remember policy),
+as a model's would.
 """
 
 from __future__ import annotations
@@ -22,9 +27,14 @@ from membot.context import Speakers
 from membot.grounding import content_stems, reads_as_instruction, sentences
 from membot.model import Line, Role
 
-MIN_CONTENT_WORDS = 2  # fewer, and a sentence is small talk ("ok thanks", "sounds good")
+# Fewer content words, and a sentence is small talk ("ok thanks", "sounds good"); one is
+# enough where the person speaks of themselves ("I'm vegan", "my knee hurts").
+MIN_CONTENT_WORDS = 2
 MAX_POINT_CHARS = 300  # a long line keeps its first sentences up to this length
+_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b", re.I)
+_NUMBER = re.compile(r"\d")
 _TRAILING_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)+$")
+_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…)+\s*")  # read by membot.grounding as a placeholder
 # Words of greeting and acknowledgement: not content ("ok thanks bye", "good morning").
 SMALL_TALK = frozenset({
     "hi", "hello", "hey", "thanks", "thank", "bye", "goodbye", "okay", "ok", "yes", "yeah",
@@ -63,10 +73,13 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
     orders to a model), on one line, cut at a sentence (or a word) to ``MAX_POINT_CHARS``."""
     kept: list[str] = []
     for sentence in sentences(" ".join(text.split())):
-        sentence = _TRAILING_ELLIPSIS.sub("", sentence).strip()
-        if sentence.endswith("?") or reads_as_instruction(sentence):
+        sentence = _ELLIPSIS.sub(" - ", _TRAILING_ELLIPSIS.sub("", sentence)).strip()
+        if sentence.rstrip("!").endswith("?") or reads_as_instruction(sentence):
             continue
-        if len(content_stems(sentence, ignore)) < MIN_CONTENT_WORDS:
+        if _FIRST_PERSON.search(sentence):  # "I'm vegan", "I'm 34": one word or number
+            if not content_stems(sentence, ignore) and not _NUMBER.search(sentence):
+                continue
+        elif len(content_stems(sentence, ignore)) < MIN_CONTENT_WORDS:
             continue
         if kept and len(" ".join([*kept, sentence])) > MAX_POINT_CHARS:
             break
@@ -75,3 +88,23 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
     if len(said) > MAX_POINT_CHARS:
         said = said[:MAX_POINT_CHARS].rsplit(" ", 1)[0]
     return said
+
+
+def running_statements(
+    summary: str,
+    lines: Sequence[Line],
+    speakers: Speakers,
+    names: Sequence[str] = (),
+    max_words: int = 120,
+) -> str:
+    """A running summary in the person's own words: the statements ``summary`` held, then
+    those of ``lines``, one a line; past ``max_words`` words, the statements with the fewest
+    content words go first (the oldest of equals)."""
+    ignore = frozenset(part.lower() for name in names for part in re.findall(r"\w+", name))
+    kept = [entry.strip() for entry in summary.splitlines() if entry.strip()]
+    kept += [point for point in own_statements(lines, speakers, names, limit=len(lines))
+             if point not in kept]  # fmt: skip
+    while len(kept) > 1 and sum(len(entry.split()) for entry in kept) > max_words:
+        weights = [len(content_stems(entry.split(" said: ", 1)[-1], ignore)) for entry in kept]
+        del kept[weights.index(min(weights))]
+    return "\n".join(kept)

@@ -11,7 +11,9 @@ The old summary and the lines enter the request as quoted data (:mod:`membot.quo
 what the model writes is held to them by :func:`grounded`, sentence by sentence, with the
 checks that guard remembered points (:mod:`membot.grounding`): a sentence nothing said
 supports, a placeholder, an order to a model or a date nobody named is left out, and the
-turn's notes say which.
+turn's notes say which. A model that cannot write summaries (``writes_summaries = False``,
+the bundled SmolLM2) is not asked: the lines are folded in as the person's own statements
+(:func:`fold_own_words`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from membot.context import Speakers, transcript
 from membot.grounding import Embed, Evidence, grounded_summary, sentences
 from membot.llm import LLM
 from membot.model import Line
+from membot.own_words import running_statements
 from membot.quoting import quote
 from membot.templates import put
 
+SUMMARY_WORDS = 120
 INSTRUCTION = (
     "Update the summary of a conversation between {HUMAN} and {BOT}. Keep every fact, name, "
     "date, preference and open question; drop small talk. Write at most 120 words, in the "
@@ -57,6 +61,16 @@ def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -
     )
     reply = llm.complete([{"role": "user", "content": content}], SUMMARY_TOKENS)
     return reply.strip() or None
+
+
+def fold_own_words(settings: BotSettings, summary: str, lines: Sequence[Line]) -> str | None:
+    """The summary with ``lines`` folded in as the person's own statements, for a model that
+    cannot write summaries (:mod:`membot.own_words`); None when they hold none."""
+    speakers = Speakers(settings.human_name, settings.bot_name)
+    person = lines[-1].person if lines else ""
+    names = (settings.human_name, settings.bot_name, person)
+    folded = running_statements(summary, lines, speakers, names, SUMMARY_WORDS)
+    return folded if folded != summary.strip() else None
 
 
 def grounded(

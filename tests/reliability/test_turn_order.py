@@ -68,6 +68,9 @@ def test_two_processes_turns_of_one_thread_keep_each_reply_after_its_line(
     for said, reply in zip(lines[::2], lines[1::2], strict=True):
         assert (said.role, reply.role) == ("human", "bot")
         assert reply.text == f"reply to {said.text}", [line.text for line in lines]
+    # A turn that waited is timed when its turn came: the thread's times follow its order.
+    moments = [line.created_at for line in lines]
+    assert moments == sorted(moments)
 
 
 def test_a_postgres_turn_waits_for_its_thread_only_and_then_says_why(postgres_url: str):
@@ -151,3 +154,40 @@ def test_an_import_into_a_thread_waits_for_the_turn_under_way(store_url: str):
         assert said == ["the line", "the reply", "an imported line"]
     finally:
         memory.close()
+
+
+def test_a_postgres_turn_lock_says_what_it_waited_for(postgres_url: str):
+    """With every turn-lock connection in use, the error says so (not "another turn of
+    this thread"); a database's short statement_timeout does not cut a turn's wait short."""
+    import psycopg
+
+    from membot.errors import StoreError
+    from membot.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_url)
+    store._turns.size = 1  # before its pool opens at the first turn
+    try:
+        with (
+            store.turn_lock(ThreadKey("b", "sam", "t")),
+            pytest.raises(StoreError, match=r"all 1 of the turn locks' connections"),
+            store._turns.held(("b", "ann", "u"), timeout=0.3),
+        ):
+            pass
+    finally:
+        store.close()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        name = admin.info.dbname
+        admin.execute(f"ALTER DATABASE {name} SET statement_timeout = '50ms'")
+    first, second = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    try:
+        with first.turn_lock(ThreadKey("b", "sam", "t")):
+            started = time.monotonic()
+            with (
+                pytest.raises(StoreError, match="another turn of this thread"),
+                second._turns.held(("b", "sam", "t"), timeout=0.5),
+            ):
+                pass
+            assert time.monotonic() - started >= 0.45
+    finally:
+        first.close()
+        second.close()

@@ -23,8 +23,15 @@ def show_recall(turn: Turn | None, out: Console) -> None:
     if turn is None:
         out.print("[dim]no reply yet[/]")
         return
-    if not turn.recalled:
+    summaries = [match for match in turn.history_matches if match.get("kind") == "summary"]
+    if not turn.recalled and not summaries:
         out.print("[dim]the last reply used no earlier conversations[/]")
+    for match in summaries:
+        kept = match["summary"]
+        title = Text(f"summary of {kept['thread']} — score {match['score']:.3f}")
+        table = Table(title=title, show_header=False, title_justify="left", box=None)
+        table.add_row(Text(kept["text"]))  # as kept: no markup
+        out.print(table)
     for block in turn.recalled:
         state = "kept from an earlier turn" if block.carried else "matched now"
         title = Text(f"{block.thread} — score {block.score:.3f} ({state})")

@@ -62,9 +62,10 @@ class BundledSmolLM2:
     # instance to have it cite anyway.
     writes_json = False
     # Held to the key points' JSON shape it copies the instruction's example and a
-    # placeholder, whatever the thread said (membot.own_words): remembering a thread keeps
-    # the person's own statements instead of points it wrote.
-    writes_key_points = False
+    # placeholder, whatever the thread said, and its running summaries join what different
+    # lines said into what nobody said (membot.own_words): both are the person's own
+    # statements instead.
+    writes_summaries = False
     # Asked to check notes against a remember policy it answers "keep" in the instruction's
     # own words: a bot with a policy keeps nothing with it (the check fails closed).
     checks_remember_policy = False

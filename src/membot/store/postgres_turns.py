@@ -25,6 +25,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -64,16 +65,20 @@ class PostgresTurnLocks:
         """Hold the locks of ``thread_keys`` (one thread's for a turn, an import batch's
         threads) in one transaction, taken in key order, so two holders of several never
         wait on each other in a circle."""
-        busy = f"another turn of this thread is still being answered after {timeout:g} s"
+        deadline = time.monotonic() + timeout
         pool = self._open_pool()
         try:
             connection = pool.getconn(timeout=timeout)
         except PoolTimeout as error:
             raise StoreError(
-                f"{busy}; try again (every turn-lock connection was in use)"
+                f"no connection for this turn within {timeout:g} s: all {self.size} of the "
+                "turn locks' connections (MEMBOT_PG_TURN_POOL) were in use by turns under way, "
+                f"or the database refused a new one ({error}); try again"
             ) from error
         try:
-            _lock(connection, sorted({self.key(key) for key in thread_keys}), timeout, busy)
+            left = max(deadline - time.monotonic(), 0.001)
+            busy = f"another turn of this thread is still being answered after {timeout:g} s"
+            _lock(connection, sorted({self.key(key) for key in thread_keys}), left, busy)
             yield
         finally:
             _end(connection)
@@ -99,11 +104,14 @@ def _lock(connection: psycopg.Connection, keys: list[int], timeout: float, busy:
     ``timeout`` seconds for each."""
     try:
         connection.execute("BEGIN")
-        wait = f"{timeout * 1000:.0f}"
-        connection.execute("SELECT set_config('lock_timeout', %s, true)", (wait,))
+        # The database's or role's own timeouts (a short statement_timeout) would cut the wait
+        # short: this transaction sets both for itself.
+        wait = f"{max(timeout * 1000, 1):.0f}"
+        for setting in ("lock_timeout", "statement_timeout"):
+            connection.execute("SELECT set_config(%s, %s, true)", (setting, wait))
         for key in keys:
             connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, key))
-    except psycopg.errors.LockNotAvailable as error:
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as error:
         raise StoreError(f"{busy}; try again") from error
     except psycopg.Error as error:
         raise StoreError(f"the store could not hold this thread's turn: {error}") from error

@@ -70,7 +70,7 @@ function summariesCard(memories) {
       h("p", { class: "meta", text: `from thread ${kept.thread} · ${when(kept.covers_from)} → ${when(kept.covers_to)} · kept ${when(kept.created_at)}` }),
       kept.categories.length ? h("ul", { class: "tags", "aria-label": "categories" }, kept.categories.map((tag) => h("li", { text: tag }))) : null,
       h("p", { class: "pre summary-text", text: kept.text }))))
-      : h("p", { class: "muted", text: "No summaries kept: a thread ended with “remember” leaves one." }));
+      : h("p", { class: "muted", text: "No summaries kept. Ending a thread with “remember” may leave one: its key points, checked against what was said." }));
 }
 
 function threadsCard(bot, user, threads) {
