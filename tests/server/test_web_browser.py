@@ -220,6 +220,11 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     inspector.get_by_text("The exact prompt").click()
     expect(inspector.locator(".prompt")).to_contain_text("Which coffee do I love")
 
+    # Back in the ended thread: the page says a new line takes it up again.
+    page.locator(".threads").get_by_role("button", name=re.compile("monday")).click()
+    expect(page.get_by_role("heading", name="Thread monday")).to_be_visible()
+    expect(page.locator(".msg.ending")).to_contain_text("takes this conversation up again")
+
     # Memory: the summary with its dates and categories, search, then forget the thread.
     app.open("#/memory/barista/sam")
     summaries = page.locator(".summaries")

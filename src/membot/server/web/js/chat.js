@@ -117,6 +117,12 @@ async function showThread(ui, state) {
   }
   const known = traces.get(traceKey(state)) ?? new Map();
   for (const line of lines) ui.messages.append(message(ui, line, known.get(line.seq)));
+  const ended = threads.find((each) => each.thread === state.thread)?.ended_at;
+  if (ended) {  // writing here takes it up again: say so before it happens
+    ui.messages.append(h("li", { class: "msg system ending" },
+      h("div", { class: "who" }, "Thread ended", h("time", { text: when(ended) })),
+      h("p", { text: "A new line takes this conversation up again; end it again to remember what is said next." })));
+  }
   ui.messages.lastElementChild?.scrollIntoView({ block: "end" });
   ui.input.disabled = ui.send.disabled = false;
   ui.input.focus();
