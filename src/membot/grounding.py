@@ -107,7 +107,7 @@ class Evidence:
             tuple(line.text for line in said) + tuple(more),
             (min(moments), max(moments)) if moments else None,
             tuple(named),
-            frozenset(part.lower() for name in names for part in _WORD.findall(name)),
+            name_words(names),
             frozenset(word.lower() for text in texts for word in _WORD.findall(text)),
         )
 
@@ -138,6 +138,12 @@ def _stem(word: str) -> str:
     if len(word) > 3 and word.endswith("e"):  # "like" and "lik(ed)"
         word = word[:-1]
     return word[:5]
+
+
+def name_words(names: Sequence[str]) -> frozenset[str]:
+    """The words of ``names``, lower case: what a point or line may leave out of its
+    content ("Sam" in "Sam moved to Berlin")."""
+    return frozenset(part.lower() for name in names for part in _WORD.findall(name))
 
 
 def content_stems(text: str, ignore: frozenset[str] = frozenset()) -> set[str]:
@@ -281,7 +287,7 @@ def unsupported_points(
 ) -> list[str]:
     """The ``points`` that nothing in ``said`` supports by words or meaning, in order (the
     support check alone: no dates, no thread)."""
-    ignore = frozenset(part.lower() for name in names for part in _WORD.findall(name))
+    ignore = name_words(names)
     evidence = Evidence(tuple(said), None, (), ignore)
     dated = [undated(point) for point in points]  # no thread days: dates are not checked here
     verdicts = check_points(dated, evidence, embed)

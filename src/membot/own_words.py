@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 
 from membot.context import Speakers
-from membot.grounding import content_stems, reads_as_instruction, sentences
+from membot.grounding import content_stems, name_words, reads_as_instruction, sentences
 from membot.model import Line, Role
 
 # Fewer content words, and a sentence is small talk ("ok thanks", "sounds good"); one is
@@ -49,8 +49,7 @@ def own_statements(
     """The person's statements in ``lines`` as dated points, in the order said: at most
     ``limit``, the ones with the most content words where there are more. ``names`` (the
     speakers') do not count as content words."""
-    names_said = (part.lower() for name in names for part in re.findall(r"\w+", name))
-    ignore = SMALL_TALK | frozenset(names_said)
+    ignore = SMALL_TALK | name_words(names)
     found: list[tuple[int, int, str]] = []  # (content words, position, point)
     seen: set[str] = set()
     for line in lines:
@@ -100,7 +99,7 @@ def running_statements(
     """A running summary in the person's own words: the statements ``summary`` held, then
     those of ``lines``, one a line; past ``max_words`` words, the statements with the fewest
     content words go first (the oldest of equals)."""
-    ignore = frozenset(part.lower() for name in names for part in re.findall(r"\w+", name))
+    ignore = name_words(names)
     kept = [entry.strip() for entry in summary.splitlines() if entry.strip()]
     kept += [point for point in own_statements(lines, speakers, names, limit=len(lines))
              if point not in kept]  # fmt: skip

@@ -258,6 +258,8 @@ def test_talk_with_it_opens_the_chat_as_the_person_last_talked_as(app: App):
     expect(page.get_by_label("Talk as (the person's name)")).to_have_value("sam")
     expect(page.get_by_role("heading", name=re.compile(r"^Thread "))).to_be_visible()
     assert "/chat/barista/sam/" in page.url
+    app.open("#/memory")  # offered there too, not opened
+    expect(page.get_by_label("Person", exact=True)).to_have_value("sam")
     app.watch.assert_clean()
 
 

@@ -16,7 +16,6 @@ from rich.text import Text
 
 from membot import DEFAULT_BOT, ConfigError, Ending, Summary
 from membot.cli.common import err, options_of, out, print_json
-from membot.conversations import NOT_ASKED
 
 _YES = {"yes", "y", "true", "1"}
 _NO = {"no", "n", "false", "0"}
@@ -46,7 +45,7 @@ def describe(ending: Ending) -> str:
             "remembered (trimmed by the policy)" if ending.decision == "trimmed" else "remembered"
         )
         return f"{verb} [{labels}]:\n{ending.remembered.text}"
-    if ending.decision == NOT_ASKED:  # the person said no (or was not there to say yes)
+    if ending.decision == "not asked to remember":  # the person said no (or was not asked)
         return "not remembered: nothing was derived, and the lines stay until forgotten"
     return f"nothing remembered: {ending.reason}"
 

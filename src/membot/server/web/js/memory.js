@@ -10,7 +10,8 @@ export async function renderMemory(section, args) {
   const bots = session.builds ? (await api("GET", "/v1/bots")).bots : [me.bot];
   const bot = args[0] ?? bots[0];
   const user = args[1] ?? me.user;
-  if (session.builds) section.append(await chooser(bots, bot, user));
+  // The person last talked as in this tab is offered, not opened (they may be another bot's).
+  if (session.builds) section.append(await chooser(bots, bot, user ?? (session.person || undefined)));
   if (!bot || !user) return;
   // Read first: a page of someone this key may not see shows the refusal and nothing else.
   const [{ threads }, { memories }] = await Promise.all([
