@@ -120,3 +120,12 @@ def test_a_running_summary_in_own_words_keeps_the_richest_statements_within_its_
         "2026-11-23: Sam said: I moved to Lisbon in March with my partner and our two dogs.",
         "2026-11-23: Sam said: My brother Tom runs a bakery near the harbour in Porto.",
     ]
+
+
+def test_a_sentence_written_without_spaces_counts_by_its_characters() -> None:
+    thread = lines((H, "我住在北京"), (H, "谢谢"), (H, "東京で働いています。"))
+
+    assert [point.split(" said: ")[1] for point in own_statements(thread, SPEAKERS)] == [
+        "我住在北京",
+        "東京で働いています。",
+    ]

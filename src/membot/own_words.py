@@ -33,6 +33,10 @@ MIN_CONTENT_WORDS = 2
 MAX_POINT_CHARS = 300  # a long line keeps its first sentences up to this length
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b", re.I)
 _NUMBER = re.compile(r"\d")
+# Chinese, Japanese and Korean write a sentence without spaces between its words: counted by
+# characters instead, at least MIN_UNSPACED ("谢谢" and "你好吗" are small talk).
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+MIN_UNSPACED = 4
 _TRAILING_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)+$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…)+\s*")  # read by membot.grounding as a placeholder
 # Words of greeting and acknowledgement: not content ("ok thanks bye", "good morning").
@@ -75,10 +79,7 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
         sentence = _ELLIPSIS.sub(" - ", _TRAILING_ELLIPSIS.sub("", sentence)).strip()
         if sentence.rstrip("!").endswith("?") or reads_as_instruction(sentence):
             continue
-        if _FIRST_PERSON.search(sentence):  # "I'm vegan", "I'm 34": one word or number
-            if not content_stems(sentence, ignore) and not _NUMBER.search(sentence):
-                continue
-        elif len(content_stems(sentence, ignore)) < MIN_CONTENT_WORDS:
+        if not _tells_something(sentence, ignore):
             continue
         if kept and len(" ".join([*kept, sentence])) > MAX_POINT_CHARS:
             break
@@ -87,6 +88,18 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
     if len(said) > MAX_POINT_CHARS:
         said = said[:MAX_POINT_CHARS].rsplit(" ", 1)[0]
     return said
+
+
+def _tells_something(sentence: str, ignore: frozenset[str]) -> bool:
+    """Whether ``sentence`` holds more than small talk: two content words, or one (or a
+    number) where the person speaks of themselves; counted by characters where words are
+    not spaced."""
+    if len(_UNSPACED.findall(sentence)) >= MIN_UNSPACED:
+        return True
+    words = len(content_stems(sentence, ignore))
+    if _FIRST_PERSON.search(sentence):  # "I'm vegan", "I'm 34"
+        return words >= 1 or bool(_NUMBER.search(sentence))
+    return words >= MIN_CONTENT_WORDS
 
 
 def running_statements(

@@ -191,3 +191,19 @@ def test_a_postgres_turn_lock_says_what_it_waited_for(postgres_url: str):
     finally:
         first.close()
         second.close()
+
+
+def test_a_short_idle_in_transaction_timeout_is_warned_of(postgres_url: str, caplog):
+    """It would end a turn's lock while the model writes (docs/deploy.md)."""
+    import logging
+
+    import psycopg
+
+    from membot.store.postgres import PostgresStore
+
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        name = admin.info.dbname
+        admin.execute(f"ALTER DATABASE {name} SET idle_in_transaction_session_timeout = '30s'")
+    with caplog.at_level(logging.WARNING, logger="membot.store.postgres_turns"):
+        PostgresStore(postgres_url).close()
+    assert "idle_in_transaction_session_timeout is 30 s on this database" in caplog.text

@@ -43,7 +43,7 @@ from membot.store.postgres_extras import PostgresExtras
 from membot.store.postgres_lexical import bm25_query, word_count
 from membot.store.postgres_schema import migrate
 from membot.store.postgres_sms import PostgresSms
-from membot.store.postgres_turns import PostgresTurnLocks
+from membot.store.postgres_turns import PostgresTurnLocks, warn_of_short_idle_timeout
 from membot.store.postgres_vectors import PostgresVectors, hnsw_index_sql
 
 log = logging.getLogger(__name__)
@@ -166,6 +166,7 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                     )
             with psycopg.connect(url, **kwargs) as connection:
                 migrate(connection)
+                warn_of_short_idle_timeout(connection)
         except psycopg.Error as error:
             raise StoreError(f"cannot open the store at {self.location}: {error}") from error
         size = pool_size or int(os.environ.get("MEMBOT_PG_POOL", DEFAULT_POOL_SIZE))

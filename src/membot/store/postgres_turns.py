@@ -99,6 +99,29 @@ class PostgresTurnLocks:
                 self._pool = None
 
 
+# A model's reply may take 90 s with its retries: a shorter idle-in-transaction timeout ends
+# a turn's lock while the model writes.
+_LONGEST_REPLY_MS = 120_000
+
+
+def warn_of_short_idle_timeout(connection: psycopg.Connection) -> str | None:
+    """A warning (also logged) when the database ends transactions left idle sooner than a
+    model's reply may take, which would let a second turn of a thread in; None otherwise."""
+    row = connection.execute(
+        "SELECT setting::bigint FROM pg_settings WHERE name = 'idle_in_transaction_session_timeout'"
+    ).fetchone()
+    limit = int(row[0]) if row else 0
+    if not 0 < limit < _LONGEST_REPLY_MS:
+        return None
+    warning = (
+        f"idle_in_transaction_session_timeout is {limit / 1000:g} s on this database: a turn "
+        "whose model writes longer loses its thread's lock, and a second turn of the thread "
+        "may come between its line and its reply; set it to 0 or over 2 minutes for membot"
+    )
+    log.warning(warning)
+    return warning
+
+
 def _lock(connection: psycopg.Connection, keys: list[int], timeout: float, busy: str) -> None:
     """Open the transaction and take the turn locks ``keys`` in it, waiting up to
     ``timeout`` seconds for each."""
