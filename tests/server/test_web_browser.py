@@ -407,6 +407,9 @@ def test_membot_serve_prints_a_one_time_signin_link(browser, tmp_path: Path):
         page.goto(link)
         expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()
         expect(page.locator("#who")).to_have_text("admin")
+        # A new store opens on a bot to talk with, not an empty list.
+        expect(page.locator(".title", has_text="membot")).to_be_visible()
+        assert "no bots yet: made 'membot'" in server.output()
         assert "signin" not in page.url  # the code left the address bar
         watch.allow("/v1/web/signin", 401)
         other = browser.new_page()

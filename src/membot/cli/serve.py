@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from membot import Memory, create_key, create_signin_key, list_keys
+from membot import DEFAULT_BOT, Memory, create_key, create_signin_key, list_keys
 from membot.cli.common import err, options_of
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -52,6 +52,7 @@ def serve(
         os.environ["MEMBOT_PUBLIC_URL"] = public_url
     memory = options.memory()
     _first_key(memory)
+    _first_bot(memory)
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     err.print(
@@ -124,6 +125,16 @@ def _first_key(memory: Memory) -> None:
         highlight=False,
         markup=False,
     )
+
+
+def _first_bot(memory: Memory) -> None:
+    """A store without bots gets the default one, which the command line talks with
+    already: the web app then opens on a bot to talk with, not on an empty list."""
+    if memory.bots():
+        return
+    memory.create_bot(DEFAULT_BOT)
+    err.print(f"no bots yet: made {DEFAULT_BOT!r} with the default profile to talk with",
+              highlight=False, markup=False)  # fmt: skip
 
 
 def _signin_link(memory: Memory, url: str) -> None:
