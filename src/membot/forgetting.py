@@ -33,6 +33,8 @@ def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Sum
     texts += [line.text for line in lines]
     for summary in summaries:
         texts += summary_parts(summary.text)
+        # Before 2026-11-26 a summary's points were embedded as written, dated.
+        texts += [row[2:].strip() for row in summary.text.splitlines() if row.startswith("- ")]
     threads: dict[tuple[str, str, str], int] = {}
     stored = []
     for line in lines:

@@ -57,8 +57,11 @@ def world(tmp_path: Path, embedder):
     assert any(block.thread == "private" for block in turn.recalled)
     state = memory.thread_state(bot="membot", user="al", thread="private")
     memory.save_thread_summary(state, "al keeps the zqxvbnm code; sister jxvlkwp", 2)
-    points = "- al's locker code is zqxvbnm\n- al's sister is jxvlkwp"
+    points = "- 2026-11-23: HUMAN said: al's locker code is zqxvbnm\n- al's sister is jxvlkwp"
     memory.add_summary(bot="membot", user="al", thread="private", text=points)
+    # Before 2026-11-26 a summary's points were embedded as written, dated: such a cached
+    # vector must go too.
+    memory.embed(["2026-11-23: HUMAN said: al's locker code is zqxvbnm"])
     memory.search("where is zqxvbnm", user="al")  # a query: never cached
     for text in ("I walk my dog", "my dog is called Rex"):
         bot.turn(text, user="bo", thread="walks")
