@@ -141,3 +141,27 @@ def test_a_bot_answers_with_the_model_its_profile_names(memory: Memory):
 def test_a_profile_refuses_an_unknown_model_spec(memory: Memory):
     with pytest.raises(ConfigError, match="llm must be smollm2, openai:MODEL"):
         memory.create_bot("odd", llm="gpt-4")
+
+
+def test_delete_bot_drops_every_embedding_it_cached(tmp_path, embedder):
+    """Only the raw texts of its lines were dropped: a line said by a named speaker is
+    cached as "Speaker: text", and summaries (and their points) were never dropped."""
+    import sqlite3
+
+    from membot.embed import CachedEmbedder
+    from membot.embed.cache import _digest
+
+    cached = CachedEmbedder(embedder, tmp_path / "cache.db")
+    memory = Memory(tmp_path / "m.db", embedder=cached)
+    memory.create_bot("coach")
+    memory.add("I run on Sundays", user="alice", thread="t1", bot="coach", speaker="Alice")
+    memory.add("I swim on Mondays", user="alice", thread="t1", bot="other")
+    points = "- 2026-11-23: Alice runs on Sundays\n- 2026-11-23: Alice runs fast"
+    memory.add_summary(bot="coach", user="alice", thread="t1", text=points)
+
+    memory.delete_bot("coach")
+
+    with sqlite3.connect(tmp_path / "cache.db") as db:
+        left = {row[0] for row in db.execute("SELECT digest FROM embeddings")}
+    assert left == {_digest("I swim on Mondays")}
+    memory.close()

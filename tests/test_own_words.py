@@ -90,7 +90,9 @@ def test_a_short_fact_about_themselves_counts_and_an_ellipsis_is_not_a_placehold
         (H, "I'm vegan."),
         (H, "I'm 34."),
         (H, "Nice one!"),
+        (H, "I see, my bad."),
         (H, "I moved to Berlin...for work at Siemens"),
+        (H, "I work... at the hospital"),
         (H, "Really?!"),
     )
 
@@ -98,6 +100,7 @@ def test_a_short_fact_about_themselves_counts_and_an_ellipsis_is_not_a_placehold
         "I'm vegan.",
         "I'm 34.",
         "I moved to Berlin - for work at Siemens",
+        "I work - at the hospital",
     ]
 
 
@@ -123,7 +126,13 @@ def test_a_running_summary_in_own_words_keeps_the_richest_statements_within_its_
 
 
 def test_a_sentence_written_without_spaces_counts_by_its_characters() -> None:
-    thread = lines((H, "我住在北京"), (H, "谢谢"), (H, "東京で働いています。"))
+    thread = lines(
+        (H, "我住在北京"),
+        (H, "谢谢"),
+        (H, "ありがとう"),
+        (H, "你住在哪里？"),
+        (H, "東京で働いています。"),
+    )
 
     assert [point.split(" said: ")[1] for point in own_statements(thread, SPEAKERS)] == [
         "我住在北京",

@@ -444,6 +444,18 @@ def test_a_model_that_cannot_write_summaries_folds_the_persons_own_statements(
         "2026-11-23: HUMAN said: I'm training for a half marathon."
     )
     assert state.summary_through == 4 and "folded lines 3-4 into the running summary" in turn.notes
+    # Days later: the earlier rows stay (they were said), lines with nothing to add move the
+    # summary on all the same.
+    later = day + timedelta(days=2)
+    for minute, text in enumerate(["What time is it?", "I adopted a cat named Miso.", "Bye."]):
+        turn = bot.turn(text, user="alice", thread="t1", now=later + timedelta(minutes=minute))
+    state = memory.store.thread_state(key)
+    assert state.summary.splitlines() == [
+        "2026-11-23: HUMAN said: My sister Ana lives in Porto.",
+        "2026-11-23: HUMAN said: I'm training for a half marathon.",
+        "2026-11-25: HUMAN said: I adopted a cat named Miso.",
+    ]
+    assert state.summary_through == 10 and llm.folds == []
 
 
 def test_no_running_summary_when_it_is_off(memory: Memory) -> None:

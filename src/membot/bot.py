@@ -319,11 +319,15 @@ class Bot:
             after_seq=seqs.start - 1,
             limit=len(seqs),
         )
+        folded = f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"
+        if not getattr(llm, "writes_summaries", True):
+            # The person's own statements (membot.own_words): nothing a model wrote to check,
+            # and lines without any move the summary on all the same.
+            summary = fold_own_words(profile, state.summary, lines)
+            self.memory.save_thread_summary(state, summary, seqs.stop - 1)
+            return [folded]
         try:
-            if getattr(llm, "writes_summaries", True):
-                summary = fold(llm, profile, state.summary, lines)
-            else:  # the person's own statements (membot.own_words)
-                summary = fold_own_words(profile, state.summary, lines)
+            summary = fold(llm, profile, state.summary, lines)
             notes = []
             if summary is not None:  # held to the lines, like a remembered point
                 # Checked, not stored: the sentences' vectors stay out of the embedding cache.
@@ -335,7 +339,7 @@ class Bot:
             why = "nothing it wrote is supported by the lines" if notes else "it wrote nothing"
             return [*notes, f"running summary not updated: {why}"]
         self.memory.save_thread_summary(state, summary, seqs.stop - 1)
-        return [*notes, f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"]
+        return [*notes, folded]
 
     def _turn(self, line, reply_line, reply, error, prompt: Prompt, recall, profile, clock,
               started, notes) -> Turn:  # fmt: skip

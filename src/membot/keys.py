@@ -170,10 +170,10 @@ def redeem_signin_key(memory: Memory, token: str | None) -> NewKey:
     try:
         key = authenticate(memory, token)
     except AuthError as error:
-        stored = _key_store(memory).key_by_hash(_digest(token.strip())) if token else None
-        if error.reason not in ("revoked", "expired") or stored is None:
-            raise
-        if stored.label != SIGNIN_LABEL:
+        if error.reason not in ("revoked", "expired") or token is None:
+            raise  # a key that was found: its token is well formed
+        stored = _key_store(memory).key_by_hash(_digest(token.strip()))
+        if stored is None or stored.label != SIGNIN_LABEL:
             raise
         raise AuthError(error.reason, _SPENT_LINK[error.reason]) from None
     if key.label != SIGNIN_LABEL or not key.can_admin:

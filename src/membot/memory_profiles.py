@@ -63,9 +63,14 @@ class BotProfiles:
         from membot.keys import list_keys, revoke_key
 
         self.require_bot(bot)
-        from membot.forgetting import drop_removed
+        from membot.forgetting import derived_texts, drop_removed
 
-        texts = self.store.bot_line_texts(bot)
+        # Every text its lines and summaries were embedded as, as forgetting a person finds
+        # them ("Speaker: text", pairs, summaries and their points), not the raw texts alone.
+        people = self.store.people(bot)
+        lines = [line for person in people for line in self.store.history(person, bot, None)]
+        summaries = [kept for person in people for kept in self.store.summaries(person, bot)]
+        texts = [*self.store.bot_line_texts(bot), *derived_texts(self, lines, summaries)]
         removed = self.store.delete_bot(bot)
         try:
             for key in list_keys(self):

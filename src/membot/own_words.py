@@ -33,9 +33,9 @@ MIN_CONTENT_WORDS = 2
 MAX_POINT_CHARS = 300  # a long line keeps its first sentences up to this length
 _FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|we|we're|our|us)\b", re.I)
 _NUMBER = re.compile(r"\d")
-# Chinese, Japanese and Korean write a sentence without spaces between its words: counted by
+# Chinese and Japanese write a sentence without spaces between its words: counted by
 # characters instead, at least MIN_UNSPACED ("谢谢" and "你好吗" are small talk).
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 MIN_UNSPACED = 4
 _TRAILING_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)+$")
 _ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…)+\s*")  # read by membot.grounding as a placeholder
@@ -44,7 +44,16 @@ SMALL_TALK = frozenset({
     "hi", "hello", "hey", "thanks", "thank", "bye", "goodbye", "okay", "ok", "yes", "yeah",
     "yep", "sure", "cool", "great", "nice", "good", "fine", "lol", "haha", "please", "sorry",
     "welcome", "morning", "evening", "night", "later", "cheers", "awesome",
+    # said of oneself, still small talk: "I see", "my bad", "I think so", "I got it"
+    "see", "bad", "pleasure", "think", "got", "guess", "know", "agree", "understand", "mean",
 })  # fmt: skip
+# The same in scripts written without spaces, read as whole sentences.
+SMALL_TALK_UNSPACED = frozenset({
+    "谢谢", "谢谢你", "你好", "再见", "哈哈", "哈哈哈", "哈哈哈哈", "好的", "ありがとう",
+    "ありがとうございます", "こんにちは", "おはよう", "おはようございます", "さようなら",
+    "すみません", "はい", "そうですね",
+})  # fmt: skip
+_QUESTION_END = re.compile(r"[?？]$|[吗呢か]$")
 
 
 def own_statements(
@@ -75,9 +84,11 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
     """The sentences of ``text`` that tell something (not questions, not small talk, not
     orders to a model), on one line, cut at a sentence (or a word) to ``MAX_POINT_CHARS``."""
     kept: list[str] = []
-    for sentence in sentences(" ".join(text.split())):
-        sentence = _ELLIPSIS.sub(" - ", _TRAILING_ELLIPSIS.sub("", sentence)).strip()
-        if sentence.rstrip("!").endswith("?") or reads_as_instruction(sentence):
+    # An ellipsis is a pause, not a sentence's end: "I work... at the hospital" stays whole.
+    text = _ELLIPSIS.sub(" - ", _TRAILING_ELLIPSIS.sub("", " ".join(text.split())))
+    for sentence in sentences(text):
+        sentence = _TRAILING_ELLIPSIS.sub("", sentence).strip(" -")
+        if _QUESTION_END.search(sentence.rstrip("!！。. ")) or reads_as_instruction(sentence):
             continue
         if not _tells_something(sentence, ignore):
             continue
@@ -94,8 +105,10 @@ def _tells_something(sentence: str, ignore: frozenset[str]) -> bool:
     """Whether ``sentence`` holds more than small talk: two content words, or one (or a
     number) where the person speaks of themselves; counted by characters where words are
     not spaced."""
-    if len(_UNSPACED.findall(sentence)) >= MIN_UNSPACED:
-        return True
+    unspaced = len(_UNSPACED.findall(sentence))
+    if unspaced:
+        bare = re.sub(r"[\W_]+", "", sentence)
+        return unspaced >= MIN_UNSPACED and bare not in SMALL_TALK_UNSPACED
     words = len(content_stems(sentence, ignore))
     if _FIRST_PERSON.search(sentence):  # "I'm vegan", "I'm 34"
         return words >= 1 or bool(_NUMBER.search(sentence))

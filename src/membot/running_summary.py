@@ -63,14 +63,15 @@ def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -
     return reply.strip() or None
 
 
-def fold_own_words(settings: BotSettings, summary: str, lines: Sequence[Line]) -> str | None:
+def fold_own_words(settings: BotSettings, summary: str, lines: Sequence[Line]) -> str:
     """The summary with ``lines`` folded in as the person's own statements, for a model that
-    cannot write summaries (:mod:`membot.own_words`); None when they hold none."""
+    cannot write summaries (:mod:`membot.own_words`): the same summary when they hold none.
+    Its rows are what was said, so they are not held to the lines again (a row of an
+    earlier day would fail the date check against a later day's lines)."""
     speakers = Speakers(settings.human_name, settings.bot_name)
     person = lines[-1].person if lines else ""
     names = (settings.human_name, settings.bot_name, person)
-    folded = running_statements(summary, lines, speakers, names, SUMMARY_WORDS)
-    return folded if folded != summary.strip() else None
+    return running_statements(summary, lines, speakers, names, SUMMARY_WORDS)
 
 
 def grounded(

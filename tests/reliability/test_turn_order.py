@@ -207,3 +207,51 @@ def test_a_short_idle_in_transaction_timeout_is_warned_of(postgres_url: str, cap
     with caplog.at_level(logging.WARNING, logger="membot.store.postgres_turns"):
         PostgresStore(postgres_url).close()
     assert "idle_in_transaction_session_timeout is 30 s on this database" in caplog.text
+
+
+def test_an_import_waiting_for_one_thread_holds_up_no_other(store_url: str):
+    """An import into a talking thread and another thread waited holding the other
+    thread's lock, so that thread's turns waited for someone else's model too."""
+    import threading
+
+    from membot import Bot, LineInput, ScriptedLLM
+    from membot.store.sqlite_lock import TurnLocks
+
+    assert TurnLocks("x").bucket(("membot", "sam", "t")) != TurnLocks("x").bucket(
+        ("membot", "ann", "u")
+    )
+    writing = threading.Event()
+
+    class Slow(ScriptedLLM):
+        def complete(self, messages, max_tokens, *, schema=None):
+            if "slow one" in messages[-1]["content"]:
+                writing.set()
+                time.sleep(1.5)
+            return "a reply"
+
+    memory = Memory(store_url, embedder=HashingEmbedder())
+    try:
+        bot = Bot(memory, Slow())
+        slow = threading.Thread(
+            target=bot.turn, args=("the slow one",), kwargs={"user": "sam", "thread": "t"}
+        )
+        slow.start()
+        assert writing.wait(10)
+        both = [LineInput(f"imported into {who}", who, thread, "human", bot.name)
+                for who, thread in (("sam", "t"), ("ann", "u"))]  # fmt: skip
+        importing = threading.Thread(target=memory.add_many, args=(both,))
+        importing.start()
+        time.sleep(0.2)  # the import is waiting for sam's thread now
+
+        bot.turn("a quick one", user="ann", thread="u")
+
+        assert slow.is_alive(), "ann's turn waited for sam's model"
+        slow.join(10)
+        importing.join(10)
+        assert [line.text for line in memory.history(user="sam", thread="t")] == [
+            "the slow one",
+            "a reply",
+            "imported into sam",
+        ]
+    finally:
+        memory.close()

@@ -169,6 +169,8 @@ def test_the_signin_link_key_is_traded_once_for_a_session_key(server: Server, ad
     assert again.status_code == 401  # the link works once, and the browser is told so
     assert again.json()["error"]["message"].startswith("that sign-in link was used already")
     assert server.client.get("/v1/bots", headers=as_link).status_code == 401
+    odd = server.client.post("/v1/web/signin", headers={"Authorization": "Bearer clé".encode()})
+    assert odd.status_code == 401  # not a 500: a token that is not ASCII is no key
     other = server.client.post("/v1/web/signin", headers=admin)
     assert other.status_code == 401 and "sign-in link" in other.json()["error"]["message"]
     first = create_signin_key(server.memory)

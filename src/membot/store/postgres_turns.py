@@ -123,21 +123,46 @@ def warn_of_short_idle_timeout(connection: psycopg.Connection) -> str | None:
 
 
 def _lock(connection: psycopg.Connection, keys: list[int], timeout: float, busy: str) -> None:
-    """Open the transaction and take the turn locks ``keys`` in it, waiting up to
-    ``timeout`` seconds for each."""
+    """Open the transaction and take the turn locks ``keys`` in it, all or none: while one
+    is busy none is held (an import waiting for one thread's reply holds up no other
+    thread), and the busy one is waited for, then all are tried again, for up to
+    ``timeout`` seconds in all."""
+    deadline = time.monotonic() + timeout
     try:
-        connection.execute("BEGIN")
-        # The database's or role's own timeouts (a short statement_timeout) would cut the wait
-        # short: this transaction sets both for itself.
-        wait = f"{max(timeout * 1000, 1):.0f}"
-        for setting in ("lock_timeout", "statement_timeout"):
-            connection.execute("SELECT set_config(%s, %s, true)", (setting, wait))
-        for key in keys:
-            connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, key))
+        while True:
+            _begin(connection, deadline)
+            if len(keys) == 1:  # a turn: wait for its one lock in place
+                connection.execute(
+                    "SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, keys[0])
+                )
+                return
+            waiting = next((key for key in keys if not _try(connection, key)), None)
+            if waiting is None:
+                return
+            connection.execute("ROLLBACK")  # lets go of those taken
+            _begin(connection, deadline)
+            connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, waiting))
+            connection.execute("ROLLBACK")
     except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as error:
         raise StoreError(f"{busy}; try again") from error
     except psycopg.Error as error:
         raise StoreError(f"the store could not hold this thread's turn: {error}") from error
+
+
+def _begin(connection: psycopg.Connection, deadline: float) -> None:
+    """A transaction whose waits for a lock end at ``deadline``, whatever the database's or
+    role's own timeouts (a short statement_timeout would cut them short)."""
+    connection.execute("BEGIN")
+    wait = f"{max((deadline - time.monotonic()) * 1000, 1):.0f}"
+    for setting in ("lock_timeout", "statement_timeout"):
+        connection.execute("SELECT set_config(%s, %s, true)", (setting, wait))
+
+
+def _try(connection: psycopg.Connection, key: int) -> bool:
+    row = connection.execute(
+        "SELECT pg_try_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, key)
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _end(connection: psycopg.Connection) -> None:

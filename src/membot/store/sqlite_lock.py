@@ -81,21 +81,44 @@ class TurnLocks:
 
     @contextmanager
     def held(self, *keys: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS) -> Iterator[None]:
-        """Hold the buckets of ``keys`` (one thread's for a turn, an import batch's threads),
-        taken in bucket order, so two holders of several never wait on each other in a
-        circle."""
+        """Hold the buckets of ``keys`` (one thread's for a turn, an import batch's threads)
+        all at once or none: while one is busy, the others are let go until it is free, so
+        an import waiting for one thread's reply holds up no other thread, and holders of
+        several never wait on each other in a circle."""
         buckets = sorted({self.bucket(key) for key in keys})
         self.folder.mkdir(mode=0o700, exist_ok=True)
         busy = f"another turn of this thread is still being answered after {timeout:g} s"
+        deadline = time.monotonic() + timeout
         fds: list[int] = []
         try:
-            for bucket in buckets:
-                fds.append(os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600))
-                _flock(fds[-1], timeout, 0.01, f"{busy}; try again")
+            while (waiting := self._take_all(buckets, fds)) is not None:
+                fd = self._open(waiting)  # wait till it is free, then try them all again
+                try:
+                    _flock(fd, max(deadline - time.monotonic(), 0.0), 0.01, f"{busy}; try again")
+                finally:
+                    os.close(fd)
             yield
         finally:
             for fd in fds:
                 os.close(fd)  # the lock goes with the descriptor
+
+    def _take_all(self, buckets: list[int], fds: list[int]) -> int | None:
+        """Lock every bucket without waiting, their descriptors put in ``fds``; on the first
+        busy one, let the others go and return it."""
+        for bucket in buckets:
+            fd = self._open(bucket)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                while fds:
+                    os.close(fds.pop())
+                return bucket
+            fds.append(fd)
+        return None
+
+    def _open(self, bucket: int) -> int:
+        return os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600)
 
     def bucket(self, key: tuple[str, ...]) -> int:
         digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
