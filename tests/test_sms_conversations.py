@@ -461,3 +461,11 @@ def test_a_stale_write_of_the_sender_state_is_refused(memory: Memory):
     assert memory.store.save_sms_sender(stopped, blank)
     assert not memory.store.save_sms_sender(SmsSender("coach", "sms-x", thread="t"), blank)
     assert memory.store.sms_sender("coach", "sms-x") == stopped
+
+
+def test_help_counts_one_minute_as_one() -> None:
+    from membot import BotSettings
+    from membot.sms import help_text
+
+    assert "after 1 minute without a text" in help_text(BotSettings(idle_timeout_minutes=1))
+    assert "after 90 minutes without" in help_text(BotSettings(idle_timeout_minutes=90))

@@ -184,8 +184,8 @@ def _fitting_prefix(text: str, limit: int) -> int:
 def help_text(settings: BotSettings) -> str:
     minutes = settings.idle_timeout_minutes
     ending = (
-        f" A conversation ends after {minutes:g} minutes without a text; I then ask whether "
-        "to remember it."
+        f" A conversation ends after {minutes:g} minute{'' if minutes == 1 else 's'} without "
+        "a text; I then ask whether to remember it."
         if minutes > 0
         else ""
     )

@@ -88,12 +88,14 @@ async def test_a_person_key_uses_every_tool_on_its_own_memory(app, memory, llm):
         ended = answer(await call("end_thread", {"thread": "t1", "remember": True}))
         refused = refusal(await call("forget", {"confirm": False, "thread": "t2"}))
         forgot = answer(await call("forget", {"confirm": True, "thread": "t2"}))
+        later = answer(await call("recall", {"text": "Alice loves green tea", "thread": "t3"}))
 
     assert (stored["bot"], stored["user"]) == ("b", "alice")
     assert stored["line"]["thread"] == "t1" and stored["line"]["seq"] == 1
     assert stored["line"]["role"] == "human"
     (block,) = recalled["blocks"]
     assert block["thread"] == "t1" and block["score"] > 0 and block["matched_seqs"] == [1]
+    assert block["person"] == "alice" and recalled["summaries"] == []
     assert texts(block["lines"]) == ["I love green tea", "Green tea it is"]
     assert lines_after_recall == lines_before  # recall stores nothing
     (match,) = found["matches"]
@@ -106,6 +108,8 @@ async def test_a_person_key_uses_every_tool_on_its_own_memory(app, memory, llm):
     assert memory.thread_state(bot="b", user="alice", thread="t1").ended_at is not None
     assert "confirm: true" in refused
     assert forgot["removed"]["lines"] == 1
+    (kept,) = later["summaries"]  # what was kept is recalled too, not only lines
+    assert (kept["thread"], kept["person"]) == ("t1", "alice") and "green tea" in kept["text"]
     left = memory.history(user="alice", bot="b")
     assert [line.text for line in left] == ["I love green tea", "Green tea it is"]
 
@@ -316,3 +320,17 @@ def subprocess_environment(minilm) -> dict[str, str]:
     if onnx_path is not None:
         environment["MEMBOT_CACHE_DIR"] = str(onnx_path.parent.parent)
     return environment
+
+
+async def test_a_get_is_told_there_is_no_stream_and_the_server_names_its_version(app, memory):
+    """GET /mcp opened an event stream that never sent anything (a client waited forever);
+    the server answered the handshake with an empty version."""
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport:
+        async with httpx2.AsyncClient(transport=transport, base_url=BASE_URL) as http:
+            got = await http.get("/mcp", headers={"Authorization": f"Bearer {key}"})
+        async with session_with_key(transport, key) as session:
+            version = (await session.initialize()).server_info.version
+    assert got.status_code == 405 and got.headers["allow"] == "POST, DELETE"
+    assert "keeps no stream open" in got.json()["error"]["message"]
+    assert version and version != "unknown"

@@ -129,7 +129,21 @@ def test_earlier_messages_are_not_stored_again_and_a_system_message_is_not_used(
     ]
     notes = completion.model_extra["membot"]["notes"]
     assert any("system message was not used" in note for note in notes)
+    assert not any("tools" in note for note in notes)
     assert "pirate" not in json.dumps(live_server.llm.history[-1])
+
+
+def test_tools_a_client_sends_are_not_offered_and_it_is_told(live_server, coach):
+    live_server.llm.enqueue(reply("It is sunny."))
+    weather = {"type": "function", "function": {"name": "weather", "parameters": {}}}
+    completion = coach.chat.completions.create(
+        model="coach", user="sam", messages=[{"role": "user", "content": "Weather?"}],
+        tools=[weather],
+    )  # fmt: skip
+    assert completion.choices[0].message.content == "It is sunny."
+    notes = completion.model_extra["membot"]["notes"]
+    assert "the client's tools were not offered to the model: membot replies in text" in notes
+    assert "weather" not in json.dumps(live_server.llm.history[-1])
 
 
 def test_the_last_message_must_be_the_persons(live_server, coach):

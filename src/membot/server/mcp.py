@@ -27,7 +27,18 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from membot import ApiKey, Block, Ending, Line, Match, MembotError, NotFoundError, ThreadInfo, iso
+from membot import (
+    ApiKey,
+    Block,
+    Ending,
+    Line,
+    Match,
+    MembotError,
+    NotFoundError,
+    Summary,
+    ThreadInfo,
+    iso,
+)
 from membot.server import auth
 from membot.server.errors import ApiError, error_response, status_of
 from membot.server.service import MAX_LINE_CHARS, Service
@@ -154,9 +165,11 @@ class FoundLine(StoredLine):
 
 class RecalledBlock(BaseModel):
     """Consecutive lines of one thread, recalled because the lines at ``matched_seqs``
-    matched."""
+    matched; ``person`` is whose thread it is (another person's only on a bot that shares
+    memory across people)."""
 
     thread: str
+    person: str
     score: float
     matched_seqs: list[int]
     lines: list[StoredLine]
@@ -165,9 +178,34 @@ class RecalledBlock(BaseModel):
     def of(cls, block: Block) -> RecalledBlock:
         return cls(
             thread=block.thread,
+            person=block.person,
             score=round(block.score, 4),
             matched_seqs=list(block.matched_seqs),
             lines=[StoredLine.of(line) for line in block.lines],
+        )
+
+
+class RecalledSummary(BaseModel):
+    """The key points kept when a thread ended with the person's consent."""
+
+    thread: str
+    person: str
+    score: float
+    text: str
+    categories: list[str]
+    covers_from: str
+    covers_to: str
+
+    @classmethod
+    def of(cls, summary: Summary, score: float) -> RecalledSummary:
+        return cls(
+            thread=summary.thread,
+            person=summary.person,
+            score=round(score, 4),
+            text=summary.text,
+            categories=list(summary.categories),
+            covers_from=iso(summary.covers_from),
+            covers_to=iso(summary.covers_to),
         )
 
 
@@ -199,6 +237,7 @@ class Recalled(BaseModel):
     bot: str
     user: str
     blocks: list[RecalledBlock]
+    summaries: list[RecalledSummary] = []
 
 
 class Found(BaseModel):
@@ -286,15 +325,23 @@ class MemoryTools:
         user: UserArgument = None,
         bot: BotArgument = None,
     ) -> Recalled:
-        """The blocks of earlier lines a turn saying ``text`` would recall, with scores;
-        nothing is stored. With ``thread``, its most recent lines (already in view in a
-        turn) are left out."""
+        """The blocks of earlier lines, and the summaries kept of ended threads, that a
+        turn saying ``text`` would recall, with scores; nothing is stored. With ``thread``,
+        its most recent lines (already in view in a turn) are left out."""
         person = self.person(bot, user)
-        found = self.service.memory.preview_recall(
-            text, user=person.user, bot=person.bot, thread=thread
-        )
+        memory = self.service.memory
+        found = memory.preview_recall(text, user=person.user, bot=person.bot, thread=thread)
         blocks = [RecalledBlock.of(block) for block in found.blocks]
-        return Recalled(bot=person.bot, user=person.user, blocks=blocks)
+        settings = memory.bot_settings(person.bot)
+        summaries = []
+        if settings.recall_summaries and settings.max_matches > 0:
+            owner = None if settings.share_across_people else person.user
+            kept = memory.search_summaries(
+                memory.embed([text], keep=False)[0], bot=person.bot, user=owner,
+                k=settings.max_matches, min_score=settings.threshold,
+            )  # fmt: skip
+            summaries = [RecalledSummary.of(summary, score) for summary, score in kept]
+        return Recalled(bot=person.bot, user=person.user, blocks=blocks, summaries=summaries)
 
     def search(
         self,
@@ -386,7 +433,9 @@ class MemoryTools:
 def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPServer:
     """The MCP server with membot's tools; ``local`` is whom a stdio process acts for
     (leave it out over HTTP: each request's key decides)."""
-    server = MCPServer("membot", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer(
+        "membot", instructions=INSTRUCTIONS, log_level="WARNING", version=_membot_version()
+    )
     tools = MemoryTools(service, local)
     # Plain functions, not coroutines: the SDK runs them in worker threads, off the event
     # loop, as embedding and SQLite calls need.
@@ -400,6 +449,15 @@ def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPSer
     ):
         server.tool(annotations=hints)(as_tool_errors(function))
     return server
+
+
+def _membot_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("membot")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
 
 
 # -- streamable HTTP at /mcp ------------------------------------------------------------
@@ -422,6 +480,14 @@ class BearerKeyGate:
         # metrics count by the route's path, which this gate holds.
         scope.setdefault("route", self)
         request = Request(scope, receive)
+        if request.method == "GET":
+            # Each request is answered on its own, as JSON: there is no stream of the
+            # server's own messages to keep open (MCP lets such a server answer 405).
+            refused = error_response(
+                405, "method_not_allowed", _NO_STREAM, {"Allow": "POST, DELETE"}
+            )
+            await refused(scope, receive, send)
+            return
         try:
             # The REST routes' own check (and rate limit); it reads SQLite, so off the loop.
             key = await anyio.to_thread.run_sync(auth.caller, request)
@@ -433,6 +499,9 @@ class BearerKeyGate:
             await self.app(scope, receive, send)
         finally:
             HTTP_CALLER.reset(token)
+
+
+_NO_STREAM = "this MCP endpoint answers each POST as JSON and keeps no stream open"
 
 
 def _refusal(request: Request, error: ApiError | MembotError) -> JSONResponse:

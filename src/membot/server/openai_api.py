@@ -42,6 +42,9 @@ SYSTEM_IGNORED = (
     "the client's system message was not used: the bot's profile is its prompt "
     "(PATCH /v1/bots/{bot} changes it)"
 )
+# Function calling is not offered: the model answers in text, and the client is told.
+TOOL_FIELDS = {"tools", "tool_choice", "functions", "function_call"}
+TOOLS_IGNORED = "the client's tools were not offered to the model: membot replies in text"
 # Streaming responses must reach the client as written: no caching, and no buffering by a
 # proxy in front (nginx holds text/event-stream back unless told).
 STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -166,13 +169,17 @@ async def chat_completions(
 
 def _chat_turn(body: ChatCompletionRequest, key: ApiKey, request: Request) -> ChatTurn:
     user = person_of(key, body.model, body.user)
-    instructed = any(message.role in INSTRUCTION_ROLES for message in body.messages)
+    notes = []
+    if any(message.role in INSTRUCTION_ROLES for message in body.messages):
+        notes.append(SYSTEM_IGNORED)
+    if set(body.model_extra or {}) & TOOL_FIELDS:
+        notes.append(TOOLS_IGNORED)
     return ChatTurn(
         bot=body.model,
         user=user,
         thread=_thread_of(body, request),
         text=_new_line(body.messages),
-        notes=(SYSTEM_IGNORED,) if instructed else (),
+        notes=tuple(notes),
     )
 
 
