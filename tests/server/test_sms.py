@@ -289,6 +289,7 @@ class MessagesApi:
         self.sent: list[tuple[str, dict[str, str], str | None]] = []
         self.arrived = threading.Event()
         self.refuse = False  # answer as Twilio does to a number that said STOP
+        self.busy = 0  # answer this many requests first with 503, as Twilio does when busy
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -305,7 +306,10 @@ class MessagesApi:
                         "account_sid": ACCOUNT,
                     },
                 )
-                if api.refuse:
+                if api.busy > 0:
+                    api.busy -= 1
+                    status, body = 503, {"code": 20503, "status": 503, "message": "busy"}
+                elif api.refuse:
                     status, body = (
                         400,
                         {
@@ -459,3 +463,32 @@ def test_a_retry_while_the_first_try_is_answered_gets_the_same_answer(memory: Me
             attempt.join(20)
     assert answers == [["The one answer."], ["The one answer."]]
     assert len(llm.history) == 1 and memory.count_lines() == 2
+
+
+def test_a_late_reply_twilio_is_too_busy_for_is_sent_again(
+    memory: Memory, messages_api: MessagesApi, serve, caplog, monkeypatch
+):
+    """A late reply that Twilio answered 503 was logged and never sent: the person did not
+    get it, and a retry of the text gets no TwiML (it went through the Messages API)."""
+    from membot.server import sms
+
+    monkeypatch.setattr(sms, "SEND_PAUSES", (0.01, 0.01))
+    messages_api.busy = 1
+    _slow_text(memory, messages_api, serve, caplog, "HTTP 503, trying again")
+    deadline = time.monotonic() + 10
+    while len(messages_api.sent) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [form["Body"] for _, form, _ in messages_api.sent] == ["A considered answer."] * 2
+    assert "was refused" not in caplog.text
+
+
+def test_a_late_reply_twilio_stays_too_busy_for_is_given_up_on_after_three_tries(
+    memory: Memory, messages_api: MessagesApi, serve, caplog, monkeypatch
+):
+    from membot.server import sms
+
+    monkeypatch.setattr(sms, "SEND_PAUSES", (0.01, 0.01))
+    messages_api.busy = 5
+    _slow_text(memory, messages_api, serve, caplog, "was refused by Twilio: HTTP 503")
+    assert len(messages_api.sent) == 3
+    assert "5550100001" not in caplog.text and "5550109999" not in caplog.text

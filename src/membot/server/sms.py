@@ -196,7 +196,6 @@ class SmsGateway:
 
     def send(self, replies: list[str], *, to: str, sender: str, sid: str) -> None:
         """Send texts through Twilio's Messages API (failures are logged, numbers never)."""
-        from twilio.base.exceptions import TwilioException, TwilioRestException
         from twilio.rest import Client
 
         if not self.settings.account_sid:
@@ -206,21 +205,7 @@ class SmsGateway:
             self.settings.account_sid, self.settings.auth_token, http_client=self._http()
         )
         for index, body in enumerate(replies, start=1):
-            try:
-                client.messages.create(to=to, from_=sender, body=body)
-            except TwilioRestException as error:  # its text can hold the numbers
-                log.error(
-                    "reply %d to text %s was refused by Twilio: HTTP %s, code %s",
-                    index,
-                    sid,
-                    error.status,
-                    error.code,
-                )
-                return
-            except (TwilioException, OSError) as error:
-                log.error(
-                    "reply %d to text %s could not be sent: %s", index, sid, type(error).__name__
-                )
+            if not _sent(client, to, sender, body, f"reply {index} to text {sid}"):
                 return
 
     def _http(self) -> Any:
@@ -240,6 +225,37 @@ class SmsGateway:
         return (
             TwilioHttpClient(timeout=30) if base == TWILIO_API else ElsewhereHttpClient(timeout=30)
         )
+
+
+# A late reply that Twilio could not take (busy, down, the network) is tried again, twice,
+# after 1 and then 4 seconds; a refusal (a number that said STOP, a bad sender) is final.
+SEND_PAUSES = (1.0, 4.0)
+
+
+def _sent(client: Any, to: str, sender: str, body: str, what: str) -> bool:
+    """Send one text through the Messages API, trying again while the failure may pass;
+    whether it went. Failures are logged by status and code, never with the numbers."""
+    from twilio.base.exceptions import TwilioException, TwilioRestException
+
+    for pause in (*SEND_PAUSES, None):
+        try:
+            client.messages.create(to=to, from_=sender, body=body)
+            return True
+        except TwilioRestException as error:  # its text can hold the numbers
+            passing = error.status == 429 or error.status >= 500
+            if not passing or pause is None:
+                log.error("%s was refused by Twilio: HTTP %s, code %s", what, error.status,
+                          error.code)  # fmt: skip
+                return False
+            failure = f"HTTP {error.status}"
+        except (TwilioException, OSError) as error:
+            if pause is None:
+                log.error("%s could not be sent: %s", what, type(error).__name__)
+                return False
+            failure = type(error).__name__
+        log.warning("%s: %s, trying again in %g s", what, failure, pause)
+        time.sleep(pause)
+    return False
 
 
 def read_webhook(form: FormData) -> Webhook:
