@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from conftest import HashingEmbedder
 
-from membot import Memory
+from membot import Memory, ScriptedLLM
 from membot.store import ThreadKey
 from membot.store.postgres_turns import TURN_LOCK_CLASS
 
@@ -40,6 +41,30 @@ while not __import__("os").path.exists(sys.argv[4]):  # go
 for n in range(3):
     bot.turn(f"{sys.argv[2]}{n}", user="sam", thread="t")
 """
+
+
+class SlowModel(ScriptedLLM):
+    """Answers ``reply``; a turn whose line holds ``slow`` takes ``seconds``, and
+    ``writing`` is set once such a turn reaches the model."""
+
+    def __init__(self, slow: str, seconds: float, reply: str) -> None:
+        super().__init__()
+        self.slow, self.seconds, self.reply = slow, seconds, reply
+        self.writing = threading.Event()
+
+    def complete(self, messages, max_tokens, *, schema=None):
+        if self.slow in messages[-1]["content"]:
+            self.writing.set()
+            time.sleep(self.seconds)
+        return self.reply
+
+
+def turn_in_the_background(bot, text: str, *, user: str, thread: str) -> threading.Thread:
+    """A turn started in another thread, returned once its model is writing."""
+    turn = threading.Thread(target=bot.turn, args=(text,), kwargs={"user": user, "thread": thread})
+    turn.start()
+    assert bot.llm.writing.wait(10)
+    return turn
 
 
 def test_two_processes_turns_of_one_thread_keep_each_reply_after_its_line(
@@ -127,26 +152,12 @@ def test_a_postgres_turn_waits_for_its_thread_only_and_then_says_why(postgres_ur
 def test_an_import_into_a_thread_waits_for_the_turn_under_way(store_url: str):
     """An import batch stored while the model wrote came between the turn's line and its
     reply; it now waits for the reply (on either store)."""
-    import threading
-
-    from membot import Bot, LineInput, ScriptedLLM
-
-    writing = threading.Event()
-
-    class Slow(ScriptedLLM):
-        def complete(self, messages, max_tokens, *, schema=None):
-            writing.set()
-            time.sleep(0.5)
-            return "the reply"
+    from membot import Bot, LineInput
 
     memory = Memory(store_url, embedder=HashingEmbedder())
     try:
-        bot = Bot(memory, Slow())
-        turn = threading.Thread(
-            target=bot.turn, args=("the line",), kwargs={"user": "sam", "thread": "t"}
-        )
-        turn.start()
-        assert writing.wait(10)
+        bot = Bot(memory, SlowModel("the line", 0.5, "the reply"))
+        turn = turn_in_the_background(bot, "the line", user="sam", thread="t")
         imported = LineInput("an imported line", "sam", "t", "human", bot.name)
         assert memory.add_many([imported]) == 1
         turn.join(10)
@@ -212,31 +223,16 @@ def test_a_short_idle_in_transaction_timeout_is_warned_of(postgres_url: str, cap
 def test_an_import_waiting_for_one_thread_holds_up_no_other(store_url: str):
     """An import into a talking thread and another thread waited holding the other
     thread's lock, so that thread's turns waited for someone else's model too."""
-    import threading
-
-    from membot import Bot, LineInput, ScriptedLLM
+    from membot import Bot, LineInput
     from membot.store.sqlite_lock import TurnLocks
 
     assert TurnLocks("x").bucket(("membot", "sam", "t")) != TurnLocks("x").bucket(
         ("membot", "ann", "u")
     )
-    writing = threading.Event()
-
-    class Slow(ScriptedLLM):
-        def complete(self, messages, max_tokens, *, schema=None):
-            if "slow one" in messages[-1]["content"]:
-                writing.set()
-                time.sleep(1.5)
-            return "a reply"
-
     memory = Memory(store_url, embedder=HashingEmbedder())
     try:
-        bot = Bot(memory, Slow())
-        slow = threading.Thread(
-            target=bot.turn, args=("the slow one",), kwargs={"user": "sam", "thread": "t"}
-        )
-        slow.start()
-        assert writing.wait(10)
+        bot = Bot(memory, SlowModel("the slow one", 1.5, "a reply"))
+        slow = turn_in_the_background(bot, "the slow one", user="sam", thread="t")
         both = [LineInput(f"imported into {who}", who, thread, "human", bot.name)
                 for who, thread in (("sam", "t"), ("ann", "u"))]  # fmt: skip
         importing = threading.Thread(target=memory.add_many, args=(both,))
