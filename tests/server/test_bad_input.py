@@ -87,6 +87,7 @@ def test_query_syntax_in_searches_and_turns_over_http(server, admin) -> None:
         (b'{"user": "alice", "thread": "t1", "text": "caf\xe9"}', 400, "parsing the body"),
         (b"\xff\xfe{", 400, "parsing the body"),
         ("", 422, "body"),
+        ('{"user": "alice", "thread"', 422, "the body is not valid JSON"),  # was "0: JSON decode…"
     ],
 )
 def test_nul_and_invalid_utf8_in_json_bodies_are_refused(

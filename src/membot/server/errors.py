@@ -133,6 +133,9 @@ def install_error_handlers(app: FastAPI) -> None:
 def _describe(error: RequestValidationError) -> str:
     parts = []
     for item in error.errors()[:5]:
+        if item.get("type") == "json_invalid":  # its "where" is a character offset
+            parts.append(f"the body is not valid JSON ({item.get('ctx', {}).get('error', '')})")
+            continue
         where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
         parts.append(f"{where or 'body'}: {item.get('msg', 'invalid')}")
     return "; ".join(parts) or "the request could not be read"
