@@ -132,9 +132,13 @@ def test_a_sentence_written_without_spaces_counts_by_its_characters() -> None:
         (H, "ありがとう"),
         (H, "你住在哪里？"),
         (H, "東京で働いています。"),
+        (H, "我在北京当护士。你呢？"),  # a statement, then a question: the statement stays
+        (H, "この町はとても静かです。"),  # ends in です, not a question
     )
 
     assert [point.split(" said: ")[1] for point in own_statements(thread, SPEAKERS)] == [
         "我住在北京",
         "東京で働いています。",
+        "我在北京当护士。",
+        "この町はとても静かです。",
     ]

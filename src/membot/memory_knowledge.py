@@ -35,9 +35,10 @@ def summary_parts(text: str) -> list[str]:
     return list(dict.fromkeys([text.strip(), *(point for point in points if point)]))
 
 
-# The label before a point in the person's own words (membot.own_words): one word, a
-# speaker's name ("HUMAN said: "), not a model's "Sam's doctor said: ".
-_SAID = re.compile(r"^[\w.-]{1,40} said:\s*")
+# The label before a point in the person's own words (membot.own_words): a speaker's name
+# of up to three words ("HUMAN said: ", "Alice Smith said: "), not a model's "Sam's
+# doctor said: ".
+_SAID = re.compile(r"^[\w.-]{1,40}(?: [\w.-]{1,40}){0,2} said:\s*")
 
 
 class SummariesAndExpertise:

@@ -53,7 +53,10 @@ SMALL_TALK_UNSPACED = frozenset({
     "ありがとうございます", "こんにちは", "おはよう", "おはようございます", "さようなら",
     "すみません", "はい", "そうですね",
 })  # fmt: skip
-_QUESTION_END = re.compile(r"[?？]$|[吗呢か]$")
+_QUESTION_END = re.compile(r"[?？]$|吗$")
+# Chinese and Japanese end a sentence with a full-width mark and no space after it.
+_UNSPACED_END = re.compile(r"(?<=[。！？])(?=\S)")
+_UNSPACED_JOIN = re.compile(r"(?<=[。！？]) ")
 
 
 def own_statements(
@@ -86,7 +89,7 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
     kept: list[str] = []
     # An ellipsis is a pause, not a sentence's end: "I work... at the hospital" stays whole.
     text = _ELLIPSIS.sub(" - ", _TRAILING_ELLIPSIS.sub("", " ".join(text.split())))
-    for sentence in sentences(text):
+    for sentence in sentences(_UNSPACED_END.sub("\n", text)):
         sentence = _TRAILING_ELLIPSIS.sub("", sentence).strip(" -")
         if _QUESTION_END.search(sentence.rstrip("!！。. ")) or reads_as_instruction(sentence):
             continue
@@ -95,7 +98,7 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
         if kept and len(" ".join([*kept, sentence])) > MAX_POINT_CHARS:
             break
         kept.append(sentence)
-    said = " ".join(kept)
+    said = _UNSPACED_JOIN.sub("", " ".join(kept))  # no space after a full-width stop
     if len(said) > MAX_POINT_CHARS:
         said = said[:MAX_POINT_CHARS].rsplit(" ", 1)[0]
     return said

@@ -480,12 +480,10 @@ class BearerKeyGate:
         # metrics count by the route's path, which this gate holds.
         scope.setdefault("route", self)
         request = Request(scope, receive)
-        if request.method == "GET":
+        if request.method in ("GET", "HEAD"):
             # Each request is answered on its own, as JSON: there is no stream of the
             # server's own messages to keep open (MCP lets such a server answer 405).
-            refused = error_response(
-                405, "method_not_allowed", _NO_STREAM, {"Allow": "POST, DELETE"}
-            )
+            refused = error_response(405, "method_not_allowed", _NO_STREAM, {"Allow": "POST"})
             await refused(scope, receive, send)
             return
         try:

@@ -109,6 +109,9 @@ class SmsGateway:
         self.public_url = (public_url or "").rstrip("/")
         # Answers wait here for a model; past reply_wait_seconds they finish on their own.
         self.workers = ThreadPoolExecutor(8, thread_name_prefix="membot-sms")
+        # Late replies are sent from threads of their own: a send waiting to be tried again
+        # holds up no answer to another text.
+        self.senders = ThreadPoolExecutor(2, thread_name_prefix="membot-sms-send")
 
     def unavailable(self) -> str | None:
         """Why the route cannot take texts (what to set), or None."""
@@ -192,7 +195,9 @@ class SmsGateway:
             log.exception("text %s was not answered", webhook.sid)
             return
         record_sms_answer(service.memory, webhook.sid, replies, "api")
-        self.send(replies, to=webhook.sender, sender=webhook.to, sid=webhook.sid)
+        self.senders.submit(
+            self.send, replies, to=webhook.sender, sender=webhook.to, sid=webhook.sid
+        )
 
     def send(self, replies: list[str], *, to: str, sender: str, sid: str) -> None:
         """Send texts through Twilio's Messages API (failures are logged, numbers never)."""
@@ -227,14 +232,18 @@ class SmsGateway:
         )
 
 
-# A late reply that Twilio could not take (busy, down, the network) is tried again, twice,
-# after 1 and then 4 seconds; a refusal (a number that said STOP, a bad sender) is final.
+# A late reply that Twilio could not take (429, 503, or no connection to it) is tried again,
+# twice, after 1 and then 4 seconds. Anything else is final: a refusal (a number that said
+# STOP, a bad sender), and a failure after which Twilio may have taken the text (another
+# 5xx, a timeout while reading its answer), which a second try could send twice.
 SEND_PAUSES = (1.0, 4.0)
+PASSING_STATUSES = {429, 503}
 
 
 def _sent(client: Any, to: str, sender: str, body: str, what: str) -> bool:
     """Send one text through the Messages API, trying again while the failure may pass;
     whether it went. Failures are logged by status and code, never with the numbers."""
+    from requests.exceptions import ConnectionError as NoConnection
     from twilio.base.exceptions import TwilioException, TwilioRestException
 
     for pause in (*SEND_PAUSES, None):
@@ -242,14 +251,13 @@ def _sent(client: Any, to: str, sender: str, body: str, what: str) -> bool:
             client.messages.create(to=to, from_=sender, body=body)
             return True
         except TwilioRestException as error:  # its text can hold the numbers
-            passing = error.status == 429 or error.status >= 500
-            if not passing or pause is None:
+            if error.status not in PASSING_STATUSES or pause is None:
                 log.error("%s was refused by Twilio: HTTP %s, code %s", what, error.status,
                           error.code)  # fmt: skip
                 return False
             failure = f"HTTP {error.status}"
         except (TwilioException, OSError) as error:
-            if pause is None:
+            if not isinstance(error, NoConnection) or pause is None:
                 log.error("%s could not be sent: %s", what, type(error).__name__)
                 return False
             failure = type(error).__name__

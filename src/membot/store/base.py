@@ -395,7 +395,8 @@ class TurnStore(Protocol):
 
     # Held for a whole turn (its line, the model's reply, the reply stored), or while an
     # import stores a batch of lines into the threads ``keys``, so it cannot come between a
-    # line and its reply. Several are taken in one order: holders never wait in a circle.
+    # line and its reply. Several are taken all at once or none, then (on a busy store) in
+    # one order: holders never wait in a circle.
     def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]: ...
 
 

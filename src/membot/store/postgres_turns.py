@@ -33,7 +33,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from membot.errors import StoreError
-from membot.store.sqlite_lock import TURN_WAIT_SECONDS
+from membot.store.sqlite_lock import ALL_OR_NONE_ROUNDS, TURN_WAIT_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,7 @@ class PostgresTurnLocks:
         self, *thread_keys: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS
     ) -> Iterator[None]:
         """Hold the locks of ``thread_keys`` (one thread's for a turn, an import batch's
-        threads) in one transaction, taken in key order, so two holders of several never
-        wait on each other in a circle."""
+        threads) in one transaction (see :func:`_lock`)."""
         deadline = time.monotonic() + timeout
         pool = self._open_pool()
         try:
@@ -123,19 +122,16 @@ def warn_of_short_idle_timeout(connection: psycopg.Connection) -> str | None:
 
 
 def _lock(connection: psycopg.Connection, keys: list[int], timeout: float, busy: str) -> None:
-    """Open the transaction and take the turn locks ``keys`` in it, all or none: while one
-    is busy none is held (an import waiting for one thread's reply holds up no other
-    thread), and the busy one is waited for, then all are tried again, for up to
-    ``timeout`` seconds in all."""
+    """Open the transaction and take the turn locks ``keys`` in it, for up to ``timeout``
+    seconds in all. Several are first taken all at once or none: while one is busy none is
+    held (an import waiting for one thread's reply holds up no other thread), and the busy
+    one is waited for before all are tried again. After ``ALL_OR_NONE_ROUNDS`` such tries
+    (a busy server, where single turns would always win) they are taken in key order, each
+    waited for, so holders of several never wait on each other in a circle either way."""
     deadline = time.monotonic() + timeout
     try:
-        while True:
+        for _ in range(ALL_OR_NONE_ROUNDS if len(keys) > 1 else 0):
             _begin(connection, deadline)
-            if len(keys) == 1:  # a turn: wait for its one lock in place
-                connection.execute(
-                    "SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, keys[0])
-                )
-                return
             waiting = next((key for key in keys if not _try(connection, key)), None)
             if waiting is None:
                 return
@@ -143,6 +139,9 @@ def _lock(connection: psycopg.Connection, keys: list[int], timeout: float, busy:
             _begin(connection, deadline)
             connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, waiting))
             connection.execute("ROLLBACK")
+        _begin(connection, deadline)
+        for key in keys:  # in order, each waited for
+            connection.execute("SELECT pg_advisory_xact_lock(%s, %s)", (TURN_LOCK_CLASS, key))
     except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled) as error:
         raise StoreError(f"{busy}; try again") from error
     except psycopg.Error as error:

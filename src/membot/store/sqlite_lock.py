@@ -63,6 +63,8 @@ class ProcessWriteLock:
 # How long a turn waits for another turn of its thread (a model's reply, retries included,
 # is given 90 s): past it, a clear error rather than a turn stuck behind a stuck one.
 TURN_WAIT_SECONDS = 180.0
+# Tries at taking several turn locks all at once before taking them in order (see held).
+ALL_OR_NONE_ROUNDS = 3
 
 
 class TurnLocks:
@@ -81,22 +83,31 @@ class TurnLocks:
 
     @contextmanager
     def held(self, *keys: tuple[str, ...], timeout: float = TURN_WAIT_SECONDS) -> Iterator[None]:
-        """Hold the buckets of ``keys`` (one thread's for a turn, an import batch's threads)
-        all at once or none: while one is busy, the others are let go until it is free, so
-        an import waiting for one thread's reply holds up no other thread, and holders of
-        several never wait on each other in a circle."""
+        """Hold the buckets of ``keys`` (one thread's for a turn, an import batch's threads).
+        Several are first taken all at once or none: while one is busy, the others are let
+        go until it is free, so an import waiting for one thread's reply holds up no other
+        thread. After ``ALL_OR_NONE_ROUNDS`` such tries (a busy server, where single turns
+        would always win), they are taken in bucket order, waiting for each: holders of
+        several never wait on each other in a circle either way."""
         buckets = sorted({self.bucket(key) for key in keys})
         self.folder.mkdir(mode=0o700, exist_ok=True)
-        busy = f"another turn of this thread is still being answered after {timeout:g} s"
+        busy = f"another turn of this thread is still being answered after {timeout:g} s; try again"
         deadline = time.monotonic() + timeout
         fds: list[int] = []
         try:
-            while (waiting := self._take_all(buckets, fds)) is not None:
+            for _ in range(ALL_OR_NONE_ROUNDS if len(buckets) > 1 else 0):
+                waiting = self._take_all(buckets, fds)
+                if waiting is None:
+                    break
                 fd = self._open(waiting)  # wait till it is free, then try them all again
                 try:
-                    _flock(fd, max(deadline - time.monotonic(), 0.0), 0.01, f"{busy}; try again")
+                    _flock(fd, max(deadline - time.monotonic(), 0.0), 0.01, busy)
                 finally:
                     os.close(fd)
+            else:
+                for bucket in buckets:  # in order, each waited for
+                    fds.append(self._open(bucket))
+                    _flock(fds[-1], max(deadline - time.monotonic(), 0.0), 0.01, busy)
             yield
         finally:
             for fd in fds:
@@ -114,6 +125,9 @@ class TurnLocks:
                 while fds:
                     os.close(fds.pop())
                 return bucket
+            except OSError:
+                os.close(fd)
+                raise
             fds.append(fd)
         return None
 
