@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from membot.context import Speakers
+from membot import BotSettings
 from membot.model import Line, Role
 from membot.own_words import MAX_POINT_CHARS, own_statements
 
@@ -20,7 +20,7 @@ def lines(*said: tuple[Role, str], start: datetime = NOV_23) -> list[Line]:
 
 
 H, B = Role.HUMAN, Role.BOT
-SPEAKERS = Speakers("Sam", "Bea")
+SETTINGS = BotSettings(human_name="Sam", bot_name="Bea")
 
 
 def test_the_persons_statements_are_the_points_dated_by_their_lines() -> None:
@@ -34,7 +34,7 @@ def test_the_persons_statements_are_the_points_dated_by_their_lines() -> None:
         (H, "My sister Ana lives in Porto. Do you know it? It rains a lot there..."),
     )
 
-    points = own_statements(thread, SPEAKERS, ["Sam", "Bea", "sam"])
+    points = own_statements(thread, SETTINGS, "sam")
 
     assert points == [
         "2026-11-23: Sam said: I just adopted a cat named Miso; she is grey and loves tuna.",
@@ -49,7 +49,9 @@ def test_orders_to_a_model_and_repeated_lines_are_left_out() -> None:
         (H, "I work as a nurse   in Leeds."),
     )
 
-    assert own_statements(thread, SPEAKERS) == ["2026-11-23: Sam said: I work as a nurse in Leeds."]
+    assert own_statements(thread, SETTINGS, "sam") == [
+        "2026-11-23: Sam said: I work as a nurse in Leeds."
+    ]
 
 
 def test_past_the_limit_the_richest_statements_stay_in_the_order_said() -> None:
@@ -60,7 +62,7 @@ def test_past_the_limit_the_richest_statements_stay_in_the_order_said() -> None:
         (H, "My brother Tom runs a bakery near the harbour in Porto."),
     )
 
-    points = own_statements(thread, SPEAKERS, limit=2)
+    points = own_statements(thread, SETTINGS, "sam", limit=2)
 
     assert [point.split(" said: ")[1] for point in points] == [
         "I moved to Lisbon in March with my partner and our two dogs.",
@@ -72,7 +74,7 @@ def test_a_long_line_is_cut_at_a_sentence_and_a_line_break_is_a_space() -> None:
     first = "I grow tomatoes, beans and squash in my allotment by the river."
     thread = lines((H, f"{first}\n" + "Every weekend I water them and pull weeds. " * 20))
 
-    (point,) = own_statements(thread, SPEAKERS)
+    (point,) = own_statements(thread, SETTINGS, "sam")
 
     said = point.split(" said: ", 1)[1]
     assert said.startswith(first + " Every weekend") and "\n" not in said
@@ -82,7 +84,7 @@ def test_a_long_line_is_cut_at_a_sentence_and_a_line_break_is_a_space() -> None:
 def test_a_thread_of_questions_and_small_talk_has_no_points() -> None:
     thread = lines((H, "hi"), (H, "how are you?"), (B, "Fine, thanks."), (H, "ok thanks bye"))
 
-    assert own_statements(thread, SPEAKERS) == []
+    assert own_statements(thread, SETTINGS, "sam") == []
 
 
 def test_a_short_fact_about_themselves_counts_and_an_ellipsis_is_not_a_placeholder() -> None:
@@ -96,7 +98,7 @@ def test_a_short_fact_about_themselves_counts_and_an_ellipsis_is_not_a_placehold
         (H, "Really?!"),
     )
 
-    assert [point.split(" said: ")[1] for point in own_statements(thread, SPEAKERS)] == [
+    assert [point.split(" said: ")[1] for point in own_statements(thread, SETTINGS, "sam")] == [
         "I'm vegan.",
         "I'm 34.",
         "I moved to Berlin - for work at Siemens",
@@ -114,12 +116,12 @@ def test_a_running_summary_in_own_words_keeps_the_richest_statements_within_its_
         (H, "My brother Tom runs a bakery near the harbour in Porto."),
     )
 
-    assert running_statements(old, thread, SPEAKERS, max_words=200).splitlines() == [
+    assert running_statements(old, thread, SETTINGS, "sam", max_words=200).splitlines() == [
         old,
         "2026-11-23: Sam said: I moved to Lisbon in March with my partner and our two dogs.",
         "2026-11-23: Sam said: My brother Tom runs a bakery near the harbour in Porto.",
     ]
-    assert running_statements(old, thread, SPEAKERS, max_words=30).splitlines() == [
+    assert running_statements(old, thread, SETTINGS, "sam", max_words=30).splitlines() == [
         "2026-11-23: Sam said: I moved to Lisbon in March with my partner and our two dogs.",
         "2026-11-23: Sam said: My brother Tom runs a bakery near the harbour in Porto.",
     ]
@@ -136,7 +138,7 @@ def test_a_sentence_written_without_spaces_counts_by_its_characters() -> None:
         (H, "この町はとても静かです。"),  # ends in です, not a question
     )
 
-    assert [point.split(" said: ")[1] for point in own_statements(thread, SPEAKERS)] == [
+    assert [point.split(" said: ")[1] for point in own_statements(thread, SETTINGS, "sam")] == [
         "我住在北京",
         "東京で働いています。",
         "我在北京当护士。",

@@ -342,9 +342,7 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
             return outcome
         points, categories = read
     else:
-        speakers = Speakers(settings.human_name, settings.bot_name)
-        names = (settings.human_name, settings.bot_name, state.person)
-        points, categories = own_statements(lines, speakers, names, MAX_POINTS), ()
+        points, categories = own_statements(lines, settings, state.person, MAX_POINTS), ()
         outcome.notes.append(f"the key points are the person's own statements: {llm.name} "
                              "cannot write summaries")  # fmt: skip
         if not points:

@@ -26,15 +26,14 @@ if TYPE_CHECKING:
 def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Summary]) -> list[str]:
     """Every text the embedder may have been given for these lines and summaries."""
     from membot.memory import embedding_text
-    from membot.memory_knowledge import summary_parts
+    from membot.memory_knowledge import summary_parts, summary_points
 
     # A line is embedded as "Speaker: text"; a turn may embed its text alone as the query.
     texts = [embedding_text(line.text, line.speaker) for line in lines]
     texts += [line.text for line in lines]
     for summary in summaries:
         texts += summary_parts(summary.text)
-        # Before 2026-11-26 a summary's points were embedded as written, dated.
-        texts += [row[2:].strip() for row in summary.text.splitlines() if row.startswith("- ")]
+        texts += summary_points(summary.text)  # embedded as written, dated, before 2026-11-26
     threads: dict[tuple[str, str, str], int] = {}
     stored = []
     for line in lines:

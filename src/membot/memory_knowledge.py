@@ -30,9 +30,13 @@ def summary_parts(text: str) -> list[str]:
     without its date and a "HUMAN said:" before the person's own words, so a question about
     one point meets that point, not an average of all nor a date ("Where do I work?" meets
     "I work as a nurse in Leeds" at 0.33, its dated "HUMAN said:" point at 0.20)."""
-    rows = [line[2:] for line in text.splitlines() if line.startswith("- ")]
-    points = [_SAID.sub("", undated(row)).strip() for row in rows]
+    points = [_SAID.sub("", undated(row)).strip() for row in summary_points(text)]
     return list(dict.fromkeys([text.strip(), *(point for point in points if point)]))
+
+
+def summary_points(text: str) -> list[str]:
+    """A summary's key points as written: its "- " lines, without the dash."""
+    return [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
 
 
 # The label before a point in the person's own words (membot.own_words): a speaker's name

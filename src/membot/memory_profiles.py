@@ -70,7 +70,7 @@ class BotProfiles:
         people = self.store.people(bot)
         lines = [line for person in people for line in self.store.history(person, bot, None)]
         summaries = [kept for person in people for kept in self.store.summaries(person, bot)]
-        texts = [*self.store.bot_line_texts(bot), *derived_texts(self, lines, summaries)]
+        texts = derived_texts(self, lines, summaries)
         removed = self.store.delete_bot(bot)
         try:
             for key in list_keys(self):

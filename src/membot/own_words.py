@@ -13,9 +13,10 @@ An LLM that declares ``writes_summaries = False`` is not asked. The key points, 
 running summary, are then the person's own statements, each dated by its line and marked as
 said by them ("2026-11-23: HUMAN said: I just adopted a cat named Miso"): what was said, so
 nothing invented. A question, a greeting or an acknowledgement ("ok thanks") holds nothing
-about the person and is left out, as is a sentence that reads as an order to a model. They
-still go through the grounding check (and the key points through the bot's remember policy),
-as a model's would.
+about the person and is left out, as is a sentence that reads as an order to a model. The
+key points still go through the grounding check and the bot's remember policy, as a model's
+would; the running summary's rows, once said, are not checked again (a row of an earlier
+day would fail the date check against a later day's lines).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from membot.config import BotSettings
 from membot.context import Speakers
 from membot.grounding import content_stems, name_words, reads_as_instruction, sentences
 from membot.model import Line, Role
@@ -60,12 +62,13 @@ _UNSPACED_JOIN = re.compile(r"(?<=[。！？]) ")
 
 
 def own_statements(
-    lines: Sequence[Line], speakers: Speakers, names: Sequence[str] = (), limit: int = 20
+    lines: Sequence[Line], settings: BotSettings, person: str, limit: int = 20
 ) -> list[str]:
-    """The person's statements in ``lines`` as dated points, in the order said: at most
-    ``limit``, the ones with the most content words where there are more. ``names`` (the
-    speakers') do not count as content words."""
-    ignore = SMALL_TALK | name_words(names)
+    """``person``'s statements in ``lines`` as dated points, labelled as the bot's
+    ``settings`` name the two sides, in the order said: at most ``limit``, the ones with the
+    most content words where there are more. The speakers' names are not content words."""
+    speakers = Speakers(settings.human_name, settings.bot_name)
+    ignore = SMALL_TALK | _names(settings, person)
     found: list[tuple[int, int, str]] = []  # (content words, position, point)
     seen: set[str] = set()
     for line in lines:
@@ -119,20 +122,23 @@ def _tells_something(sentence: str, ignore: frozenset[str]) -> bool:
 
 
 def running_statements(
-    summary: str,
-    lines: Sequence[Line],
-    speakers: Speakers,
-    names: Sequence[str] = (),
-    max_words: int = 120,
+    summary: str, lines: Sequence[Line], settings: BotSettings, person: str, max_words: int
 ) -> str:
-    """A running summary in the person's own words: the statements ``summary`` held, then
+    """A running summary in ``person``'s own words: the statements ``summary`` held, then
     those of ``lines``, one a line; past ``max_words`` words, the statements with the fewest
     content words go first (the oldest of equals)."""
-    ignore = name_words(names)
     kept = [entry.strip() for entry in summary.splitlines() if entry.strip()]
-    kept += [point for point in own_statements(lines, speakers, names, limit=len(lines))
+    kept += [point for point in own_statements(lines, settings, person, limit=len(lines))
              if point not in kept]  # fmt: skip
-    while len(kept) > 1 and sum(len(entry.split()) for entry in kept) > max_words:
-        weights = [len(content_stems(entry.split(" said: ", 1)[-1], ignore)) for entry in kept]
-        del kept[weights.index(min(weights))]
+    ignore = _names(settings, person)
+    weights = [len(content_stems(entry.split(" said: ", 1)[-1], ignore)) for entry in kept]
+    words = sum(len(entry.split()) for entry in kept)
+    while len(kept) > 1 and words > max_words:
+        least = weights.index(min(weights))
+        words -= len(kept[least].split())
+        del kept[least], weights[least]
     return "\n".join(kept)
+
+
+def _names(settings: BotSettings, person: str) -> frozenset[str]:
+    return name_words((settings.human_name, settings.bot_name, person))

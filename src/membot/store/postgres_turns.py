@@ -21,7 +21,6 @@ connection or for the other turn, gets a clear error.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import threading
@@ -33,7 +32,7 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from membot.errors import StoreError
-from membot.store.sqlite_lock import ALL_OR_NONE_ROUNDS, TURN_WAIT_SECONDS
+from membot.store.sqlite_lock import ALL_OR_NONE_ROUNDS, TURN_WAIT_SECONDS, thread_digest
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +53,7 @@ class PostgresTurnLocks:
 
     def key(self, thread_key: tuple[str, ...]) -> int:
         """The lock's second key: 32 bits of a hash of the schema and the thread's names."""
-        parts = (self.schema or "", *thread_key)
-        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).digest()
+        digest = thread_digest((self.schema or "", *thread_key))
         return int.from_bytes(digest[:4], "big", signed=True)
 
     @contextmanager

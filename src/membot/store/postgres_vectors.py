@@ -269,9 +269,3 @@ class PostgresVectors:
 
     def all_line_texts(self) -> list[tuple[int, str]]:
         return self._query("SELECT id, text FROM lines ORDER BY id")
-
-    def bot_line_texts(self, bot: str) -> list[str]:
-        rows = self._query(
-            "SELECT l.text FROM lines l JOIN bots b ON b.id = l.bot_id WHERE b.name = %s", (bot,)
-        )
-        return [row[0] for row in rows]

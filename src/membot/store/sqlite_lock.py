@@ -135,8 +135,12 @@ class TurnLocks:
         return os.open(self.folder / f"{bucket:03d}", os.O_RDWR | os.O_CREAT, 0o600)
 
     def bucket(self, key: tuple[str, ...]) -> int:
-        digest = hashlib.sha256("\0".join(key).encode("utf-8", "surrogatepass")).digest()
-        return int.from_bytes(digest[:4], "big") % self.BUCKETS
+        return int.from_bytes(thread_digest(key)[:4], "big") % self.BUCKETS
+
+
+def thread_digest(parts: tuple[str, ...]) -> bytes:
+    """A hash of a thread's names, for a turn lock's key: the names are not written."""
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).digest()
 
 
 def _flock(fd: int, timeout: float, pause: float, busy: str) -> None:
