@@ -29,7 +29,7 @@ def summary_parts(text: str) -> list[str]:
     """What a summary is embedded as: its whole text, then each key point ("- " lines)
     without its date and a "HUMAN said:" before the person's own words, so a question about
     one point meets that point, not an average of all nor a date ("Where do I work?" meets
-    "I work as a nurse in Leeds" at 0.33, its dated "HUMAN said:" point at 0.20)."""
+    "I work as a nurse in Leeds" closer than its dated "HUMAN said:" point)."""
     points = [_SAID.sub("", undated(row)).strip() for row in summary_points(text)]
     return list(dict.fromkeys([text.strip(), *(point for point in points if point)]))
 

@@ -6,8 +6,8 @@ the instruction's example ("HUMAN is allergic to peanuts") and a placeholder (".
 the thread said, so :mod:`membot.grounding` leaves everything out and remembering kept
 nothing. Folding lines into a running summary, it wrote "AI: My sister Ana lives in Porto
 and is training for a half marathon" from "My sister Ana lives in Porto" and "I'm training
-for a half marathon": every word was said, so the check let it by, and it took 2 to 4 s of
-two cores after each few replies.
+for a half marathon": every word was said, so the check let it by; and each fold cost a
+model call after the reply.
 
 An LLM that declares ``writes_summaries = False`` is not asked. The key points, and the
 running summary, are then the person's own statements, each dated by its line and marked as
