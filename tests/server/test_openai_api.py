@@ -46,8 +46,9 @@ def test_models_are_the_bots_the_key_may_use(live_server: LiveServer):
     assert [(model.id, model.object, model.owned_by) for model in listed] == [
         ("coach", "model", "membot")
     ]
-    with pytest.raises(openai.AuthenticationError):
+    with pytest.raises(openai.AuthenticationError) as refused:
         client_of(live_server, "mb_nonsense").models.list()
+    assert (refused.value.type, refused.value.code) == ("invalid_request_error", "invalid_api_key")
 
 
 def test_a_completion_answers_and_stores_both_lines_in_the_thread(live_server, coach):
@@ -166,8 +167,9 @@ def test_a_person_key_talks_only_as_its_person(live_server, coach):
         sam.chat.completions.create(
             model="coach", messages=[{"role": "user", "content": "hi"}], user="kim"
         )
-    with pytest.raises(openai.UnprocessableEntityError, match="user"):
+    with pytest.raises(openai.BadRequestError, match="user") as unnamed:
         coach.chat.completions.create(model="coach", messages=[{"role": "user", "content": "hi"}])
+    assert unnamed.value.param == "user"
     assert live_server.memory.history(user="kim") == []
 
 
@@ -176,7 +178,9 @@ def test_a_bot_outside_the_keys_scope_or_unknown_is_not_found(live_server, coach
     sam = client_of(live_server, live_server.key(bot="coach", user="sam"))
     with pytest.raises(openai.NotFoundError) as refused:
         sam.chat.completions.create(model="other", messages=[{"role": "user", "content": "hi"}])
-    assert refused.value.status_code == 404 and refused.value.body["type"] == "not_found"
+    assert refused.value.status_code == 404
+    assert refused.value.body["type"] == "invalid_request_error"
+    assert (refused.value.code, refused.value.param) == ("model_not_found", "model")
     with pytest.raises(openai.NotFoundError):
         coach.chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "hi"}], user="sam"
@@ -208,15 +212,43 @@ def test_a_line_too_long_is_refused_before_it_is_stored(live_server, coach):
     assert live_server.memory.history(user="sam") == []
 
 
-def test_the_raw_answer_is_openai_json_with_membots_error_shape(live_server, coach):
+def test_errors_take_openais_shape_and_status(live_server, coach):
+    """OpenAI answers a request it cannot take with 400, never 422, and names the field;
+    membot's own routes keep their shape (422, type and message only)."""
     key = live_server.key(admin=True)
+    headers = {"Authorization": f"Bearer {key}"}
     answer = httpx.post(
         f"{live_server.url}/v1/chat/completions",
         json={"model": "coach", "messages": [], "user": "sam"},
-        headers={"Authorization": f"Bearer {key}"},
+        headers=headers,
     )
-    assert answer.status_code == 422
-    assert set(answer.json()["error"]) == {"type", "message"}
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["param"], error["code"]) == (
+        "invalid_request_error",
+        "messages",
+        "invalid_request",
+    )
+    wrong_role = httpx.post(
+        f"{live_server.url}/v1/chat/completions",
+        json={"model": "coach", "messages": [{"role": "user"}, {"rol": "x"}], "user": "sam"},
+        headers=headers,
+    )
+    assert wrong_role.status_code == 400
+    assert wrong_role.json()["error"]["param"] == "messages.1.role"
+    own_route = httpx.post(
+        f"{live_server.url}/v1/bots/coach/turns", json={"user": "sam"}, headers=headers
+    )
+    assert own_route.status_code == 422 and set(own_route.json()["error"]) == {"type", "message"}
+    with pytest.raises(openai.BadRequestError) as refused:
+        coach.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "?"}],
+            user="sam",
+        )
+    assert refused.value.param == "messages" and "the person's" in refused.value.message
+    assert live_server.memory.history(user="sam") == []
 
 
 # -- streaming -------------------------------------------------------------------------------

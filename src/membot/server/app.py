@@ -121,9 +121,8 @@ class RequestAccounting:
         try:
             if size.isdigit() and int(size) > MAX_BODY_BYTES:
                 limit = MAX_BODY_BYTES // (1024 * 1024)
-                response = error_response(
-                    413, "too_large", f"request bodies are limited to {limit} MB"
-                )
+                message = f"request bodies are limited to {limit} MB"
+                response = error_response(413, "too_large", message, path=scope["path"])
                 state["error_type"] = "too_large"
                 await response(scope, receive, noting_status)
             else:

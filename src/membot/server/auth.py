@@ -58,8 +58,8 @@ def person_of(key: ApiKey, bot: str, user: str | None) -> str:
     need_bot(key, bot)
     if key.user is not None:
         if user is not None and user != key.user:
-            raise ApiError(403, "this key acts only as its own person")
+            raise ApiError(403, "this key acts only as its own person", param="user")
         return key.user
     if not user or not user.strip():
-        raise ApiError(422, "name the person: `user`")
+        raise ApiError(422, "name the person: `user`", param="user")
     return user

@@ -1,7 +1,9 @@
 """Every error the server answers is JSON ``{"error": {"type", "message"}}`` with its status.
 
 membot's own errors are translated here, once, at the adapter boundary; a request the
-framework cannot read gets the same shape, and nothing answers a bare 500.
+framework cannot read gets the same shape, and nothing answers a bare 500. The
+OpenAI-compatible routes answer as OpenAI does (:func:`openai_error`): ``type`` in OpenAI's
+words, ``param`` and ``code`` beside it, and 400 where membot's own routes say 422.
 """
 
 from __future__ import annotations
@@ -57,17 +59,35 @@ TYPE_OF_STATUS = {
 }
 
 
+# The routes OpenAI clients call; their errors take OpenAI's shape.
+OPENAI_PATHS = frozenset({"/v1/chat/completions", "/v1/models"})
+# OpenAI's ``code`` for membot's kinds where OpenAI has a word of its own; others keep membot's.
+# On these routes only a bot (the request's ``model``) can be missing.
+OPENAI_CODES = {
+    "unauthorized": "invalid_api_key",
+    "rate_limited": "rate_limit_exceeded",
+    "not_found": "model_not_found",
+}
+
+
 class ApiError(Exception):
-    """An answer other than success, decided by the server itself (scope, size, rate)."""
+    """An answer other than success, decided by the server itself (scope, size, rate).
+    ``param`` names the request field at fault, where there is one (OpenAI clients read it)."""
 
     def __init__(
-        self, status: int, message: str, kind: str | None = None, headers: dict | None = None
+        self,
+        status: int,
+        message: str,
+        kind: str | None = None,
+        headers: dict | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind or TYPE_OF_STATUS.get(status, "error")
         self.message = message
         self.headers = headers or {}
+        self.param = param
 
 
 def model_unavailable(error: str, thread: str, seq: int) -> ApiError:
@@ -88,8 +108,39 @@ def error_body(kind: str, message: str) -> dict:
     return {"error": {"type": kind, "message": message}}
 
 
-def error_response(status: int, kind: str, message: str, headers: dict | None = None):
-    return JSONResponse(error_body(kind, message), status_code=status, headers=headers)
+def openai_error(status: int, kind: str, message: str, param: str | None = None) -> dict:
+    """An error as OpenAI's API writes it: ``type`` is OpenAI's class of error (a request
+    at fault, a rate, or the server), ``code`` membot's kind (OpenAI's word where it has
+    one), ``param`` the field at fault or null."""
+    if status == 429:
+        family = "requests"
+    elif status >= 500:
+        family = "server_error"
+    else:
+        family = "invalid_request_error"
+    code = OPENAI_CODES.get(kind, kind)
+    if code == "model_not_found":
+        param = param or "model"
+    return {"error": {"message": message, "type": family, "param": param, "code": code}}
+
+
+def error_response(
+    status: int,
+    kind: str,
+    message: str,
+    headers: dict | None = None,
+    *,
+    path: str = "",
+    param: str | None = None,
+) -> JSONResponse:
+    """The answer for an error; on an OpenAI-compatible ``path``, in OpenAI's shape, and
+    400 for a request membot's own routes answer 422 (OpenAI never answers 422)."""
+    if path.rstrip("/") in OPENAI_PATHS:
+        status = 400 if status == 422 else status
+        body = openai_error(status, kind, message, param)
+    else:
+        body = error_body(kind, message)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def status_of(error: MembotError) -> tuple[int, str]:
@@ -103,31 +154,58 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(request: Request, error: ApiError):
         request.state.error_type = error.kind
-        return error_response(error.status, error.kind, error.message, error.headers)
+        return error_response(
+            error.status,
+            error.kind,
+            error.message,
+            error.headers,
+            path=request.url.path,
+            param=error.param,
+        )
 
     @app.exception_handler(MembotError)
     async def _membot(request: Request, error: MembotError):
         status, kind = status_of(error)
         request.state.error_type = kind
-        return error_response(status, kind, str(error))
+        return error_response(status, kind, str(error), path=request.url.path)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError):
         request.state.error_type = "invalid_request"
-        return error_response(422, "invalid_request", _describe(error))
+        return error_response(
+            422,
+            "invalid_request",
+            _describe(error),
+            path=request.url.path,
+            param=_field_at_fault(error),
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, error: StarletteHTTPException):
         kind = TYPE_OF_STATUS.get(error.status_code, "error")
         request.state.error_type = kind
-        return error_response(error.status_code, kind, str(error.detail), error.headers)
+        return error_response(
+            error.status_code, kind, str(error.detail), error.headers, path=request.url.path
+        )
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception):
         # A bug: logged with its traceback for the operator, never shown to the caller.
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         request.state.error_type = "internal"
-        return error_response(500, "internal", "membot failed unexpectedly; see the server log")
+        message = "membot failed unexpectedly; see the server log"
+        return error_response(500, "internal", message, path=request.url.path)
+
+
+def _field_at_fault(error: RequestValidationError) -> str | None:
+    """The first field a request got wrong, dotted ("messages.0.role"); None for a body
+    that is not JSON at all."""
+    for item in error.errors()[:1]:
+        if item.get("type") == "json_invalid":
+            return None
+        where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
+        return where or None
+    return None
 
 
 def _describe(error: RequestValidationError) -> str:
@@ -152,7 +230,13 @@ ERROR_SCHEMA = {
         "error": {
             "type": "object",
             "required": ["type", "message"],
-            "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+            "properties": {
+                "type": {"type": "string"},
+                "message": {"type": "string"},
+                # Only the OpenAI-compatible routes send these two, as OpenAI does.
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
         }
     },
 }

@@ -27,7 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from membot import ApiKey, MembotError, Turn, utc_now
 from membot.server.auth import caller, person_of, service_of
-from membot.server.errors import ApiError, error_body, model_unavailable, status_of
+from membot.server.errors import ApiError, model_unavailable, openai_error, status_of
 from membot.server.service import MAX_LINE_CHARS, Service
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ class ChatMessage(BaseModel):
             return self.content or ""
         others = {str(part.get("type")) for part in self.content} - {"text"}
         if others:
-            raise ApiError(400, f"membot reads text only, not {', '.join(sorted(others))} parts")
+            kinds = ", ".join(sorted(others))
+            raise ApiError(400, f"membot reads text only, not {kinds} parts", param="messages")
         return "\n".join(str(part.get("text", "")) for part in self.content)
 
 
@@ -189,13 +190,16 @@ def _new_line(messages: list[ChatMessage]) -> str:
     last = messages[-1]
     if last.role != "user":
         raise ApiError(
-            400, f"the last message must be the person's (role 'user'), not {last.role!r}"
+            400,
+            f"the last message must be the person's (role 'user'), not {last.role!r}",
+            param="messages",
         )
     text = last.text()
     if not text.strip():
-        raise ApiError(400, "the last message has no text")
+        raise ApiError(400, "the last message has no text", param="messages")
     if len(text) > MAX_LINE_CHARS:
-        raise ApiError(413, f"a line is limited to {MAX_LINE_CHARS} characters")
+        limit = f"a line is limited to {MAX_LINE_CHARS} characters"
+        raise ApiError(413, limit, param="messages")
     return text
 
 
@@ -204,7 +208,9 @@ def _thread_of(body: ChatCompletionRequest, request: Request) -> str:
     if named is None:
         return f"day-{utc_now():%Y-%m-%d}"
     if not named.strip() or len(named) > MAX_THREAD_CHARS:
-        raise ApiError(422, f"a thread's name has 1 to {MAX_THREAD_CHARS} characters")
+        where = "metadata.thread" if (body.metadata or {}).get("thread") else THREAD_HEADER
+        limit = f"a thread's name has 1 to {MAX_THREAD_CHARS} characters"
+        raise ApiError(422, limit, param=where)
     return named
 
 
@@ -320,7 +326,7 @@ async def _server_sent_events(
         return
     if turn.error:  # the model failed after some of the reply was sent
         failed = model_unavailable(turn.error, turn.thread, turn.human_line.seq)
-        yield _event(error_body(failed.kind, failed.message))
+        yield _event(openai_error(failed.status, failed.kind, failed.message))
         return
     finish = _choice({}, finish_reason="stop")
     yield _event(completion.chunk([finish], membot=_membot_json(turn, chat), **more))
@@ -346,6 +352,6 @@ def _event(data: dict[str, Any]) -> str:
 def _stream_error(error: Exception) -> dict[str, Any]:
     """The error event for a failure after the stream began (its status is already sent)."""
     if isinstance(error, MembotError):
-        return error_body(status_of(error)[1], str(error))
+        return openai_error(*status_of(error), str(error))
     log.error("a streamed turn failed unexpectedly", exc_info=error)
-    return error_body("internal", "membot failed unexpectedly; see the server log")
+    return openai_error(500, "internal", "membot failed unexpectedly; see the server log")
