@@ -206,6 +206,19 @@ async def test_membot_errors_reach_the_client_with_their_message(app, memory):
     assert "confirm" in no_confirm
 
 
+async def test_arguments_a_tool_cannot_take_are_named_in_a_sentence(app, memory):
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        empty = refusal(await session.call_tool("remember", {"thread": "t", "text": ""}))
+        missing = refusal(await session.call_tool("remember", {"thread": "t"}))
+        wrong = refusal(await session.call_tool("history", {"thread": 5}))
+
+    assert empty == ("Error executing tool remember: text: String should have at least 1 character")
+    assert missing == "Error executing tool remember: text: Field required"
+    assert wrong == "Error executing tool history: thread: Input should be a valid string"
+    assert memory.history(user="alice") == []
+
+
 async def test_requests_without_an_active_key_get_the_servers_401(app, memory):
     revoked = create_key(memory, bot="b", user="alice")
     revoke_key(memory, revoked.key.id)

@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from membot import (
@@ -430,10 +430,30 @@ class MemoryTools:
         return ThreadEnded.of(ending)
 
 
+class MembotMCPServer(MCPServer):
+    """The SDK's server, with arguments a tool cannot take named in a sentence ("text: String
+    should have at least 1 character") rather than pydantic's dump of the arguments' model,
+    its input and a link."""
+
+    async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as error:
+            if not isinstance(error.__cause__, ValidationError):
+                raise
+            problems = "; ".join(_argument_problem(item) for item in error.__cause__.errors())
+            raise ToolError(f"Error executing tool {name}: {problems}") from error.__cause__
+
+
+def _argument_problem(item: dict) -> str:
+    where = ".".join(str(part) for part in item.get("loc", ()))
+    return f"{where}: {item.get('msg', 'invalid')}" if where else item.get("msg", "invalid")
+
+
 def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPServer:
     """The MCP server with membot's tools; ``local`` is whom a stdio process acts for
     (leave it out over HTTP: each request's key decides)."""
-    server = MCPServer(
+    server = MembotMCPServer(
         "membot", instructions=INSTRUCTIONS, log_level="WARNING", version=_membot_version()
     )
     tools = MemoryTools(service, local)
