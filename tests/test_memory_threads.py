@@ -81,6 +81,7 @@ def test_thread_lines_page_by_seq(memory: Memory):
 def test_new_thread_names_never_repeat_a_thread_the_person_has(memory: Memory):
     now = datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
     first = memory.new_thread_name(bot="membot", user="alice", now=now)
+    assert first == "chat-2026-03-14-093000"  # as the web app names a new thread
     memory.add("hello", user="alice", thread=first)
     second = memory.new_thread_name(bot="membot", user="alice", now=now)
     assert first != second and second.startswith(first)

@@ -376,8 +376,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
     def new_thread_name(self, *, bot: str, user: str, now: datetime | None = None) -> str:
         """A name for a new thread, dated, never one the person already has with ``bot``
         (two in one second would otherwise share a thread, and a line in an ended thread
-        takes it up again)."""
-        base = name = aware(now or datetime.now()).strftime("chat-%Y%m%d-%H%M%S")
+        takes it up again). Written as the web app names its threads: chat-2026-03-14-093000."""
+        base = name = aware(now or datetime.now()).strftime("chat-%Y-%m-%d-%H%M%S")
         count = 1
         while self.store.thread_id(ThreadKey(bot, user, name)) is not None:
             count += 1
