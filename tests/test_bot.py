@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from membot import Bot, ConfigError, Memory, Role, ScriptedLLM, Turn
+from membot import Bot, ConfigError, Memory, Role, ScriptedLLM, StoreError, Turn, TurnFailedError
 from membot.replies import reply_schema
 from membot.templates import DEFAULTS
 
@@ -96,6 +96,27 @@ def test_a_failing_llm_keeps_the_persons_line(memory: Memory) -> None:
     again = bot.turn("Hello?", user="alice", thread="t1")
     assert [line.seq for line in memory.history(user="alice")] == [1, 2, 3]
     assert again.response == "Back again."
+
+
+@pytest.mark.parametrize(
+    "failure", [StoreError("the store failed: busy; try again"), ZeroDivisionError("a bug")]
+)
+def test_a_failure_after_the_line_is_stored_names_the_stored_line(memory, monkeypatch, failure):
+    """A busy store or a bug after the line was stored used to surface as itself ("try
+    again"), and a client that tried again stored the line twice."""
+    bot = Bot(memory, ScriptedLLM())
+
+    def recall(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(memory, "recall", recall)
+    with pytest.raises(TurnFailedError) as failed:
+        bot.turn("Are you there?", user="sam", thread="t1")
+    assert (failed.value.thread, failed.value.seq, failed.value.failure) == ("t1", 1, failure)
+    assert "Your line was stored (thread 't1', seq 1)" in str(failed.value)
+    shown = "the store failed: busy" if isinstance(failure, StoreError) else "membot failed"
+    assert str(failed.value).startswith(shown)
+    assert [line.text for line in memory.history(user="sam")] == ["Are you there?"]
 
 
 def test_a_dry_run_builds_the_prompt_without_the_llm(memory: Memory) -> None:

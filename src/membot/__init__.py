@@ -38,6 +38,7 @@ from membot.errors import (
     ProviderError,
     StoreError,
     StoreFullError,
+    TurnFailedError,
 )
 from membot.importers import FORMATS as IMPORT_FORMATS
 from membot.importers import ImportPlan, read_file
@@ -140,6 +141,7 @@ __all__ = [
     "ThreadInfo",
     "ThreadState",
     "Turn",
+    "TurnFailedError",
     "authenticate",
     "backup_store",
     "bot_for_sms_number",

@@ -29,7 +29,7 @@ from membot.context import (
     without_repeats,
 )
 from membot.conversations import Ending, end_conversation, end_idle_threads
-from membot.errors import MembotError, NotFoundError
+from membot.errors import MembotError, NotFoundError, TurnFailedError
 from membot.line_checks import storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
@@ -96,9 +96,11 @@ class Bot:
     def add_tool_result(self, text: str, *, user: str, thread: str, tool: str) -> Line:
         """Store a tool's or function's result in the thread (role ``tool``). It shows in
         the feed while recent, and is left out of recall unless the bot's ``recall_roles``
-        include ``tool``: live data should be fetched again, not remembered."""
-        return self.memory.add(text, user=user, thread=thread, role=Role.TOOL, bot=self.name,
-                               speaker=f"TOOL {tool}")  # fmt: skip
+        include ``tool``: live data should be fetched again, not remembered. A turn of the
+        thread under way, in any process, is answered first: the result follows the reply."""
+        with self.memory.turn_lock(bot=self.name, user=user, thread=thread):
+            return self.memory.add(text, user=user, thread=thread, role=Role.TOOL,
+                                   bot=self.name, speaker=f"TOOL {tool}")  # fmt: skip
 
     def turn(
         self,
@@ -117,9 +119,12 @@ class Bot:
         ``settings`` overrides the bot's profile for this turn only (a value passed with
         the call beats the profile, which beats the defaults). The line is stored before
         the LLM is called, so it is kept even when the LLM fails; the failure is reported in
-        ``Turn.error`` with an empty response. ``now`` (default: the clock) is the moment of
-        the turn: the prompt states it, time words in the line ("last week") are read from
-        it, and both lines are stored with it (a naive time is taken as local).
+        ``Turn.error`` with an empty response. Any other failure once the line is stored
+        (a busy store, a bug) raises :class:`TurnFailedError`, which names the stored line.
+
+        ``now`` (default: the clock) is the moment of the turn: the prompt states it, time
+        words in the line ("last week") are read from it, and both lines are stored with it
+        (a naive time is taken as local).
 
         ``on_text``, when given, is called with each piece of the reply's text as the model
         writes it (never the JSON around it); the stored reply is exactly what it was given.
@@ -154,71 +159,74 @@ class Bot:
                 item = replace(item, created_at=now)
             with clock.step("store"):
                 line, vector = self.memory.add_with_vector(item, vector)
-            with clock.step("search"):
-                feed = self.memory.recent(line, profile.window_size)
-                history_query = match_string(
-                    profile.history_match_fmt, profile, text, feed, now=now
-                )
-                recall = self.memory.recall(line, profile, vector, history_query, now)
-                history = self._history_hints(
-                    recall.blocks, feed, history_query, line, vector, profile
-                )
-                expertise_query = match_string(
-                    profile.expertise_match_fmt, profile, text, feed, story=True, now=now
-                )
-                expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
-            with clock.step("assemble"):
-                state = self.memory.thread_state(bot=self.name, user=user, thread=thread)
-                summary = state.summary if state and feed and feed[0].seq > 1 else ""
-
-                def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
-                    return assemble(profile, text, feed, history, expertise, self.memory.tokens,
-                                    summary=summary, now=now,
-                                    match_strings=(history_query, expertise_query))  # fmt: skip
-
-                prompt = packed(history, expertise)
-            if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
-                # Only the hints that fit the budget are put to the model; the prompt is then
-                # packed again from those it judged relevant.
-                with clock.step("relevance_check"):
-                    kept_history, dropped = check_hints(llm, text, list(prompt.history))
-                    kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
-                    notes += dropped + more
-                checked = len(prompt.history) + len(prompt.expertise)
-                if len(kept_history) + len(kept_expertise) < checked:
-                    with clock.step("assemble"):
-                        repacked = packed(kept_history, kept_expertise)
-                    # The hints the budget cut from the first packing stay counted.
-                    over_budget = Counter(
-                        history_hints=len(history) - len(prompt.history),
-                        expertise_hints=len(expertise) - len(prompt.expertise),
+            with _kept_on_failure(line):
+                with clock.step("search"):
+                    feed = self.memory.recent(line, profile.window_size)
+                    history_query = match_string(
+                        profile.history_match_fmt, profile, text, feed, now=now
                     )
-                    prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
-            reply, error, reply_line = Reply("", ()), None, None
-            if not dry_run:
-                with clock.step("llm"):
-                    try:
-                        reply = self._reply(prompt, profile, on_text, llm)
-                    except MembotError as failure:  # down, timeout, bad or missing key
-                        error = str(failure)
-                if reply.note:
-                    notes.append(reply.note)
-                if error is None:
-                    with clock.step("store"):
-                        answer = LineInput(
-                            storable(reply.response), user, thread, Role.BOT, self.name,
-                            created_at=now if given else None, answers=line.id,
-                        )  # fmt: skip
+                    recall = self.memory.recall(line, profile, vector, history_query, now)
+                    history = self._history_hints(
+                        recall.blocks, feed, history_query, line, vector, profile
+                    )
+                    expertise_query = match_string(
+                        profile.expertise_match_fmt, profile, text, feed, story=True, now=now
+                    )
+                    expertise = self._expertise_hints(
+                        expertise_query, history_query, vector, profile
+                    )
+                with clock.step("assemble"):
+                    state = self.memory.thread_state(bot=self.name, user=user, thread=thread)
+                    summary = state.summary if state and feed and feed[0].seq > 1 else ""
+
+                    def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
+                        return assemble(profile, text, feed, history, expertise, self.memory.tokens,
+                                        summary=summary, now=now,
+                                        match_strings=(history_query, expertise_query))  # fmt: skip
+
+                    prompt = packed(history, expertise)
+                if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
+                    # Only the hints that fit the budget are put to the model; the prompt is then
+                    # packed again from those it judged relevant.
+                    with clock.step("relevance_check"):
+                        kept_history, dropped = check_hints(llm, text, list(prompt.history))
+                        kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
+                        notes += dropped + more
+                    checked = len(prompt.history) + len(prompt.expertise)
+                    if len(kept_history) + len(kept_expertise) < checked:
+                        with clock.step("assemble"):
+                            repacked = packed(kept_history, kept_expertise)
+                        # The hints the budget cut from the first packing stay counted.
+                        over_budget = Counter(
+                            history_hints=len(history) - len(prompt.history),
+                            expertise_hints=len(expertise) - len(prompt.expertise),
+                        )
+                        prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
+                reply, error, reply_line = Reply("", ()), None, None
+                if not dry_run:
+                    with clock.step("llm"):
                         try:
-                            reply_line, _ = self.memory.add_with_vector(answer)
-                        except NotFoundError as gone:  # the person was forgotten meanwhile
-                            self.memory.discard_embedding(answer)
-                            notes.append(str(gone))
-                    if profile.thread_summary and reply_line is not None:
-                        with clock.step("summarize"):
-                            notes += self._fold_scrolled_lines(reply_line, profile, llm)
-            return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
-                              started, notes)  # fmt: skip
+                            reply = self._reply(prompt, profile, on_text, llm)
+                        except MembotError as failure:  # down, timeout, bad or missing key
+                            error = str(failure)
+                    if reply.note:
+                        notes.append(reply.note)
+                    if error is None:
+                        with clock.step("store"):
+                            answer = LineInput(
+                                storable(reply.response), user, thread, Role.BOT, self.name,
+                                created_at=now if given else None, answers=line.id,
+                            )  # fmt: skip
+                            try:
+                                reply_line, _ = self.memory.add_with_vector(answer)
+                            except NotFoundError as gone:  # the person was forgotten meanwhile
+                                self.memory.discard_embedding(answer)
+                                notes.append(str(gone))
+                        if profile.thread_summary and reply_line is not None:
+                            with clock.step("summarize"):
+                                notes += self._fold_scrolled_lines(reply_line, profile, llm)
+                return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
+                                  started, notes)  # fmt: skip
 
     # -- ending threads -------------------------------------------------------------------
 
@@ -394,3 +402,15 @@ class Bot:
             expertise_hints=values["EXPERTISE_HINTS"],
             notes=tuple(notes),
         )
+
+
+@contextmanager
+def _kept_on_failure(line: Line) -> Iterator[None]:
+    """A failure after ``line`` was stored is raised as a TurnFailedError naming it: a
+    client told only "try again" would store the line a second time."""
+    try:
+        yield
+    except TurnFailedError:
+        raise
+    except Exception as failure:
+        raise TurnFailedError(line.thread, line.seq, failure) from failure

@@ -194,8 +194,9 @@ class BotSettings:
                 options[name.removeprefix("strategy.")] = _number(name, raw)
                 continue
             if name == "strategy_options":
-                pairs = raw.items() if isinstance(raw, dict) else raw
-                options = {str(key): _number(f"strategy.{key}", value) for key, value in pairs}
+                options = {
+                    str(key): _number(f"strategy.{key}", value) for key, value in _pairs(raw)
+                }
                 continue
             if name not in known:
                 raise ConfigError(
@@ -214,7 +215,7 @@ class BotSettings:
 def _number(name: str, raw: Any) -> float:
     try:
         value = float(raw)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise ConfigError(f"bot setting {name} wants a number, got {raw!r}") from error
     if value != value or value in (float("inf"), float("-inf")):
         raise ConfigError(f"bot setting {name} wants a finite number, got {raw!r}")
@@ -225,20 +226,60 @@ def _jsonable(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+# The largest whole number a setting takes: a count, a size or a number of minutes past it
+# is a mistake, and past 2**63 a database cannot even hold it.
+MAX_SETTING_INT = 2**31 - 1
+
+
+def _pairs(raw: Any) -> list[tuple[Any, Any]]:
+    """``strategy_options`` as (name, number) pairs: a mapping, or a list of pairs."""
+    if isinstance(raw, dict):
+        return list(raw.items())
+    if isinstance(raw, list | tuple) and all(
+        isinstance(pair, list | tuple) and len(pair) == 2 for pair in raw
+    ):
+        return [tuple(pair) for pair in raw]
+    raise ConfigError(
+        f"bot setting strategy_options wants a mapping of names to numbers, got {raw!r}"
+    )
+
+
 def _convert(name: str, raw: Any, current: Any) -> Any:
+    """``raw`` as the type of the setting's ``current`` value. Text is read ("3", "yes");
+    a value of another kind is not guessed at: 5 is no name, true no count, [1] no text."""
+    kind = type(current).__name__
+    wrong = ConfigError(f"bot setting {name} wants a {kind}, got {raw!r}")
     try:
         if isinstance(current, bool):
             if isinstance(raw, str):
                 if raw.lower() not in {"true", "false", "yes", "no", "1", "0", "on", "off"}:
                     raise ValueError(raw)
                 return raw.lower() in {"true", "yes", "1", "on"}
-            return bool(raw)
+            if isinstance(raw, bool) or (isinstance(raw, int) and raw in (0, 1)):
+                return bool(raw)
+            raise wrong
+        if isinstance(current, str):
+            if not isinstance(raw, str):
+                raise wrong
+            return raw
         if isinstance(current, tuple):
             items = raw.split(",") if isinstance(raw, str) else list(raw)
-            return tuple(str(item).strip() for item in items if str(item).strip())
-        if isinstance(current, int) and float(raw) != int(float(raw)):
-            raise ValueError(raw)  # 2.7 matches is a mistake, not 2
-        return type(current)(raw)
+            if not all(isinstance(item, str) for item in items):
+                raise wrong
+            return tuple(item.strip() for item in items if item.strip())
+        if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+            raise wrong
+        value = float(raw)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(raw)
+        if isinstance(current, int):
+            if value != int(value):
+                raise ValueError(raw)  # 2.7 matches is a mistake, not 2
+            if abs(value) > MAX_SETTING_INT:
+                raise ConfigError(
+                    f"bot setting {name} wants a whole number up to {MAX_SETTING_INT}, got {raw!r}"
+                )
+            return int(value)
+        return value
     except (TypeError, ValueError, OverflowError) as error:
-        kind = type(current).__name__
-        raise ConfigError(f"bot setting {name} wants a {kind}, got {raw!r}") from error
+        raise wrong from error

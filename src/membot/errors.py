@@ -54,3 +54,20 @@ class AuthError(MembotError):
     def __init__(self, reason: AuthReason, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class TurnFailedError(MembotError):
+    """A turn failed after the person's line was stored: the line is kept (``thread``,
+    ``seq``), so a front end must not send it again. ``failure`` is what went wrong (a
+    MembotError, or a bug); the message says both."""
+
+    def __init__(self, thread: str, seq: int, failure: BaseException) -> None:
+        said = str(failure) if isinstance(failure, MembotError) else "membot failed unexpectedly"
+        said = said.removesuffix("; try again")  # a busy store's advice, wrong for this line
+        super().__init__(
+            f"{said}. Your line was stored (thread {thread!r}, seq {seq}): send the next line "
+            "rather than this one again"
+        )
+        self.thread = thread
+        self.seq = seq
+        self.failure = failure

@@ -167,6 +167,23 @@ def test_an_import_into_a_thread_waits_for_the_turn_under_way(store_url: str):
         memory.close()
 
 
+def test_a_tool_result_waits_for_the_turn_under_way(store_url: str):
+    """A tool's result posted while the model wrote came between the turn's line and its
+    reply (a review's probe over REST); it now follows the reply."""
+    from membot import Bot
+
+    memory = Memory(store_url, embedder=HashingEmbedder())
+    try:
+        bot = Bot(memory, SlowModel("the line", 0.5, "the reply"))
+        turn = turn_in_the_background(bot, "the line", user="sam", thread="t")
+        bot.add_tool_result("22 degrees", user="sam", thread="t", tool="weather")
+        turn.join(10)
+        said = [line.text for line in memory.history(user="sam", thread="t")]
+        assert said == ["the line", "the reply", "22 degrees"]
+    finally:
+        memory.close()
+
+
 def test_a_postgres_turn_lock_says_what_it_waited_for(postgres_url: str):
     """With every turn-lock connection in use, the error says so (not "another turn of
     this thread"); a database's short statement_timeout does not cut a turn's wait short."""

@@ -130,6 +130,22 @@ def test_a_10_mb_line_is_refused_with_the_documented_limit(server, admin, tmp_pa
         "type": "too_large",
         "message": "request bodies are limited to 20 MB",
     }
+    # Sent in chunks, with no Content-Length to refuse up front: the turn used to run.
+    chunk = json.dumps({"user": "alice", "thread": "t1", "text": "y" * 1000})[:-1].encode()
+
+    def chunked():
+        yield chunk
+        for _ in range(21 * 1024):
+            yield b" " * 1024
+        yield b"}"
+
+    streamed = server.client.post(
+        "/v1/bots/coach/turns",
+        content=chunked(),
+        headers={**admin, "Content-Type": "application/json"},
+    )
+    assert streamed.status_code == 413, streamed.text
+    assert streamed.json()["error"]["type"] == "too_large"
     line = json.dumps({"text": big, "user": "alice"}).encode()
     upload = {"file": ("big.jsonl", b'{"text": "ok", "user": "alice"}\n' + line + b"\n")}
     imported = server.client.post("/v1/bots/coach/import", files=upload, headers=admin)

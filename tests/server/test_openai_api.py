@@ -12,7 +12,7 @@ import openai
 import pytest
 from conftest import LiveServer, serving
 
-from membot import Bot, Memory, resolve_llm
+from membot import Bot, Memory, StoreError, resolve_llm
 from membot.keys import create_key
 from membot.server import create_app
 
@@ -200,6 +200,39 @@ def test_when_the_model_is_down_503_and_the_line_is_stored_once(live_server, coa
             metadata={"thread": "t1"},
         )
     assert failed.value.status_code == 503 and "stored" in failed.value.message
+    assert texts(live_server.memory, "sam", "t1") == ["Are you there?"]
+
+
+@pytest.mark.parametrize(("failure", "status"), [("busy store", 503), ("bug", 500)])
+def test_a_turn_failing_after_its_line_is_stored_is_not_retried(
+    live_server, coach, monkeypatch, failure, status
+):
+    """A busy store or a bug after the line was stored: the client's own retries (on by
+    default) stored the line two or three times. Where the store is stays in the server's
+    log."""
+    where = live_server.memory.store.location
+
+    def recall(*args, **kwargs):
+        if failure == "bug":
+            raise KeyError("bug")
+        raise StoreError(f"the store at {where} failed: another process held it; try again")
+
+    monkeypatch.setattr(live_server.memory, "recall", recall)
+    with pytest.raises(openai.APIStatusError) as failed:
+        coach.chat.completions.create(
+            model="coach",
+            messages=[{"role": "user", "content": "Are you there?"}],
+            user="sam",
+            metadata={"thread": "t1"},
+        )
+    assert failed.value.status_code == status
+    assert failed.value.response.headers["x-should-retry"] == "false"
+    assert failed.value.body["stored"] == {"thread": "t1", "seq": 1}
+    assert "Your line was stored" in failed.value.message
+    assert where not in failed.value.message
+    if failure == "busy store":
+        told = failed.value.body["message"]
+        assert told.startswith("the store failed: another process held it. Your line was")
     assert texts(live_server.memory, "sam", "t1") == ["Are you there?"]
 
 

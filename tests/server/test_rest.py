@@ -13,7 +13,7 @@ from membot.server import create_app
 
 def _error(response) -> dict:
     body = response.json()
-    assert set(body) == {"error"} and set(body["error"]) == {"type", "message"}, body
+    assert set(body) == {"error"} and set(body["error"]) - {"stored"} == {"type", "message"}, body
     return body["error"]
 
 
@@ -74,6 +74,23 @@ def test_bot_settings_change_by_builders_only_and_the_model_by_admins_only(serve
     )
     assert model.status_code == 403 and "admin" in _error(model)["message"]
     assert server.memory.bot_settings("coach").llm == ""
+    # What a profile would change counts, not what it names: a bot key's profile without
+    # the admin's model cleared it, and its own profile sent back was refused.
+    chosen = {"llm": "openai:x@http://elsewhere", "llm_key_env": "HOME"}
+    assert server.client.patch("/v1/bots/coach", json=chosen, headers=admin).status_code == 200
+    cleared = server.client.put(
+        "/v1/bots/coach/profile", content=b'[profile]\nbot_name = "Cy"\n', headers=bot_key
+    )
+    assert cleared.status_code == 403 and "llm, llm_key_env" in _error(cleared)["message"]
+    assert server.memory.bot_settings("coach").llm == chosen["llm"]
+    own = server.client.get("/v1/bots/coach/profile", headers=bot_key).text
+    resent = server.client.put(
+        "/v1/bots/coach/profile", content=own.replace("0.4", "0.45").encode(), headers=bot_key
+    )
+    assert resent.status_code == 200 and resent.json()["settings"]["threshold"] == 0.45
+    assert server.memory.bot_settings("coach").llm_key_env == "HOME"
+    as_before = server.client.patch("/v1/bots/coach", json={"llm": chosen["llm"]}, headers=bot_key)
+    assert as_before.status_code == 200
     unknown = server.client.patch("/v1/bots/coach", json={"speed": 3}, headers=admin)
     assert unknown.status_code == 400 and "unknown bot setting" in _error(unknown)["message"]
 
@@ -149,6 +166,7 @@ def test_when_the_model_fails_the_line_is_stored_once_and_503_says_so(server: Se
     assert failed.status_code == 503
     error = _error(failed)
     assert error["type"] == "llm_unavailable" and "stored" in error["message"]
+    assert error["stored"] == {"thread": "t1", "seq": 1}
     assert failed.headers["x-should-retry"] == "false"  # a retry would store the line again
     assert [line.text for line in server.memory.history(user="sam")] == ["Are you there?"]
 
@@ -192,6 +210,12 @@ def test_tool_results_search_threads_and_lines(server: Server, admin):
         headers=sam,
     ).json()
     assert [line["text"] for line in page["lines"]] == ["I have a cat"]
+    past_any_seq = server.client.get(  # answered 500 (SQLite holds 64 bits)
+        "/v1/bots/coach/users/sam/threads/t1/lines", params={"after_seq": 2**64}, headers=sam
+    )
+    assert (
+        past_any_seq.status_code == 422 and "after_seq" in past_any_seq.json()["error"]["message"]
+    )
     theirs = server.client.get("/v1/bots/coach/users/kim/threads/k1/lines", headers=sam)
     assert theirs.status_code == 403 and "Oslo" not in theirs.text
     missing = server.client.get("/v1/bots/coach/users/sam/threads/zz/lines", headers=sam)

@@ -326,6 +326,15 @@ def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
     expect(page.locator(".inspect").filter(has_text="No citations")).to_contain_text(
         "No citations: citations off"
     )
+    # A line stored before its turn failed stays out of the box: sent again, it would be
+    # stored twice.
+    app.server.llm.enqueue("!error the model is down", "!error still down", "!error down")
+    app.watch.allow("/v1/bots/coach/turns", 503)
+    box.fill("Are you there?")
+    box.press("Enter")
+    expect(page.locator(".msg.bot .error").last).to_contain_text("Your line was stored")
+    assert box.input_value() == ""
+    assert [line.text for line in app.server.memory.history(user="sam")][-1] == "Are you there?"
     app.watch.assert_clean()
 
 

@@ -7,6 +7,7 @@ import os
 
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, LLMPool, Memory, resolve_llm
@@ -118,15 +119,29 @@ class RequestAccounting:
             await send(message)
 
         size = dict(scope["headers"]).get(b"content-length", b"")
+        limit = MAX_BODY_BYTES // (1024 * 1024)
+        too_large = f"request bodies are limited to {limit} MB"
+        received = 0
+
+        async def counting_body() -> Message:
+            # A body sent in chunks has no Content-Length to refuse up front: it is counted
+            # as it is read, and refused once past the limit (a route reads its whole body
+            # before it does anything).
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > MAX_BODY_BYTES:
+                    raise HTTPException(413, too_large)
+            return message
+
         try:
             if size.isdigit() and int(size) > MAX_BODY_BYTES:
-                limit = MAX_BODY_BYTES // (1024 * 1024)
-                message = f"request bodies are limited to {limit} MB"
-                response = error_response(413, "too_large", message, path=scope["path"])
+                response = error_response(413, "too_large", too_large, path=scope["path"])
                 state["error_type"] = "too_large"
                 await response(scope, receive, noting_status)
             else:
-                await self.app(scope, receive, noting_status)
+                await self.app(scope, counting_body, noting_status)
         except Exception:
             state.setdefault("error_type", "internal")  # answered 500 by the outermost layer
             raise

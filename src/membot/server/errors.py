@@ -27,6 +27,7 @@ from membot import (
     ProviderError,
     StoreError,
     StoreFullError,
+    TurnFailedError,
 )
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,8 @@ OPENAI_CODES = {
 
 class ApiError(Exception):
     """An answer other than success, decided by the server itself (scope, size, rate).
-    ``param`` names the request field at fault, where there is one (OpenAI clients read it)."""
+    ``param`` names the request field at fault, where there is one (OpenAI clients read it);
+    ``stored`` the person's line (thread, seq) when it was stored before the failure."""
 
     def __init__(
         self,
@@ -81,6 +83,7 @@ class ApiError(Exception):
         kind: str | None = None,
         headers: dict | None = None,
         param: str | None = None,
+        stored: dict | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -88,6 +91,12 @@ class ApiError(Exception):
         self.message = message
         self.headers = headers or {}
         self.param = param
+        self.stored = stored
+
+
+# OpenAI's clients retry a 5xx (and 409, 429) on their own unless told not to: a turn that
+# failed once its line was stored, or a bug, must not be sent again.
+NO_RETRY = {"x-should-retry": "false"}
 
 
 def model_unavailable(error: str, thread: str, seq: int) -> ApiError:
@@ -98,17 +107,25 @@ def model_unavailable(error: str, thread: str, seq: int) -> ApiError:
         f"the model did not answer: {error}. Your line was stored (thread {thread!r}, "
         f"seq {seq}); send the next line when the model is back.",
         kind="llm_unavailable",
-        # OpenAI's clients retry a 5xx on their own, which would store the line again;
-        # they obey this header.
-        headers={"x-should-retry": "false"},
+        headers=NO_RETRY,
+        stored=stored_line(thread, seq),
     )
 
 
-def error_body(kind: str, message: str) -> dict:
-    return {"error": {"type": kind, "message": message}}
+def stored_line(thread: str, seq: int) -> dict:
+    """What an error body says of a line stored before the failure: a client keeps it
+    rather than offering to send it again."""
+    return {"thread": thread, "seq": seq}
 
 
-def openai_error(status: int, kind: str, message: str, param: str | None = None) -> dict:
+def error_body(kind: str, message: str, stored: dict | None = None) -> dict:
+    error: dict = {"type": kind, "message": message}
+    return {"error": error | {"stored": stored} if stored else error}
+
+
+def openai_error(
+    status: int, kind: str, message: str, param: str | None = None, stored: dict | None = None
+) -> dict:
     """An error as OpenAI's API writes it: ``type`` is OpenAI's class of error (a request
     at fault, a rate, or the server), ``code`` membot's kind (OpenAI's word where it has
     one), ``param`` the field at fault or null."""
@@ -121,7 +138,8 @@ def openai_error(status: int, kind: str, message: str, param: str | None = None)
     code = OPENAI_CODES.get(kind, kind)
     if code == "model_not_found":
         param = param or "model"
-    return {"error": {"message": message, "type": family, "param": param, "code": code}}
+    error = {"message": message, "type": family, "param": param, "code": code}
+    return {"error": error | {"stored": stored} if stored else error}
 
 
 def error_response(
@@ -132,22 +150,45 @@ def error_response(
     *,
     path: str = "",
     param: str | None = None,
+    stored: dict | None = None,
 ) -> JSONResponse:
     """The answer for an error; on an OpenAI-compatible ``path``, in OpenAI's shape, and
     400 for a request membot's own routes answer 422 (OpenAI never answers 422)."""
     if path.rstrip("/") in OPENAI_PATHS:
         status = 400 if status == 422 else status
-        body = openai_error(status, kind, message, param)
+        body = openai_error(status, kind, message, param, stored)
     else:
-        body = error_body(kind, message)
+        body = error_body(kind, message, stored)
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def stored_of(error: MembotError) -> dict | None:
+    """The stored line a failed turn names, for its error body; None for other errors."""
+    return stored_line(error.thread, error.seq) if isinstance(error, TurnFailedError) else None
+
+
 def status_of(error: MembotError) -> tuple[int, str]:
+    if isinstance(error, TurnFailedError):  # answered as what went wrong
+        failure = error.failure
+        return status_of(failure) if isinstance(failure, MembotError) else (500, "internal")
     for cls, status, kind in STATUS_OF:
         if isinstance(error, cls):
             return status, kind
     return 400, "invalid_request"
+
+
+def without_location(message: str, location: str) -> str:
+    """``message`` without where the store is ("the store at /srv/membot.db failed" reads
+    "the store failed"): a file path or a database's host is the operator's to know, not
+    every key holder's. The server log keeps it."""
+    return message.replace(f" at {location}", "").replace(location, "the store")
+
+
+def log_if_bug(error: MembotError) -> None:
+    """Log, with its traceback, the bug behind a turn that failed after storing its line:
+    the caller is told only that membot failed."""
+    if isinstance(error, TurnFailedError) and not isinstance(error.failure, MembotError):
+        log.error("a turn failed after its line was stored", exc_info=error.failure)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -161,13 +202,19 @@ def install_error_handlers(app: FastAPI) -> None:
             error.headers,
             path=request.url.path,
             param=error.param,
+            stored=error.stored,
         )
 
     @app.exception_handler(MembotError)
     async def _membot(request: Request, error: MembotError):
         status, kind = status_of(error)
         request.state.error_type = kind
-        return error_response(status, kind, str(error), path=request.url.path)
+        log_if_bug(error)
+        headers = NO_RETRY if isinstance(error, TurnFailedError) else None
+        message = without_location(str(error), request.app.state.service.memory.store.location)
+        return error_response(
+            status, kind, message, headers, path=request.url.path, stored=stored_of(error)
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError):
@@ -194,7 +241,7 @@ def install_error_handlers(app: FastAPI) -> None:
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         request.state.error_type = "internal"
         message = "membot failed unexpectedly; see the server log"
-        return error_response(500, "internal", message, path=request.url.path)
+        return error_response(500, "internal", message, NO_RETRY, path=request.url.path)
 
 
 def _field_at_fault(error: RequestValidationError) -> str | None:
@@ -236,6 +283,12 @@ ERROR_SCHEMA = {
                 # Only the OpenAI-compatible routes send these two, as OpenAI does.
                 "param": {"type": ["string", "null"]},
                 "code": {"type": ["string", "null"]},
+                # The person's line, when it was stored before the turn failed.
+                "stored": {
+                    "type": "object",
+                    "required": ["thread", "seq"],
+                    "properties": {"thread": {"type": "string"}, "seq": {"type": "integer"}},
+                },
             },
         }
     },

@@ -27,7 +27,15 @@ from starlette.concurrency import run_in_threadpool
 
 from membot import ApiKey, MembotError, Turn, utc_now
 from membot.server.auth import caller, person_of, service_of
-from membot.server.errors import ApiError, model_unavailable, openai_error, status_of
+from membot.server.errors import (
+    ApiError,
+    log_if_bug,
+    model_unavailable,
+    openai_error,
+    status_of,
+    stored_of,
+    without_location,
+)
 from membot.server.service import MAX_LINE_CHARS, Service
 
 log = logging.getLogger(__name__)
@@ -159,7 +167,9 @@ async def chat_completions(
         raise model_unavailable(first.error, first.thread, first.human_line.seq)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     return StreamingResponse(
-        _server_sent_events(completion, chat, first, events, include_usage),
+        _server_sent_events(
+            completion, chat, first, events, include_usage, service.memory.store.location
+        ),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,
     )
@@ -308,6 +318,7 @@ async def _server_sent_events(
     first: str | Turn,
     events: AsyncIterator[str | Turn],
     include_usage: bool,
+    location: str,
 ) -> AsyncIterator[str]:
     """OpenAI's chunks: the role, the text as written, the finish with the ``membot`` object,
     the usage when asked for, then ``[DONE]``. A failure midway ends the stream with an
@@ -322,11 +333,11 @@ async def _server_sent_events(
             else:
                 yield _event(completion.chunk([_choice({"content": item})], **more))
     except Exception as error:
-        yield _event(_stream_error(error))
+        yield _event(_stream_error(error, location))
         return
     if turn.error:  # the model failed after some of the reply was sent
         failed = model_unavailable(turn.error, turn.thread, turn.human_line.seq)
-        yield _event(openai_error(failed.status, failed.kind, failed.message))
+        yield _event(openai_error(failed.status, failed.kind, failed.message, None, failed.stored))
         return
     finish = _choice({}, finish_reason="stop")
     yield _event(completion.chunk([finish], membot=_membot_json(turn, chat), **more))
@@ -349,9 +360,11 @@ def _event(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
 
 
-def _stream_error(error: Exception) -> dict[str, Any]:
+def _stream_error(error: Exception, location: str) -> dict[str, Any]:
     """The error event for a failure after the stream began (its status is already sent)."""
     if isinstance(error, MembotError):
-        return openai_error(*status_of(error), str(error))
+        log_if_bug(error)
+        message = without_location(str(error), location)
+        return openai_error(*status_of(error), message, None, stored_of(error))
     log.error("a streamed turn failed unexpectedly", exc_info=error)
     return openai_error(500, "internal", "membot failed unexpectedly; see the server log")

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from membot import (
     ApiKey,
+    BotSettings,
     ConfigError,
     ImportFormatError,
     MembotError,
@@ -28,7 +29,15 @@ from membot import (
     read_file,
 )
 from membot.server.auth import caller, need_admin, need_bot, person_of, service_of
-from membot.server.errors import ApiError, error_body, model_unavailable, status_of
+from membot.server.errors import (
+    ApiError,
+    error_body,
+    log_if_bug,
+    model_unavailable,
+    status_of,
+    stored_of,
+    without_location,
+)
 from membot.server.openai_api import STREAM_HEADERS, turn_events
 from membot.server.service import MAX_LINE_CHARS, Service
 
@@ -38,6 +47,7 @@ Key = Annotated[ApiKey, Depends(caller)]
 # secret is sent to it (a bot key naming another URL would otherwise exfiltrate keys).
 ADMIN_ONLY_SETTINGS = {"llm", "llm_key_env"}
 MAX_UPLOAD_FILES = 20
+MAX_SEQ = 2**63 - 1  # the largest seq a store can hold
 
 
 class NewBot(BaseModel):
@@ -74,10 +84,20 @@ def _need_builder(key: ApiKey, bot: str) -> None:
         raise ApiError(403, "a person's key can talk with the bot, not change it")
 
 
-def _check_settings(key: ApiKey, settings: dict[str, Any]) -> None:
-    changed = ADMIN_ONLY_SETTINGS & set(settings)
-    if changed and not key.can_admin:
-        raise ApiError(403, f"only an admin key may change {', '.join(sorted(changed))}")
+def _check_settings(key: ApiKey, current: BotSettings, wanted: BotSettings) -> None:
+    """403 when ``wanted`` changes a setting only an admin may change (which model answers,
+    whose key it reads) and ``key`` is not an admin's. What a request would change counts,
+    not what it names: a bot key's profile without an ``llm`` line would clear the admin's
+    choice, and its own profile sent back unchanged changes nothing."""
+    if key.can_admin:
+        return
+    changed = sorted(n for n in ADMIN_ONLY_SETTINGS if getattr(wanted, n) != getattr(current, n))
+    if changed:
+        raise ApiError(
+            403,
+            f"only an admin key may change {', '.join(changed)} (a profile keeps them as "
+            "GET /v1/bots/{bot}/profile gives them)",
+        )
 
 
 def _check_text(text: str) -> None:
@@ -120,9 +140,10 @@ def change_bot(
 ) -> dict[str, Any]:
     """Change some settings: a JSON object of name → value (``strategy.NAME`` too)."""
     _need_builder(key, bot)
-    _check_settings(key, settings)
     service = service_of(request)
     service.memory.require_bot(bot)
+    current = service.memory.bot_settings(bot)
+    _check_settings(key, current, current.with_values(settings))
     service.memory.configure_bot(bot, **settings)
     return _profile(service, bot)
 
@@ -156,8 +177,8 @@ async def import_profile(bot: str, key: Key, request: Request) -> dict[str, Any]
     except UnicodeDecodeError:
         raise ConfigError("the profile is not UTF-8 text") from None
     _, values = profile_from_toml(text)
-    _check_settings(key, values)
     service = service_of(request)
+    _check_settings(key, service.memory.bot_settings(bot), BotSettings().with_values(values))
     service.memory.replace_profile(bot, values)
     return _profile(service, bot)
 
@@ -197,7 +218,9 @@ async def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> 
     if isinstance(first, Turn) and first.error:
         raise model_unavailable(first.error, first.thread, first.human_line.seq)
     return StreamingResponse(
-        _turn_stream(first, events), media_type="text/event-stream", headers=STREAM_HEADERS
+        _turn_stream(first, events, service.memory.store.location),
+        media_type="text/event-stream",
+        headers=STREAM_HEADERS,
     )
 
 
@@ -209,19 +232,22 @@ def _check_turn(service: Service, key: ApiKey, bot: str, body: TurnRequest) -> s
     if body.settings:
         if key.user is not None:
             raise ApiError(403, "a person's key cannot change the bot's settings")
-        _check_settings(key, body.settings)
+        current = service.memory.bot_settings(bot)
+        _check_settings(key, current, current.with_values(body.settings))
     service.memory.bot_settings(bot, body.settings)
     return user
 
 
-async def _turn_stream(first: str | Turn, events: AsyncIterator[str | Turn]):
+async def _turn_stream(first: str | Turn, events: AsyncIterator[str | Turn], location: str):
     pending: str | Turn | None = first
     try:
         while pending is not None:
             yield f"data: {json.dumps(_stream_data(pending), ensure_ascii=False)}\n\n"
             pending = await anext(events, None)
     except MembotError as error:  # the status was sent with the first piece
-        body = error_body(status_of(error)[1], str(error))
+        log_if_bug(error)
+        message = without_location(str(error), location)
+        body = error_body(status_of(error)[1], message, stored_of(error))
         yield f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
@@ -230,7 +256,7 @@ def _stream_data(item: str | Turn) -> dict[str, Any]:
         return {"text": item}
     if item.error:  # the model failed after part of the reply was sent
         failed = model_unavailable(item.error, item.thread, item.human_line.seq)
-        return error_body(failed.kind, failed.message)
+        return error_body(failed.kind, failed.message, failed.stored)
     return {"turn": item.to_json()}
 
 
@@ -238,11 +264,10 @@ def _stream_data(item: str | Turn) -> dict[str, Any]:
 def add_tool_result(bot: str, body: ToolResult, key: Key, request: Request) -> dict[str, Any]:
     user = person_of(key, bot, body.user)
     _check_text(body.text)
-    line = (
-        service_of(request)
-        .bot(bot)
-        .add_tool_result(body.text, user=user, thread=body.thread, tool=body.name)
-    )
+    service = service_of(request)
+    with service.thread_lock(bot, user, body.thread):  # after a turn under way, as MCP's
+        bot_of = service.bot(bot)
+        line = bot_of.add_tool_result(body.text, user=user, thread=body.thread, tool=body.name)
     return {"bot": bot, "user": user, "thread": body.thread, **line.to_json()}
 
 
@@ -302,7 +327,7 @@ def thread_lines(
     thread: str,
     key: Key,
     request: Request,
-    after_seq: Annotated[int, Query(ge=0)] = 0,
+    after_seq: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     user = person_of(key, bot, user)

@@ -21,10 +21,11 @@ export const session = {
 };
 
 export class ApiError extends Error {
-  constructor(status, type, message) {
+  constructor(status, type, message, stored = null) {
     super(message);
     this.status = status;
     this.type = type;
+    this.stored = stored; // {thread, seq}: the line was stored before the turn failed
   }
 }
 
@@ -56,11 +57,12 @@ export async function api(method, url, { json, body, raw, key } = {}) {
 async function errorOf(response) {
   let type = "error";
   let message = `${response.status} ${response.statusText}`;
+  let stored = null;
   try {
     const body = await response.json();
-    ({ type, message } = body.error);
+    ({ type, message, stored = null } = body.error);
   } catch { /* not JSON: keep the status line */ }
-  return new ApiError(response.status, type, message);
+  return new ApiError(response.status, type, message, stored);
 }
 
 /** A streamed turn: yields {text} for each piece of the reply, then {turn} (or {error}). */

@@ -183,8 +183,9 @@ async function send(ui) {
     }
   } catch (error) {
     // Refused before anything was stored (too long, no key): the line goes back in the box.
+    // One stored before the turn failed (the model or the store down) stays where it is.
     body.replaceChildren(h("p", { class: "error", role: "alert", text: error.message }));
-    if (!ui.input.value) ui.input.value = text;
+    if (!error.stored && !ui.input.value) ui.input.value = text;
     reply.scrollIntoView({ block: "end" });
   } finally {
     reply.removeAttribute("aria-busy");
