@@ -166,6 +166,19 @@ def locomo_sample(**changes: object) -> dict:
             r"with --user\)$",
         ),
         ("jsonl", '{"text": "hi", "user": "a", "created_at": "later"}', "unknown date"),
+        # Stored as their repr ("['x']") or whole, before:
+        ("jsonl", '{"text": "hi", "user": "a", "thread": ["x"]}', "a line needs a thread name"),
+        ("jsonl", '{"text": "hi", "user": "a", "ref": {"id": 1}}', "ref is text or a number"),
+        (
+            "jsonl",
+            '{"text": "hi", "user": "a", "thread": "' + "t" * 201 + '"}',
+            "the thread name has 201 characters; at most 200",
+        ),
+        (
+            "jsonl",
+            '{"text": "hi", "user": "a", "speaker": "' + "s" * 5000 + '"}',
+            "speaker has 5,000 characters; at most 200",
+        ),
     ],
 )
 def test_malformed_files_are_refused_before_anything_is_stored(

@@ -100,18 +100,35 @@ def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
             LineInput(
                 text=record["text"],
                 user=record.get("user") or user or _missing("user"),
-                thread=str(record.get("thread") or "imported"),
+                thread=_thread_name(record.get("thread")),
                 role=Role(record.get("role", "human")),
                 bot=record.get("bot") or bot,
                 created_at=parse_time(record["created_at"]) if "created_at" in record else None,
                 speaker=record.get("speaker"),
-                ref=None if record.get("ref") is None else str(record["ref"]),
+                ref=_ref(record.get("ref")),
             )
         )
     except KeyError as error:  # its str() is the key's repr: say what is missing instead
         raise ImportFormatError(f"{where}: not a valid line: no {error.args[0]!r}") from error
     except (json.JSONDecodeError, ValueError, TypeError, ConfigError) as error:
         raise ImportFormatError(f"{where}: not a valid line: {error}") from error
+
+
+def _thread_name(value: object) -> object:
+    """A line's thread: its name, a number written as one (a session's id), else "imported"
+    when left out; a list or an object is no name (it used to be stored as its repr)."""
+    if value is None or value == "":
+        return "imported"
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _ref(value: object) -> str | None:
+    """A line's ref: text, or a number written as text."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise ValueError(f"a line's ref is text or a number, not {type(value).__name__}")
 
 
 def _missing(field: str) -> str:

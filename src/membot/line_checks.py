@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 # line is a turn of dialog: the longest in LoCoMo and LongMemEval is 23,821 characters, and
 # the embedder reads only its first 256 word pieces anyway.
 MAX_LINE_CHARS = 32_000
+# The longest name (bot, person, thread) or speaker a line may carry, as the server's routes
+# take: a name stands in URLs, in every prompt's transcript and in every recalled block.
+MAX_NAME_CHARS = 200
 # In a Python string every surrogate is a lone one: pairs decode to one character.
 SURROGATE = re.compile("[\ud800-\udfff]")
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # and the line separators
@@ -56,6 +59,8 @@ def check_name(value: object, label: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"a line needs a {label} name")
     what = f"the {label} name"
+    if len(value) > MAX_NAME_CHARS:
+        raise ConfigError(f"{what} has {len(value):,} characters; at most {MAX_NAME_CHARS}")
     return check_url_part(check_storable(value, what), what, slash=label != "bot")
 
 
@@ -92,6 +97,10 @@ def checked_line(item: LineInput) -> LineInput:
             raise ConfigError(f"a line's {label} is text, not {type(value).__name__}")
         if value is not None:
             check_storable(value, f"the {label}")
+    if item.speaker is not None and len(item.speaker) > MAX_NAME_CHARS:
+        raise ConfigError(
+            f"a line's speaker has {len(item.speaker):,} characters; at most {MAX_NAME_CHARS}"
+        )
     try:
         role = Role(item.role)
     except ValueError as error:

@@ -123,6 +123,12 @@ class Memory(BotProfiles, SummariesAndExpertise):
         # one Memory. Storing lines is serialised by the store itself.
         self._recall_lock = threading.RLock()
 
+    @property
+    def location(self) -> str:
+        """Where the store is, as its messages name it: a file path, or a database URL
+        without its password."""
+        return self.store.location
+
     def close(self) -> None:
         self.store.close()
 

@@ -210,7 +210,7 @@ def test_a_turn_failing_after_its_line_is_stored_is_not_retried(
     """A busy store or a bug after the line was stored: the client's own retries (on by
     default) stored the line two or three times. Where the store is stays in the server's
     log."""
-    where = live_server.memory.store.location
+    where = live_server.memory.location
 
     def recall(*args, **kwargs):
         if failure == "bug":

@@ -211,7 +211,7 @@ def install_error_handlers(app: FastAPI) -> None:
         request.state.error_type = kind
         log_if_bug(error)
         headers = NO_RETRY if isinstance(error, TurnFailedError) else None
-        message = without_location(str(error), request.app.state.service.memory.store.location)
+        message = without_location(str(error), request.app.state.service.memory.location)
         return error_response(
             status, kind, message, headers, path=request.url.path, stored=stored_of(error)
         )

@@ -168,7 +168,7 @@ async def chat_completions(
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     return StreamingResponse(
         _server_sent_events(
-            completion, chat, first, events, include_usage, service.memory.store.location
+            completion, chat, first, events, include_usage, service.memory.location
         ),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,

@@ -218,7 +218,7 @@ async def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> 
     if isinstance(first, Turn) and first.error:
         raise model_unavailable(first.error, first.thread, first.human_line.seq)
     return StreamingResponse(
-        _turn_stream(first, events, service.memory.store.location),
+        _turn_stream(first, events, service.memory.location),
         media_type="text/event-stream",
         headers=STREAM_HEADERS,
     )
