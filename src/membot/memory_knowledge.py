@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from membot.config import DEFAULT_BOT
-from membot.errors import ConfigError, NotFoundError
+from membot.errors import ConfigError, MembotError, NotFoundError
 from membot.grounding import undated
 from membot.model import ExpertiseChunk, Summary
 from membot.search import best_scored
@@ -113,7 +113,14 @@ class SummariesAndExpertise:
         stores nothing (a clear error names it)."""
         from membot.documents import read_document
 
-        documents = [read_document(Path(path)) for path in paths]
+        documents = []
+        for path in paths:
+            try:
+                documents.append(read_document(Path(path)))
+            except MembotError as error:
+                if len(paths) == 1:
+                    raise
+                raise type(error)(f"{error}; none of the {len(paths)} files was added") from error
         return [
             self._add_read_document(document, bot, max_tokens, overlap_tokens)
             for document in documents

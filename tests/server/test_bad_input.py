@@ -174,6 +174,11 @@ def test_empty_uploads_and_a_pdf_that_is_not_one_are_refused(server, admin) -> N
     dots = {"files": ("..", b"Stretch after a run.")}  # was written to the folder itself: 500
     answer = server.client.post("/v1/bots/coach/documents", files=dots, headers=admin)
     assert answer.status_code == 400 and "unsupported document type" in answer.text
+    # One bad file of several: the answer says the good one was not added either.
+    mixed = [("files", ("plan.pdf", b"hello")), ("files", ("hydration.txt", b"Drink water."))]
+    answer = server.client.post("/v1/bots/coach/documents", files=mixed, headers=admin)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["message"].endswith("none of the 2 files was added")
     listed = server.client.get("/v1/bots/coach/documents", headers=admin).json()
     assert [document["name"] for document in listed["documents"]] == ["notes.txt"]
 

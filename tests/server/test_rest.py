@@ -273,7 +273,15 @@ def test_import_takes_jsonl_of_this_bot_only(server: Server, admin):
     done = server.client.post(
         "/v1/bots/coach/import", files={"file": ("lines.jsonl", good.encode())}, headers=admin
     )
-    assert done.status_code == 201 and done.json() == {"imported": 3, "threads": 1}
+    assert done.status_code == 201
+    assert done.json() == {"imported": 3, "threads": 1, "already_stored": 0}
+    # Sent again with one more line: only that line is new, and the answer says so (it said
+    # "imported: 1" and nothing of the three it left out).
+    more = good + "\n" + json.dumps({"user": "sam", "thread": "old", "text": "d"})
+    again = server.client.post(
+        "/v1/bots/coach/import", files={"file": ("lines.jsonl", more.encode())}, headers=admin
+    )
+    assert again.json() == {"imported": 1, "threads": 1, "already_stored": 3}
     stranger = json.dumps({"user": "sam", "thread": "x", "text": "hi", "bot": "other"})
     refused = server.client.post(
         "/v1/bots/coach/import", files={"file": ("x.jsonl", stranger.encode())}, headers=admin
@@ -285,7 +293,7 @@ def test_import_takes_jsonl_of_this_bot_only(server: Server, admin):
         headers=admin,
     )
     assert broken.status_code == 400 and "y.jsonl:1" in _error(broken)["message"]
-    assert server.memory.count_lines() == 3
+    assert server.memory.count_lines() == 4
 
 
 def test_malformed_requests_get_json_errors_not_500(server: Server, admin):

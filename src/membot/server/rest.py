@@ -417,7 +417,9 @@ def remove_document(bot: str, name: str, key: Key, request: Request) -> dict[str
 async def import_lines(
     bot: str, key: Key, request: Request, file: Annotated[UploadFile, File()]
 ) -> dict[str, Any]:
-    """Import a JSONL file of lines (`membot import --format jsonl`) into this bot."""
+    """Import a JSONL file of lines (`membot import --format jsonl`) into this bot. Lines
+    stored by an earlier import of the file (by ref, or by place and text) are not stored
+    again: ``already_stored`` counts them."""
     _need_builder(key, bot)
     with tempfile.TemporaryDirectory(prefix="membot-import-") as folder, _named_as_sent(folder):
         path = await _saved(file, Path(folder))
@@ -430,7 +432,7 @@ async def import_lines(
             f"it may only hold lines of {bot!r}",
         )
     added = await _in_thread(service_of(request).memory.add_many, plan.lines)
-    return {"imported": added, "threads": plan.threads}
+    return {"imported": added, "threads": plan.threads, "already_stored": len(plan.lines) - added}
 
 
 async def _saved(upload: UploadFile, folder: Path) -> Path:
