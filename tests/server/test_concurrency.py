@@ -53,6 +53,7 @@ def served(memory: Memory) -> Iterator[str]:
 
 
 def test_fifty_turns_at_once_store_every_line_once_in_order(served: str, memory: Memory):
+    memory.create_bot("coach")
     headers = {"Authorization": f"Bearer {create_key(memory, admin=True).secret}"}
     asks = [
         (f"person{p}", f"thread{t}", f"person {p} thread {t} turn {n}: note {p * 100 + t * 10 + n}")
@@ -118,6 +119,7 @@ def _served_by(server, before: dict[str, float]) -> str:
 @pytest.mark.slow
 def test_a_line_stored_through_one_worker_is_recalled_through_the_other(cli, start_serve):
     key = cli.json("keys", "create", "--admin")["key"]
+    cli.ok("bot", "create", "coach")
     server = start_serve(cli.db, workers=2)
     headers = {"Authorization": f"Bearer {key}", "Connection": "close"}  # a new connection each
 

@@ -187,9 +187,12 @@ async def test_an_admin_key_names_the_bot_and_the_person(app, memory):
         no_bot = refusal(await call("history", {"user": "dana"}))
         no_user = refusal(await call("history", {"bot": "music"}))
         history = answer(await call("history", {"bot": "music", "user": "dana"}))
+        typo = refusal(await call("remember", {"bot": "musc", "user": "dana", "text": "hi",
+                                               "thread": "t"}))  # fmt: skip
 
     assert "name the bot" in no_bot and "name the person" in no_user
     assert texts(history["lines"]) == ["Dana plays the cello"]
+    assert typo.endswith("no bot named 'musc'") and memory.bots() == ["music"]
 
 
 async def test_membot_errors_reach_the_client_with_their_message(app, memory):

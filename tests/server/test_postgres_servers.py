@@ -21,6 +21,7 @@ TURNS_AT_ONCE = 24
 @pytest.mark.slow
 def test_two_servers_on_one_postgresql_share_one_memory(postgres_url, minilm, start_serve):
     memory = Memory(postgres_url, embedder=minilm)
+    memory.create_bot("coach")
     headers = {"Authorization": f"Bearer {create_key(memory, admin=True).secret}"}
     servers = [start_serve(postgres_url, workers=2) for _ in range(2)]
     for server in servers:

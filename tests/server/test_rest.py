@@ -53,6 +53,14 @@ def test_an_admin_builds_bots_and_others_see_only_theirs(server: Server, admin):
     assert server.client.get("/v1/bots/other", headers=bot_key).status_code == 404
     assert server.client.post("/v1/bots", json={"name": "z"}, headers=bot_key).status_code == 403
     assert server.client.get("/v1/bots/nobody", headers=admin).status_code == 404
+    # An admin's mistyped bot started a new one with the line in it (as OpenAI's route does
+    # not): now a 404, and nothing is stored.
+    typo = {"user": "sam", "thread": "t", "text": "hello"}
+    assert server.client.post("/v1/bots/coahc/turns", json=typo, headers=admin).status_code == 404
+    tool = {"user": "sam", "thread": "t", "name": "clock", "text": "9:00"}
+    answer = server.client.post("/v1/bots/coahc/tool-results", json=tool, headers=admin)
+    assert answer.status_code == 404 and "coahc" in _error(answer)["message"]
+    assert server.memory.bots() == ["coach", "other"] and server.memory.count_lines() == 0
 
 
 def test_bot_settings_change_by_builders_only_and_the_model_by_admins_only(server: Server, admin):
@@ -108,6 +116,7 @@ def test_profiles_travel_as_toml(server: Server, admin):
 
 
 def test_a_turn_answers_with_the_whole_trace(server: Server, admin):
+    server.memory.create_bot("coach")
     server.llm.enqueue('{"response": "Hello Sam", "citation_ids": []}')
     turn = server.client.post(
         "/v1/bots/coach/turns",
@@ -157,6 +166,7 @@ def test_a_turn_needs_a_person_with_admin_and_bot_keys(server: Server, admin):
 
 
 def test_when_the_model_fails_the_line_is_stored_once_and_503_says_so(server: Server, admin):
+    server.memory.create_bot("coach")
     server.llm.enqueue("!error the model is down")
     failed = server.client.post(
         "/v1/bots/coach/turns",
@@ -172,6 +182,7 @@ def test_when_the_model_fails_the_line_is_stored_once_and_503_says_so(server: Se
 
 
 def test_a_bad_setting_fails_before_the_line_is_stored(server: Server, admin):
+    server.memory.create_bot("coach")
     bad = server.client.post(
         "/v1/bots/coach/turns",
         json={"user": "sam", "thread": "t1", "text": "hello", "settings": {"threshold": "x"}},
@@ -297,6 +308,7 @@ def test_import_takes_jsonl_of_this_bot_only(server: Server, admin):
 
 
 def test_malformed_requests_get_json_errors_not_500(server: Server, admin):
+    server.memory.create_bot("coach")
     not_json = server.client.post(
         "/v1/bots/coach/turns",
         content=b"{oops",
@@ -329,6 +341,7 @@ def test_a_key_past_its_rate_limit_gets_429_with_retry_after(memory: Memory):
 
 
 def test_metrics_count_turns_errors_and_step_latencies(server: Server, admin):
+    server.memory.create_bot("coach")
     server.client.post(
         "/v1/bots/coach/turns",
         json={"user": "sam", "thread": "t", "text": "hello", "dry_run": True},

@@ -300,7 +300,11 @@ class MemoryTools:
         caller = HTTP_CALLER.get() or self.local
         if caller is None:  # fail closed: a request that reached a tool without its key
             raise ToolError("no API key: send `Authorization: Bearer KEY`")
-        return person_for(caller, bot, user)
+        person = person_for(caller, bot, user)
+        if caller.bot is None and not self.service.memory.has_bot(person.bot):
+            # An admin names the bot: a mistyped name must not start a new bot.
+            raise ToolError(f"no bot named {person.bot!r}")
+        return person
 
     def remember(
         self,

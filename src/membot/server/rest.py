@@ -224,10 +224,19 @@ async def take_turn(bot: str, body: TurnRequest, key: Key, request: Request) -> 
     )
 
 
+def _named_bot(service: Service, key: ApiKey, bot: str) -> None:
+    """404 for a bot an admin key names that does not exist: a mistyped name must not start
+    a new bot (as the OpenAI-compatible route answers). A bot or person key's bot is its
+    own, made on its first line."""
+    if key.can_admin:
+        service.memory.require_bot(bot)
+
+
 def _check_turn(service: Service, key: ApiKey, bot: str, body: TurnRequest) -> str:
     """The person the turn is for, once the request may take it; a bad setting fails
     here, before the line is stored."""
     user = person_of(key, bot, body.user)
+    _named_bot(service, key, bot)
     _check_text(body.text)
     if body.settings:
         if key.user is not None:
@@ -265,6 +274,7 @@ def add_tool_result(bot: str, body: ToolResult, key: Key, request: Request) -> d
     user = person_of(key, bot, body.user)
     _check_text(body.text)
     service = service_of(request)
+    _named_bot(service, key, bot)
     with service.thread_lock(bot, user, body.thread):  # after a turn under way, as MCP's
         bot_of = service.bot(bot)
         line = bot_of.add_tool_result(body.text, user=user, thread=body.thread, tool=body.name)
