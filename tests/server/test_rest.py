@@ -60,6 +60,12 @@ def test_an_admin_builds_bots_and_others_see_only_theirs(server: Server, admin):
     tool = {"user": "sam", "thread": "t", "name": "clock", "text": "9:00"}
     answer = server.client.post("/v1/bots/coahc/tool-results", json=tool, headers=admin)
     assert answer.status_code == 404 and "coahc" in _error(answer)["message"]
+    lines = {"file": ("lines.jsonl", b'{"user": "sam", "text": "hi"}')}
+    answer = server.client.post("/v1/bots/coahc/import", files=lines, headers=admin)
+    assert answer.status_code == 404
+    notes = {"files": ("notes.txt", b"Stretch.")}
+    answer = server.client.post("/v1/bots/coahc/documents", files=notes, headers=admin)
+    assert answer.status_code == 404
     assert server.memory.bots() == ["coach", "other"] and server.memory.count_lines() == 0
 
 
@@ -280,6 +286,7 @@ def test_documents_upload_list_and_remove(server: Server, admin):
 
 
 def test_import_takes_jsonl_of_this_bot_only(server: Server, admin):
+    server.memory.create_bot("coach")
     good = "\n".join(json.dumps({"user": "sam", "thread": "old", "text": t}) for t in "abc")
     done = server.client.post(
         "/v1/bots/coach/import", files={"file": ("lines.jsonl", good.encode())}, headers=admin

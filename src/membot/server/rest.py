@@ -392,6 +392,7 @@ async def add_documents(
     """Upload documents (text, Markdown, HTML, PDF) into the bot's expertise; every file is
     checked first, so one bad file stores nothing."""
     _need_builder(key, bot)
+    _named_bot(service_of(request), key, bot)
     if not files or len(files) > MAX_UPLOAD_FILES:
         raise ConfigError(f"send between 1 and {MAX_UPLOAD_FILES} files")
     with tempfile.TemporaryDirectory(prefix="membot-upload-") as folder, _named_as_sent(folder):
@@ -431,6 +432,7 @@ async def import_lines(
     stored by an earlier import of the file (by ref, or by place and text) are not stored
     again: ``already_stored`` counts them."""
     _need_builder(key, bot)
+    _named_bot(service_of(request), key, bot)
     with tempfile.TemporaryDirectory(prefix="membot-import-") as folder, _named_as_sent(folder):
         path = await _saved(file, Path(folder))
         plan = read_file(path, "jsonl", bot, None)
