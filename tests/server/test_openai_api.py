@@ -281,6 +281,12 @@ def test_errors_take_openais_shape_and_status(live_server, coach):
             user="sam",
         )
     assert refused.value.param == "messages" and "the person's" in refused.value.message
+    with pytest.raises(openai.BadRequestError, match="a text part's text is a string"):
+        coach.chat.completions.create(  # was stored as "{'a': 1}"
+            model="coach",
+            messages=[{"role": "user", "content": [{"type": "text", "text": {"a": 1}}]}],
+            user="sam",
+        )
     assert live_server.memory.history(user="sam") == []
 
 

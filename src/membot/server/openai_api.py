@@ -72,7 +72,10 @@ class ChatMessage(BaseModel):
         if others:
             kinds = ", ".join(sorted(others))
             raise ApiError(400, f"membot reads text only, not {kinds} parts", param="messages")
-        return "\n".join(str(part.get("text", "")) for part in self.content)
+        texts = [part.get("text", "") for part in self.content]
+        if not all(isinstance(text, str) for text in texts):
+            raise ApiError(400, "a text part's text is a string", param="messages")
+        return "\n".join(texts)
 
 
 class StreamOptions(BaseModel):
