@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp_client import BASE_URL, answer, refusal, serving, session_with_key
 
-from membot import Memory, ScriptedLLM
+from membot import Memory, ScriptedLLM, StoreError
 from membot.keys import create_key, revoke_key
 from membot.server import create_app
 
@@ -195,18 +195,26 @@ async def test_an_admin_key_names_the_bot_and_the_person(app, memory):
     assert typo.endswith("no bot named 'musc'") and memory.bots() == ["music"]
 
 
-async def test_membot_errors_reach_the_client_with_their_message(app, memory):
+async def test_membot_errors_reach_the_client_with_their_message(app, memory, monkeypatch):
     key = create_key(memory, bot="b", user="alice").secret
+
+    def busy(*args, **kwargs):
+        raise StoreError(f"the store at {memory.location} failed: busy")
+
     async with serving(app) as transport, session_with_key(transport, key) as session:
         unknown_thread = refusal(await session.call_tool("history", {"thread": "nope"}))
         nothing_to_end = refusal(
             await session.call_tool("end_thread", {"thread": "nope", "remember": False})
         )
         no_confirm = refusal(await session.call_tool("forget", {"thread": "nope"}))
+        monkeypatch.setattr(memory, "search", busy)
+        store_down = refusal(await session.call_tool("search", {"query": "x"}))
 
     assert "'alice' has no thread 'nope'" in unknown_thread
     assert "has no thread 'nope'" in nothing_to_end
     assert "confirm" in no_confirm
+    # Where the store is stays on the server.
+    assert store_down == "Error executing tool search: the store failed: busy"
 
 
 async def test_arguments_a_tool_cannot_take_are_named_in_a_sentence(app, memory):

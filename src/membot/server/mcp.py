@@ -40,7 +40,7 @@ from membot import (
     iso,
 )
 from membot.server import auth
-from membot.server.errors import ApiError, error_response, status_of
+from membot.server.errors import ApiError, error_response, status_of, without_location
 from membot.server.service import MAX_LINE_CHARS, Service
 
 INSTRUCTIONS = """\
@@ -118,16 +118,16 @@ def person_for(caller: Caller, bot: str | None, user: str | None) -> Person:
     return Person(chosen_bot, user)
 
 
-def as_tool_errors(function: Callable[Params, Result]) -> Callable[Params, Result]:
-    """membot's own errors reach the client with their message (anything else the SDK hides
-    as a crash, logged on the server)."""
+def as_tool_errors(function: Callable[Params, Result], location: str) -> Callable[Params, Result]:
+    """membot's own errors reach the client with their message, without where the store is
+    (``location``); anything else the SDK hides as a crash, logged on the server."""
 
     @functools.wraps(function)
     def call(*args: Params.args, **kwargs: Params.kwargs) -> Result:
         try:
             return function(*args, **kwargs)
         except MembotError as error:
-            raise ToolError(str(error)) from error
+            raise ToolError(without_location(str(error), location)) from error
 
     return call
 
@@ -474,7 +474,7 @@ def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPSer
         (tools.forget, ERASES),
         (tools.end_thread, WRITES),
     ):
-        server.tool(annotations=hints)(as_tool_errors(function))
+        server.tool(annotations=hints)(as_tool_errors(function, service.memory.location))
     return server
 
 
