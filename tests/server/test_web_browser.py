@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 from conftest import LiveServer
 
+from membot.keys import create_key, revoke_key
+
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None and os.environ.get("MEMBOT_REQUIRE_BROWSER") == "1":  # CI: never skipped
     raise RuntimeError("MEMBOT_REQUIRE_BROWSER=1 but Debian's chromium is not on PATH")
@@ -290,24 +292,43 @@ def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
 
 def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
     """A 40,000-character line vanished: the box was emptied and the refusal was shown out of
-    sight. And errors were drawn red on red, and never went away."""
+    sight. And errors were drawn red on red, and never went away. Then the box cut a longer
+    paste at 32,000 characters without a word."""
     app.server.memory.create_bot("coach")
     app.sign_in(app.server.key(admin=True))
     page = app.page
     app.open("#/chat/coach")  # no person yet: "New thread" says what is missing
+    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+    person = page.get_by_label("Talk as (the person's name)")
+    expect(box).to_be_disabled()
+    background = "node => getComputedStyle(node).backgroundColor"
+    assert box.evaluate(background) != person.evaluate(background)  # looks disabled too
     page.get_by_role("button", name="New thread").click()
     expect(page.get_by_role("status")).to_contain_text("Enter the person's name first")
-    app.open("#/chat/coach/sam/t1")
-    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+    person.fill("sam")  # done as asked: the request goes away
+    page.get_by_role("button", name="Open").click()
     expect(box).to_be_enabled()
-    expect(box).to_have_attribute("maxlength", "32000")
+    expect(page.locator("#status")).to_have_text("")
+    assert box.get_attribute("maxlength") is None  # a longer paste is kept whole
     too_long = "x" * 32_001
     box.evaluate("(node, text) => { node.value = text; }", too_long)  # pasted past the limit
-    app.watch.allow("/v1/bots/coach/turns", 413)
     box.press("Enter")
-    expect(page.locator(".msg.bot .error").last).to_contain_text("limited to 32000 characters")
-    expect(page.locator(".msg.bot .error").last).to_be_in_viewport()
+    beside = page.locator(f"#{box.get_attribute('id')}-error")
+    expect(beside).to_contain_text("32001 characters")
+    expect(beside).to_contain_text("limited to 32000")
+    expect(beside).to_be_in_viewport()
+    expect(page.locator(".msg")).to_have_count(0)  # not sent, so not shown as sent
     assert box.input_value() == too_long
+    # The server's own 413 (a limit the page does not know) is shown the same way.
+    app.watch.allow("/v1/bots/coach/turns", 413)
+    refusal = {"error": {"type": "too_large", "message": "a line is limited to 100 characters"}}
+    page.route("**/v1/bots/coach/turns", lambda route: route.fulfill(status=413, json=refusal))
+    box.fill("A line the server refuses")
+    box.press("Enter")
+    expect(beside).to_contain_text("Not sent: a line is limited to 100 characters")
+    expect(page.locator(".msg")).to_have_count(0)
+    assert box.input_value() == "A line the server refuses"
+    page.unroute("**/v1/bots/coach/turns")
     assert app.server.memory.count_lines() == 0
     colours = page.evaluate(
         """() => { const status = document.getElementById('status');
@@ -323,6 +344,7 @@ def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
     box.fill("")
     app.server.llm.enqueue("Hello Sam.")
     app.say("Hello")
+    expect(beside).to_have_text("")
     expect(page.locator(".inspect").filter(has_text="No citations")).to_contain_text(
         "No citations: citations off"
     )
@@ -333,8 +355,100 @@ def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
     box.fill("Are you there?")
     box.press("Enter")
     expect(page.locator(".msg.bot .error").last).to_contain_text("Your line was stored")
+    expect(page.locator(".msg.human").last).to_contain_text("Are you there?")
     assert box.input_value() == ""
     assert [line.text for line in app.server.memory.history(user="sam")][-1] == "Are you there?"
+    app.watch.assert_clean()
+
+
+def test_a_line_sent_with_a_revoked_key_is_not_shown_as_sent(app: App):
+    """Sent with a revoked key, the line looked sent and the refusal was shown as the bot's
+    words, and an uncaught error went to the console."""
+    memory = app.server.memory
+    memory.create_bot("coach")
+    made = create_key(memory, bot="coach", user="sam")
+    app.sign_in(made.secret)
+    page = app.page
+    app.reply("Hello Sam.")
+    app.say("Hi there")
+    expect(page.locator(".threads .meta")).to_have_text(["2 lines"])  # the page is done
+    revoke_key(memory, made.key.id)
+    app.watch.allow("/v1/bots/coach/turns", 401)
+    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+    box.fill("Still there?")
+    box.press("Enter")
+    beside = page.locator(f"#{box.get_attribute('id')}-error")
+    expect(beside).to_contain_text("no longer valid")
+    expect(beside).to_contain_text("sign in again")
+    expect(page.locator(".msg.human")).to_have_text([re.compile("Hi there")])
+    expect(page.locator(".msg.bot")).to_have_count(1)
+    expect(page.locator(".msg.bot")).not_to_contain_text("revoked")
+    assert box.input_value() == "Still there?"
+    app.watch.assert_clean()
+
+
+def test_the_chat_shows_the_bot_and_person_a_line_goes_to(app: App):
+    """What the chat shows and where a line goes drifted apart: another person opened under
+    the last one's inspector, a bot chosen in the list but not opened, a name with "/" that
+    left the last person on screen, a bot in the address that does not exist."""
+    memory = app.server.memory
+    memory.create_bot("barista")
+    memory.create_bot("coach", bot_name="Cy")
+    memory.add("Just one line", user="kim", bot="barista", thread="solo")
+    app.sign_in(app.server.key(admin=True))
+    page = app.page
+    app.open("#/chat/nosuchbot/sam/x")
+    expect(page.get_by_role("status")).to_contain_text("No bot named nosuchbot")
+    expect(page.get_by_label("Bot", exact=True)).to_have_value("barista")
+
+    # A new thread has nothing to end; the bot's lines carry its name from the profile.
+    app.open("#/chat/coach/sam")
+    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+    expect(box).to_be_enabled()  # the thread has loaded
+    end = page.get_by_role("button", name="End thread")
+    expect(end).to_be_disabled()
+    app.reply("Hi Sam.")
+    app.say("I am sam")
+    expect(page.locator(".msg.bot .who")).to_contain_text(["Cy"])
+    expect(end).to_be_enabled()
+    inspector = page.locator(".inspector")
+    expect(inspector.locator(".prompt")).to_contain_text("I am sam")
+
+    # Another person: nothing of sam's turn stays in the inspector.
+    person = page.get_by_label("Talk as (the person's name)")
+    person.fill("alex")
+    page.get_by_role("button", name="Open").click()
+    expect(page).to_have_url(re.compile("/chat/coach/alex/"))
+    expect(box).to_be_enabled()  # alex's thread has loaded
+    expect(inspector).not_to_contain_text("I am sam")
+    expect(inspector).to_contain_text("Send a line")
+
+    # Another bot chosen in the list: the chat is that bot's, and so is the next line.
+    page.get_by_label("Bot", exact=True).select_option("barista")
+    expect(page).to_have_url(re.compile("/chat/barista/alex/"))
+    app.reply("Hello Alex.")
+    app.say("Hello barista")
+    expect(page.locator(".msg.bot .who")).to_contain_text(["barista"])
+    assert [line.text for line in memory.history(user="alex", bot="barista")] == [
+        "Hello barista",
+        "Hello Alex.",
+    ]
+    assert memory.history(user="alex", bot="coach") == []
+
+    # A name with "/" cannot be part of the address: refused, and alex is not left showing.
+    person.fill("a/b")
+    page.get_by_role("button", name="Open").click()
+    expect(page.locator(f"#{person.get_attribute('id')}-error")).to_contain_text('cannot hold "/"')
+    expect(page.locator(".msg")).to_have_count(0)
+    expect(page.locator(".threads li")).to_have_count(0)
+    expect(box).to_be_disabled()
+    expect(end).to_be_disabled()
+
+    # One line is "1 line".
+    app.open("#/chat/barista/kim")
+    expect(page.locator(".threads .meta")).to_have_text(["1 line"])
+    app.open("#/memory/barista/kim")
+    expect(page.locator(".thread-item .meta")).to_contain_text(["1 line ·"])
     app.watch.assert_clean()
 
 
@@ -357,6 +471,9 @@ def test_at_phone_width_from_the_keyboard(phone: App):
     phone.server.memory.create_bot("coach")
     phone.open()
     expect(page.get_by_label("API key")).to_be_focused()
+    help_text = page.locator(".signin .help")
+    expect(help_text.locator("code")).to_have_text("membot keys create")  # not `backticks`
+    expect(help_text).not_to_contain_text("`")
     page.keyboard.type(phone.server.key(admin=True))
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", name="Bots", exact=True)).to_be_visible()

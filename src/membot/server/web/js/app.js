@@ -61,7 +61,7 @@ export function showFailure(section, error) {
 function renderSignIn(section, problem) {
   const input = h("input", { type: "password", name: "key", autocomplete: "off", spellcheck: "false", required: true });
   const keyField = field("API key", input,
-    { help: "A key from `membot keys create`, or the one membot serve printed. Kept only in this tab." });
+    { help: ["A key from ", h("code", { text: "membot keys create" }), ", or the one membot serve printed. Kept only in this tab."] });
   const form = h("form", { class: "card signin", onsubmit: async (event) => {
     event.preventDefault();
     session.key = input.value.trim();

@@ -2,7 +2,7 @@
 // "remember this conversation?"), replies streaming in as written, and the memory
 // inspector beside every reply.
 import { api, path, session, streamTurn } from "./api.js";
-import { h, field, say, when } from "./dom.js";
+import { h, field, say, unsay, when, counted } from "./dom.js";
 import { ask } from "./dialogs.js";
 import { inspector } from "./inspector.js";
 import { renderMarkdown } from "./markdown.js";
@@ -10,6 +10,10 @@ import { renderMarkdown } from "./markdown.js";
 // The traces of replies given in this tab, by thread and reply seq (the server keeps the
 // lines; a turn's trace is what this tab was answered).
 const traces = new Map();
+// The server's limit on a line (MAX_LINE_CHARS): a longer one is refused, not cut.
+const MAX_LINE_CHARS = 32000;
+// BotSettings.bot_name's default: a bot never given a name is shown by its key name.
+const UNNAMED = "AI";
 
 function traceKey(state) {
   return JSON.stringify([state.bot, state.user, state.thread]);
@@ -23,6 +27,8 @@ export async function renderChat(section, args) {
     section.append(h("p", {}, "No bots yet: ", h("a", { href: "#/bots", text: "make one" }), "."));
     return;
   }
+  // A bot the address names that is not there (mistyped, deleted): said, not swapped silently.
+  if (args[0] && !bots.includes(args[0])) say(`No bot named ${args[0]}: showing ${bots[0]}.`, "error");
   const state = {
     bot: bots.includes(args[0]) ? args[0] : bots[0],
     user: me.user ?? args[1] ?? session.person,
@@ -38,19 +44,21 @@ function layout(section, state, bots) {
   ui.threads = h("ul", { class: "threads plain" });
   ui.messages = h("ol", { class: "messages", role: "log", "aria-live": "polite", "aria-label": "Conversation" });
   ui.title = h("h2", { class: "thread-title", text: "No thread" });
-  ui.inspector = h("div", { class: "inspector-slot" },
-    h("p", { class: "muted", text: "Send a line: what the reply recalled shows here." }));
-  // maxlength: the server's limit on a line (MAX_LINE_CHARS), so a longer one cannot be typed.
-  ui.input = h("textarea", { name: "text", rows: "2", required: true, disabled: true, maxlength: "32000", placeholder: "Write a line…",
+  ui.inspector = h("div", { class: "inspector-slot" });
+  clearInspector(ui);
+  // No maxlength: it cut a longer paste without a word. The length is said beside the box.
+  ui.input = h("textarea", { name: "text", rows: "2", required: true, disabled: true, placeholder: "Write a line…",
+    oninput: () => ui.inputField.showError(lengthProblem(ui.input.value.trim())),
     onkeydown: (event) => {
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         ui.composer.requestSubmit();
       }
     } });
+  ui.inputField = field("Message (Enter sends, Shift+Enter a new line)", ui.input);
   ui.send = h("button", { type: "submit", text: "Send", disabled: true });
   ui.composer = h("form", { class: "composer", onsubmit: (event) => { event.preventDefault(); send(ui); } },
-    field("Message (Enter sends, Shift+Enter a new line)", ui.input), ui.send);
+    ui.inputField, ui.send);
   ui.end = h("button", { type: "button", class: "quiet", text: "End thread", disabled: true, onclick: () => endThread(ui) });
   section.append(h("div", { class: "chat" },
     h("aside", { class: "side", "aria-label": "Bot, person and threads" },
@@ -69,18 +77,59 @@ function whoForm(ui, state, bots) {
     return h("p", { class: "who-talks" }, "You are ", h("strong", { text: state.user }),
       ", talking with ", h("strong", { text: state.bot }), ".");
   }
-  const botSelect = h("select", { name: "bot" }, bots.map((name) =>
-    h("option", { value: name, selected: name === state.bot, text: name })));
   ui.personInput = h("input", { name: "user", required: true, autocomplete: "off", value: state.user });
-  return h("form", { class: "who-talks", onsubmit: async (event) => {
-    event.preventDefault();
-    Object.assign(state, { bot: botSelect.value, user: ui.personInput.value.trim(), thread: "" });
-    if (state.user) await openPerson(ui, state);
-  } }, field("Bot", botSelect), field("Talk as (the person's name)", ui.personInput),
-  h("button", { type: "submit", text: "Open" }));
+  const personField = field("Talk as (the person's name)", ui.personInput);
+  // What the form shows is where a line goes: a bot chosen in the list opens at once, for
+  // the person named (an unopened list choice sent lines to the bot shown before).
+  const open = async () => {
+    const user = ui.personInput.value.trim();
+    const problem = user.includes("/")
+      ? "A person's name cannot hold \"/\" in the web app: the name is part of the page's address." : "";
+    personField.showError(problem);
+    Object.assign(state, { bot: botSelect.value, user: problem ? "" : user, thread: "" });
+    if (!state.user) {
+      showNobody(ui);
+      ui.personInput.focus();
+      return;
+    }
+    unsay(); // "Enter the person's name first": done
+    await openPerson(ui, state);
+  };
+  const botSelect = h("select", { name: "bot", onchange: open }, bots.map((name) =>
+    h("option", { value: name, selected: name === state.bot, text: name })));
+  return h("form", { class: "who-talks", onsubmit: (event) => { event.preventDefault(); open(); } },
+    field("Bot", botSelect), personField, h("button", { type: "submit", text: "Open" }));
+}
+
+/** No one opened (no name yet, or one refused): nothing of the last person shows, and
+ * nothing can be sent or ended. */
+function showNobody(ui) {
+  history.replaceState(null, "", `#/chat/${encodeURIComponent(ui.state.bot)}`);
+  ui.title.textContent = "No thread";
+  ui.threads.replaceChildren();
+  ui.messages.replaceChildren();
+  clearInspector(ui);
+  ui.input.disabled = ui.send.disabled = ui.end.disabled = true;
+}
+
+/** The inspector shows one reply of the thread on screen, never one of another. */
+function clearInspector(ui) {
+  ui.inspector.replaceChildren(h("p", { class: "muted", text: "Send a line: what the reply recalled shows here." }));
+}
+
+/** How the bot's lines are labelled: the name its profile gives it (what its prompts call
+ * it), or its key name when it has none or this key may not read the profile. */
+async function botLabel(bot) {
+  try {
+    const { settings } = await api("GET", path`/v1/bots/${bot}`);
+    return settings.bot_name && settings.bot_name !== UNNAMED ? settings.bot_name : bot;
+  } catch {
+    return bot;
+  }
 }
 
 async function openPerson(ui, state) {
+  ui.botLabel = await botLabel(state.bot);
   const threads = await loadThreads(ui, state);
   if (!state.thread) {
     const open = threads.filter((each) => !each.ended_at).at(-1);
@@ -90,7 +139,10 @@ async function openPerson(ui, state) {
 }
 
 async function loadThreads(ui, state) {
-  const { threads } = await api("GET", path`/v1/bots/${state.bot}/users/${state.user}/threads`);
+  const { bot, user } = state;
+  const { threads } = await api("GET", path`/v1/bots/${bot}/users/${user}/threads`);
+  // Answered after another person or bot was opened (a reply's refresh, late): not theirs.
+  if (state.bot !== bot || state.user !== user) return threads;
   const names = threads.map((each) => each.thread);
   const listed = names.includes(state.thread) || !state.thread ? threads
     : [...threads, { thread: state.thread, lines: 0, created_at: null, ended_at: null }];
@@ -98,7 +150,9 @@ async function loadThreads(ui, state) {
     h("button", { type: "button", class: "thread", "aria-current": each.thread === state.thread ? "true" : false,
       onclick: () => { state.thread = each.thread; showThread(ui, state); } },
     h("span", { class: "name", text: each.thread }),
-    h("span", { class: "meta", text: `${each.lines} lines${each.ended_at ? " · ended" : ""}` })))));
+    h("span", { class: "meta", text: `${counted(each.lines, "line")}${each.ended_at ? " · ended" : ""}` })))));
+  // A thread with no lines yet is not on the server: there is nothing to end.
+  ui.end.disabled = !names.includes(state.thread);
   return threads;
 }
 
@@ -106,10 +160,10 @@ async function showThread(ui, state) {
   history.replaceState(null, "", `#/chat/${[state.bot, state.user, state.thread].map(encodeURIComponent).join("/")}`);
   if (session.builds) session.person = state.user;
   ui.title.textContent = `Thread ${state.thread}`;
-  ui.end.disabled = false;
   // Closed while the thread loads: a line sent meanwhile would be shown twice.
-  ui.input.disabled = ui.send.disabled = true;
+  ui.input.disabled = ui.send.disabled = ui.end.disabled = true;
   ui.messages.replaceChildren();
+  clearInspector(ui);
   const threads = await loadThreads(ui, state);
   let lines = [];
   if (threads.some((each) => each.thread === state.thread)) { // a new thread has no lines yet
@@ -134,7 +188,7 @@ function message(ui, line, turn) {
   if (bot) body.append(renderMarkdown(line.text));
   else body.textContent = line.text;
   const item = h("li", { class: `msg ${line.role}` },
-    h("div", { class: "who" }, line.speaker || (bot ? ui.state.bot : line.role === "human" ? ui.state.user : line.role),
+    h("div", { class: "who" }, line.speaker || (bot ? ui.botLabel : line.role === "human" ? ui.state.user : line.role),
       h("time", { text: when(line.created_at) })),
     body);
   if (turn) attachTrace(ui, item, turn);
@@ -158,16 +212,23 @@ async function send(ui) {
   const { state } = ui;
   const text = ui.input.value.trim();
   if (!text || ui.send.disabled) return;
+  const tooLong = lengthProblem(text);
+  ui.inputField.showError(tooLong);
+  if (tooLong) return;
   ui.send.disabled = true;
   ui.input.value = "";
-  ui.messages.append(message(ui, { role: "human", text, created_at: new Date().toISOString() }));
+  const line = message(ui, { role: "human", text, created_at: new Date().toISOString() });
+  ui.messages.append(line);
   const body = h("div", { class: "body" });
   const reply = h("li", { class: "msg bot", "aria-busy": "true" },
-    h("div", { class: "who" }, state.bot, h("time", { text: when(new Date().toISOString()) })), body);
+    h("div", { class: "who" }, ui.botLabel, h("time", { text: when(new Date().toISOString()) })), body);
   ui.messages.append(reply);
   let written = "";
+  let begun = false; // the reply began: the line is stored, whatever happens next
   try {
     for await (const event of streamTurn(state.bot, { user: session.builds ? state.user : undefined, thread: state.thread, text })) {
+      begun = true;
+      ui.end.disabled = false; // the thread is on the server now: it can end
       if (event.text !== undefined) {
         written += event.text;
         body.replaceChildren(renderMarkdown(written));
@@ -182,10 +243,18 @@ async function send(ui) {
       }
     }
   } catch (error) {
-    // Refused before anything was stored (too long, no key): the line goes back in the box.
-    // One stored before the turn failed (the model or the store down) stays where it is.
+    if (!error.stored && !begun) {
+      // Refused before anything was stored (too long, a key no longer valid): nothing may
+      // look sent. The line goes back in the box, the reason beside it, not as the bot's words.
+      line.remove();
+      reply.remove();
+      if (!ui.input.value) ui.input.value = text;
+      ui.inputField.showError(`Not sent: ${refusal(error)}`);
+      return; // nothing changed on the server: the threads stand as listed
+    }
+    // Stored before the turn failed (the model or the store down, the connection lost
+    // midway): it stays where it is.
     body.replaceChildren(h("p", { class: "error", role: "alert", text: error.message }));
-    if (!error.stored && !ui.input.value) ui.input.value = text;
     reply.scrollIntoView({ block: "end" });
   } finally {
     reply.removeAttribute("aria-busy");
@@ -193,6 +262,21 @@ async function send(ui) {
     ui.input.focus();
   }
   await loadThreads(ui, state);
+}
+
+/** Why ``text`` cannot be sent, or "" when it can: over the server's limit it is refused. */
+function lengthProblem(text) {
+  const count = [...text].length; // characters, as the server counts them (not UTF-16 units)
+  return count > MAX_LINE_CHARS
+    ? `Too long to send: ${count} characters, and a line is limited to ${MAX_LINE_CHARS}. Shorten it or send it in parts.`
+    : "";
+}
+
+/** What to tell the person whose line the server refused. */
+function refusal(error) {
+  if (error.status !== 401) return error.message;
+  // The key was revoked or expired after signing in: only a new sign-in helps.
+  return `this key is no longer valid (${error.message}). Sign out, then sign in again with a valid key.`;
 }
 
 function remember(state, turn) {

@@ -51,7 +51,8 @@ export function field(labelText, control, { help, wide } = {}) {
   const described = [error.id];
   let helpNode = null;
   if (help) {
-    helpNode = h("p", { class: "help", id: `${control.id}-help`, text: help });
+    // Text, or nodes with text (a command shown as <code>): never HTML.
+    helpNode = h("p", { class: "help", id: `${control.id}-help` }, help);
     described.unshift(helpNode.id);
   }
   control.setAttribute("aria-describedby", described.join(" "));
@@ -82,6 +83,12 @@ export function say(message, kind = "info") {
   clearTimeout(say.timer);
   // An error stays longer, and goes when clicked: it used to stay for good, over the Send button.
   say.timer = setTimeout(() => { status.textContent = ""; }, kind === "error" ? 15000 : 6000);
+}
+
+/** Take back what the status line says: it asked for something that has now been done. */
+export function unsay() {
+  clearTimeout(say.timer);
+  document.getElementById("status").textContent = "";
 }
 
 /** Offer text as a file download (no server round trip). */

@@ -28,7 +28,7 @@ export async function renderMemory(section, args) {
       h("button", { type: "button", class: "danger", text: `Forget ${user}`, onclick: async () => {
         if (!await confirmDanger(`Forget ${user}`, `Forget everything ${user} said to ${bot}, every thread and every summary? This cannot be undone.`, "Forget everything")) return;
         const removed = await api("DELETE", path`/v1/bots/${bot}/users/${user}`);
-        say(`Forgot ${removed.threads} threads, ${removed.lines} lines, ${removed.summaries} summaries.`);
+        say(`Forgot ${counted(removed.threads, "thread")}, ${counted(removed.lines, "line")}, ${counted(removed.summaries, "summary", "summaries")}.`);
         window.dispatchEvent(new HashChangeEvent("hashchange"));
       } })));
 }
@@ -97,7 +97,7 @@ function threadItem(bot, user, thread) {
         h("time", { text: when(line.created_at) }))));
     } });
   const forget = h("button", { type: "button", class: "danger", text: "Forget thread", onclick: async () => {
-    if (!await confirmDanger("Forget thread", `Forget thread ${thread.thread}: its ${thread.lines} lines and any summary kept from it?`, "Forget thread")) return;
+    if (!await confirmDanger("Forget thread", `Forget thread ${thread.thread}: its ${counted(thread.lines, "line")} and any summary kept from it?`, "Forget thread")) return;
     await api("DELETE", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}`);
     say(`Forgot thread ${thread.thread}.`);
     window.dispatchEvent(new HashChangeEvent("hashchange"));
@@ -105,7 +105,7 @@ function threadItem(bot, user, thread) {
   return h("li", { class: "thread-item" },
     h("div", { class: "row" },
       h("span", { class: "title", text: thread.thread }),
-      h("span", { class: "meta", text: `${thread.lines} lines · ${when(thread.created_at)} → ${when(thread.last_line_at)}${thread.ended_at ? ` · ended ${when(thread.ended_at)}` : ""}` }),
+      h("span", { class: "meta", text: `${counted(thread.lines, "line")} · ${when(thread.created_at)} → ${when(thread.last_line_at)}${thread.ended_at ? ` · ended ${when(thread.ended_at)}` : ""}` }),
       h("span", { class: "links" }, toggle, forget)),
     lines);
 }
