@@ -229,7 +229,7 @@ def end_conversation(
         memory.end_thread(state, ended_at)
     settings = memory.bot_settings(bot)
     if not remember:
-        outcome = _Outcome(NOT_ASKED, "not to be remembered: nothing was derived, and the "
+        outcome = _Outcome(NOT_ASKED, "the person said no, so nothing was derived; the "
                            "lines stay until forgotten")  # fmt: skip
     elif _already_remembered(memory, state):
         outcome = _Outcome(ALREADY_REMEMBERED, "a summary of this thread already covers its "

@@ -309,7 +309,9 @@ async function endThread(ui) {
   ui.messages.append(h("li", { class: "msg system ending" },
     h("div", { class: "who", text: "Thread ended" }),
     h("p", { text: kept ? `Remembered (${ending.decision})${kept.categories.length ? ` [${kept.categories.join(", ")}]` : ""}:` : `Nothing kept: ${ending.reason}` }),
-    kept ? h("p", { class: "pre summary-text", text: kept.text }) : null));
+    kept ? h("p", { class: "pre summary-text", text: kept.text }) : null,
+    // Writing on here takes the thread up again (as when an ended thread is opened): say so.
+    h("p", { class: "muted", text: "A new line takes this conversation up again; New thread starts another." })));
   ui.messages.lastElementChild.scrollIntoView({ block: "end" });
   await loadThreads(ui, state);
 }

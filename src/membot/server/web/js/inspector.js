@@ -34,7 +34,8 @@ function citations(turn, anchor) {
   if (!turn.citations.length) {
     // The bot may ask for citations while its model cannot give them (the bundled one).
     const off = (turn.notes || []).find((note) => note.startsWith("citations off"));
-    return h("p", { class: "muted", text: off ? `No citations: ${off}.` : "The reply cited nothing." });
+    const why = off?.replace(/^citations off: /, "");
+    return h("p", { class: "muted", text: off ? `No citations: ${why}.` : "The reply cited nothing." });
   }
   return h("ul", { class: "plain" }, turn.citations.map((citation) => h("li", {},
     h("button", { type: "button", class: "cite", text: citation.id,
