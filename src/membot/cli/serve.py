@@ -58,6 +58,7 @@ def serve(
     err.print(
         f"membot serving {options.db} at {url} (the web app; API docs at /docs)",
         highlight=False,
+        soft_wrap=True,  # a path or address cut in two cannot be copied
         markup=False,
     )
     if host in LOOPBACK:
@@ -134,7 +135,7 @@ def _first_bot(memory: Memory) -> None:
         return
     memory.create_bot(DEFAULT_BOT)
     err.print(f"no bots yet: made {DEFAULT_BOT!r} with the default profile to talk with",
-              highlight=False, markup=False)  # fmt: skip
+              highlight=False, soft_wrap=True, markup=False)  # fmt: skip
 
 
 def _signin_link(memory: Memory, url: str) -> None:
