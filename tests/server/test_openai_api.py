@@ -189,16 +189,21 @@ def test_a_bot_outside_the_keys_scope_or_unknown_is_not_found(live_server, coach
     assert live_server.memory.bots() == ["coach", "other"]
 
 
+def are_you_there(client: openai.OpenAI):
+    """Sam's line "Are you there?" in thread t1, through the client's default retries."""
+    return client.chat.completions.create(
+        model="coach",
+        messages=[{"role": "user", "content": "Are you there?"}],
+        user="sam",
+        metadata={"thread": "t1"},
+    )
+
+
 def test_when_the_model_is_down_503_and_the_line_is_stored_once(live_server, coach):
     # The client keeps its default retries: the 503 tells it not to send the line again.
     live_server.llm.enqueue("!error the model is down", "!error still down", "!error down")
     with pytest.raises(openai.InternalServerError) as failed:
-        coach.chat.completions.create(
-            model="coach",
-            messages=[{"role": "user", "content": "Are you there?"}],
-            user="sam",
-            metadata={"thread": "t1"},
-        )
+        are_you_there(coach)
     assert failed.value.status_code == 503 and "stored" in failed.value.message
     assert texts(live_server.memory, "sam", "t1") == ["Are you there?"]
 
@@ -219,12 +224,7 @@ def test_a_turn_failing_after_its_line_is_stored_is_not_retried(
 
     monkeypatch.setattr(live_server.memory, "recall", recall)
     with pytest.raises(openai.APIStatusError) as failed:
-        coach.chat.completions.create(
-            model="coach",
-            messages=[{"role": "user", "content": "Are you there?"}],
-            user="sam",
-            metadata={"thread": "t1"},
-        )
+        are_you_there(coach)
     assert failed.value.status_code == status
     assert failed.value.response.headers["x-should-retry"] == "false"
     assert failed.value.body["stored"] == {"thread": "t1", "seq": 1}
