@@ -16,6 +16,7 @@ from membot import (
     IncomingText,
     Memory,
     ScriptedLLM,
+    StoreError,
     TextConversations,
     bot_for_sms_number,
     claim_sms,
@@ -280,6 +281,18 @@ def test_a_text_with_media_and_words_is_a_turn(texter: Texter):
 
 def test_a_failing_model_gets_an_apology_and_the_text_is_kept(texter: Texter):
     texter.llm.enqueue("!error the model is down")
+    assert texter.text("hello?") == [UNANSWERED]
+    assert [text for _, _, text in texter.lines()] == ["hello?"]
+
+
+def test_a_turn_failing_after_the_text_is_stored_gets_the_apology(texter: Texter, monkeypatch):
+    """A busy store after the text was stored raised out of the webhook (an error page to
+    Twilio, nothing texted back); the text is kept, as the apology says."""
+
+    def busy(*args, **kwargs):
+        raise StoreError("the store failed: busy")
+
+    monkeypatch.setattr(texter.memory, "recall", busy)
     assert texter.text("hello?") == [UNANSWERED]
     assert [text for _, _, text in texter.lines()] == ["hello?"]
 

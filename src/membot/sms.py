@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import re
 from collections.abc import Callable
 from contextlib import suppress
@@ -44,10 +45,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from membot.config import E164, BotSettings
-from membot.errors import ConfigError, ConflictError, NotFoundError
+from membot.errors import ConfigError, ConflictError, MembotError, NotFoundError, TurnFailedError
 from membot.memory import LineInput
 from membot.model import Role, Turn, utc_now
 from membot.store.base import SmsRecord, SmsSender, SmsStore
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from membot.bot import Bot
@@ -398,6 +401,10 @@ class TextConversations:
             turn = self.take_turn(body, user=user, thread=thread, source_key=SOURCE_PREFIX + sid)
         except ConflictError:  # stored by an earlier try of this text, and answered then
             return []
+        except TurnFailedError as failed:  # the text is kept, as the answer says
+            bug = None if isinstance(failed.failure, MembotError) else failed.failure
+            log.error("a text's turn failed after it was stored: %s", failed, exc_info=bug)
+            return [UNANSWERED]
         if turn.error is not None:
             return [UNANSWERED]
         return split_sms(turn.response)
