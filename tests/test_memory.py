@@ -413,3 +413,22 @@ def test_forget_also_drops_the_cached_embeddings(make_memory, embedder, tmp_path
 def test_a_setting_named_bot_is_refused_clearly(memory: Memory) -> None:
     with pytest.raises(ConfigError, match="unknown bot setting 'bot'"):
         memory.configure_bot("membot", bot="x")
+
+
+def test_a_stored_value_this_membot_refuses_falls_back_to_its_default(memory, caplog) -> None:
+    """An earlier membot stored idle_timeout_minutes = inf and counts past 2**31: reading
+    the profile then failed every turn of the bot, and the change that would mend it."""
+    memory.create_bot("old", bot_name="Cy")
+    memory.store.save_bot(
+        "old", {"bot_name": "Cy", "idle_timeout_minutes": float("inf"), "max_matches": 2**40}
+    )
+    with caplog.at_level("WARNING", logger="membot.memory_profiles"):
+        settings = memory.bot_settings("old")
+    assert (settings.bot_name, settings.idle_timeout_minutes, settings.max_matches) == (
+        "Cy",
+        60.0,
+        3,
+    )
+    assert "bot 'old': its stored idle_timeout_minutes is left at its default" in caplog.text
+    mended = memory.configure_bot("old", idle_timeout_minutes=30)
+    assert (mended.bot_name, mended.idle_timeout_minutes) == ("Cy", 30.0)

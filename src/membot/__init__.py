@@ -52,7 +52,7 @@ from membot.keys import (
     redeem_signin_key,
     revoke_key,
 )
-from membot.line_checks import MAX_LINE_CHARS
+from membot.line_checks import MAX_LINE_CHARS, MAX_NAME_CHARS
 from membot.llm import (
     LLM,
     TRY_OUT_NOTICE,
@@ -100,6 +100,7 @@ __all__ = [
     "IMPORT_FORMATS",
     "LLM",
     "MAX_LINE_CHARS",
+    "MAX_NAME_CHARS",
     "TRY_OUT_NOTICE",
     "ApiKey",
     "AuthError",

@@ -8,6 +8,7 @@ lines scrolled off the feed into the running summary → Turn, with the whole tr
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -47,6 +48,8 @@ from membot.replies import (
 )
 from membot.running_summary import fold, fold_own_words, grounded, lines_to_fold
 from membot.templates import fill
+
+log = logging.getLogger(__name__)
 
 
 class _Clock:
@@ -413,4 +416,6 @@ def _kept_on_failure(line: Line) -> Iterator[None]:
     except TurnFailedError:
         raise
     except Exception as failure:
+        if not isinstance(failure, MembotError):  # a bug: its message says only "failed"
+            log.error("a turn failed after its line was stored", exc_info=failure)
         raise TurnFailedError(line.thread, line.seq, failure) from failure

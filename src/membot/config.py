@@ -159,7 +159,8 @@ class BotSettings:
             (self.reply_tokens >= 1, "reply_tokens must be at least 1"),
             (self.prompt_budget >= 128,
              "context_size must leave at least 128 tokens for the prompt after reply_tokens"),
-            (self.idle_timeout_minutes >= 0, "idle_timeout_minutes must be 0 or more"),
+            (0 <= self.idle_timeout_minutes <= MAX_IDLE_MINUTES,
+             f"idle_timeout_minutes must be 0 to {MAX_IDLE_MINUTES} (ten years)"),
             (self.sms_number == "" or E164.fullmatch(self.sms_number) is not None,
              f"sms_number must be a phone number in E.164 form, + and up to 15 digits without "
              f"spaces (e.g. +15550100000); got {self.sms_number!r}"),
@@ -214,11 +215,16 @@ class BotSettings:
 
 def _number(name: str, raw: Any) -> float:
     try:
-        value = float(raw)
+        return _finite(raw)
     except (TypeError, ValueError, OverflowError) as error:
-        raise ConfigError(f"bot setting {name} wants a number, got {raw!r}") from error
+        raise ConfigError(f"bot setting {name} wants a finite number, got {raw!r}") from error
+
+
+def _finite(raw: Any) -> float:
+    """``raw`` as a float; ValueError for NaN and the infinities, which no setting takes."""
+    value = float(raw)
     if value != value or value in (float("inf"), float("-inf")):
-        raise ConfigError(f"bot setting {name} wants a finite number, got {raw!r}")
+        raise ValueError(raw)
     return value
 
 
@@ -226,6 +232,8 @@ def _jsonable(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+# The longest a thread may stay idle before it ends: past it no clock can count back.
+MAX_IDLE_MINUTES = 10 * 366 * 24 * 60
 # The largest whole number a setting takes: a count, a size or a number of minutes past it
 # is a mistake, and past 2**63 a database cannot even hold it.
 MAX_SETTING_INT = 2**31 - 1
@@ -269,9 +277,7 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
             return tuple(item.strip() for item in items if item.strip())
         if isinstance(raw, bool) or not isinstance(raw, int | float | str):
             raise wrong
-        value = float(raw)
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ValueError(raw)
+        value = _finite(raw)
         if isinstance(current, int):
             if value != int(value):
                 raise ValueError(raw)  # 2.7 matches is a mistake, not 2

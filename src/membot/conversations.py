@@ -229,8 +229,8 @@ def end_conversation(
         memory.end_thread(state, ended_at)
     settings = memory.bot_settings(bot)
     if not remember:
-        outcome = _Outcome(NOT_ASKED, "the person said no, so nothing was derived; the "
-                           "lines stay until forgotten")  # fmt: skip
+        outcome = _Outcome(NOT_ASKED, "nothing was derived, since remembering was not asked "
+                           "for; the lines stay until forgotten")  # fmt: skip
     elif _already_remembered(memory, state):
         outcome = _Outcome(ALREADY_REMEMBERED, "a summary of this thread already covers its "
                            "last line")  # fmt: skip

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,10 @@ from membot.recall.chat import check_strategy
 if TYPE_CHECKING:
     from membot.embed import Embedder
     from membot.store import Store
+
+log = logging.getLogger(__name__)
+# The stored values this process has warned about, (bot, name): a profile is read every turn.
+_WARNED: set[tuple[str, str]] = set()
 
 
 class BotProfiles:
@@ -29,11 +34,31 @@ class BotProfiles:
     ) -> BotSettings:
         """The bot's profile: ``overrides`` (values passed with a call) over the stored
         profile over the defaults."""
-        stored = self.store.bot_settings(bot) or {}
-        settings = BotSettings().with_values(stored)
+        settings = self._stored_profile(bot)
         if overrides:
             settings = settings.with_values(overrides)
             check_strategy(settings)
+        return settings
+
+    def _stored_profile(self, bot: str) -> BotSettings:
+        """The bot's stored profile over the defaults. A value an earlier membot stored that
+        this one refuses (a timeout of inf minutes) is left at its default, with a warning,
+        rather than failing every turn of the bot and every change that would mend it."""
+        stored = self.store.bot_settings(bot) or {}
+        try:
+            return BotSettings().with_values(stored)
+        except ConfigError:
+            pass
+        settings = BotSettings()
+        for name, value in stored.items():
+            try:
+                settings = settings.with_values({name: value})
+            except ConfigError as error:
+                if (bot, name) not in _WARNED:
+                    _WARNED.add((bot, name))
+                    log.warning("bot %r: its stored %s is left at its default: %s; "
+                                "`membot bot set %s %s VALUE` replaces it", bot, name, error,
+                                bot, name)  # fmt: skip
         return settings
 
     def configure_bot(self, bot: str = DEFAULT_BOT, /, **values: object) -> BotSettings:

@@ -45,7 +45,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from membot.config import E164, BotSettings
-from membot.errors import ConfigError, ConflictError, MembotError, NotFoundError, TurnFailedError
+from membot.errors import ConfigError, ConflictError, NotFoundError, TurnFailedError
 from membot.memory import LineInput
 from membot.model import Role, Turn, utc_now
 from membot.store.base import SmsRecord, SmsSender, SmsStore
@@ -78,7 +78,11 @@ NOT_KEPT = "OK: I won't remember our last conversation."
 TAKEN_AS_NO = "I'll take that as a no: I won't remember our last conversation."
 MEDIA_ONLY = "I can only read text, not pictures or other media: please write your message."
 EMPTY = "Your message was empty. Text HELP for help."
-UNANSWERED = "Sorry, I can't answer right now. Your message is kept; try again in a while."
+# The text is stored: sent again, it would be stored twice.
+UNANSWERED = (
+    "Sorry, I can't answer right now. Your message is kept, so no need to send it again; "
+    "write again in a while."
+)
 
 _SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*\s+|\n\s*")
 _WORD = re.compile(r"[a-z]+")
@@ -402,8 +406,7 @@ class TextConversations:
         except ConflictError:  # stored by an earlier try of this text, and answered then
             return []
         except TurnFailedError as failed:  # the text is kept, as the answer says
-            bug = None if isinstance(failed.failure, MembotError) else failed.failure
-            log.error("a text's turn failed after it was stored: %s", failed, exc_info=bug)
+            log.warning("a text's turn failed after it was stored: %s", failed)
             return [UNANSWERED]
         if turn.error is not None:
             return [UNANSWERED]

@@ -215,6 +215,15 @@ async def test_membot_errors_reach_the_client_with_their_message(app, memory, mo
     assert "confirm" in no_confirm
     # Where the store is stays on the server.
     assert store_down == "Error executing tool search: the store failed: busy"
+    # Also when the store fails while the key is checked, before MCP reads the request.
+    monkeypatch.setattr("membot.server.auth.authenticate", busy)
+    async with (
+        serving(app) as transport,
+        httpx2.AsyncClient(transport=transport, base_url=BASE_URL) as http,
+    ):
+        gate = await http.post("/mcp", json={}, headers={"Authorization": f"Bearer {key}"})
+    assert gate.status_code == 503 and memory.location not in gate.text
+    assert gate.json()["error"]["message"] == "the store failed: busy"
 
 
 async def test_arguments_a_tool_cannot_take_are_named_in_a_sentence(app, memory):

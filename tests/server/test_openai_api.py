@@ -367,6 +367,33 @@ def test_a_model_failing_midway_ends_the_stream_with_an_error(live_server, coach
 
 
 @needs_streaming
+def test_an_error_after_a_stream_began_is_an_event_in_openais_shape(live_server, coach):
+    live_server.llm.enqueue('{"response": "Let me think!error connection lost')
+    key = live_server.key(admin=True)
+    body = {
+        "model": "coach",
+        "messages": [{"role": "user", "content": "Are you there?"}],
+        "user": "sam",
+        "metadata": {"thread": "t1"},
+        "stream": True,
+    }
+    with httpx.stream(
+        "POST",
+        f"{live_server.url}/v1/chat/completions",
+        json=body,
+        headers={"Authorization": f"Bearer {key}"},
+    ) as answer:
+        events = [line[6:] for line in answer.iter_lines() if line.startswith("data: ")]
+    error = json.loads(events[-1])["error"]
+    assert (error["type"], error["code"], error["param"]) == (
+        "server_error",
+        "llm_unavailable",
+        None,
+    )
+    assert error["stored"] == {"thread": "t1", "seq": 1} and "stored" in error["message"]
+
+
+@needs_streaming
 def test_a_model_down_before_a_stream_begins_is_503_with_the_line_stored_once(live_server, coach):
     live_server.llm.enqueue("!error the model is down", "!error still down", "!error down")
     with pytest.raises(openai.InternalServerError) as failed:

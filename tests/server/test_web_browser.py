@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -452,6 +453,73 @@ def test_the_chat_shows_the_bot_and_person_a_line_goes_to(app: App):
     app.open("#/memory/barista/kim")
     expect(page.locator(".thread-item .meta")).to_contain_text(["1 line ·"])
     app.watch.assert_clean()
+
+
+def test_replies_and_openings_that_end_late_land_where_they_belong(app: App, monkeypatch):
+    """A reply that ended after another person was opened showed its prompt under them; two
+    bots chosen quickly drew both threads into one list; an answer lost on the way made the
+    page say "Not sent" of a line the server had stored, and sending it again stored it
+    twice (a review's probes)."""
+    memory = app.server.memory
+    for bot in ("barista", "coach", "zed"):
+        memory.create_bot(bot)
+        memory.add(f"hello {bot}", user="sam", bot=bot, thread="t")
+    app.sign_in(app.server.key(admin=True))
+    page = app.page
+    box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
+
+    # Two bots chosen at once: the list shows the last one's thread, once.
+    app.open("#/chat/barista/sam/t")
+    expect(page.locator(".msg")).to_have_count(1)
+    select = page.get_by_label("Bot", exact=True)
+    select.focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    expect(page).to_have_url(re.compile("/chat/zed/sam/t"))
+    expect(box).to_be_enabled()
+    expect(page.locator(".msg .body")).to_have_text(["hello zed"])
+
+    # Sam's reply ends after alex is opened: alex's inspector stays empty.
+    real = memory.recall
+
+    def slow(*args, **kwargs):
+        time.sleep(1.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory, "recall", slow)
+    app.reply("Hi Sam.")
+    box.fill("I am sam")
+    box.press("Enter")
+    page.get_by_label("Talk as (the person's name)").fill("alex")
+    page.get_by_role("button", name="Open").click()
+    expect(page).to_have_url(re.compile("/chat/zed/alex/"))
+    expect(box).to_be_enabled()
+    page.wait_for_function("() => !document.querySelector('.msg.bot[aria-busy]')")
+    page.wait_for_timeout(2000)  # sam's reply has ended by now
+    assert [line.text for line in memory.history(user="sam", bot="zed")][-1] == "Hi Sam."
+    expect(page.locator(".inspector-slot")).not_to_contain_text("I am sam")
+    monkeypatch.setattr(memory, "recall", real)
+
+    # The answer to a stored line is lost on the way: the thread is shown as the server
+    # holds it, and the line is not offered again.
+    app.open("#/chat/zed/sam/t")
+    expect(box).to_be_enabled()
+
+    def lost(route):
+        route.fetch()  # the server takes the turn and stores both lines
+        route.abort("connectionreset")  # the page never sees the answer
+
+    app.reply("Yes, here.")
+    page.route("**/v1/bots/zed/turns", lost)
+    box.fill("Are you there?")
+    box.press("Enter")
+    expect(page.get_by_role("status")).to_contain_text("The answer was lost")
+    expect(page.locator(".msg.human .body").last).to_have_text("Are you there?")
+    assert box.input_value() == ""
+    stored = [line.text for line in memory.history(user="sam", bot="zed", thread="t")]
+    assert stored.count("Are you there?") == 1
+    page.unroute("**/v1/bots/zed/turns")
+    app.watch.errors.clear()  # the aborted request's console line
 
 
 def _fits(page) -> None:

@@ -184,13 +184,6 @@ def without_location(message: str, location: str) -> str:
     return message.replace(f" at {location}", "").replace(location, "the store")
 
 
-def log_if_bug(error: MembotError) -> None:
-    """Log, with its traceback, the bug behind a turn that failed after storing its line:
-    the caller is told only that membot failed."""
-    if isinstance(error, TurnFailedError) and not isinstance(error.failure, MembotError):
-        log.error("a turn failed after its line was stored", exc_info=error.failure)
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api(request: Request, error: ApiError):
@@ -209,7 +202,6 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _membot(request: Request, error: MembotError):
         status, kind = status_of(error)
         request.state.error_type = kind
-        log_if_bug(error)
         headers = NO_RETRY if isinstance(error, TurnFailedError) else None
         message = without_location(str(error), request.app.state.service.memory.location)
         return error_response(

@@ -41,7 +41,7 @@ from membot import (
 )
 from membot.server import auth
 from membot.server.errors import ApiError, error_response, status_of, without_location
-from membot.server.service import MAX_LINE_CHARS, Service
+from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 
 INSTRUCTIONS = """\
 membot remembers every line of a conversation and recalls the earlier lines that matter.
@@ -60,7 +60,7 @@ Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
 Text = Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
-ThreadName = Annotated[str, Field(min_length=1, max_length=200)]
+ThreadName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
 UserArgument = Annotated[
     str | None, Field(description="The person; only with a bot or admin key, which need it.")
 ]
@@ -533,7 +533,12 @@ def _refusal(request: Request, error: ApiError | MembotError) -> JSONResponse:
     if isinstance(error, ApiError):
         status, kind, message, headers = error.status, error.kind, error.message, error.headers
     else:
-        (status, kind), message, headers = status_of(error), str(error), {}
+        location = request.app.state.service.memory.location
+        (status, kind), message, headers = (
+            status_of(error),
+            without_location(str(error), location),
+            {},
+        )
     if status == 401:
         headers = {**headers, "WWW-Authenticate": "Bearer"}
     request.state.error_type = kind  # counted in the metrics like any refused request

@@ -29,21 +29,19 @@ from membot import ApiKey, MembotError, Turn, utc_now
 from membot.server.auth import caller, person_of, service_of
 from membot.server.errors import (
     ApiError,
-    log_if_bug,
     model_unavailable,
     openai_error,
     status_of,
     stored_of,
     without_location,
 )
-from membot.server.service import MAX_LINE_CHARS, Service
+from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/v1", tags=["openai"])
 Key = Annotated[ApiKey, Depends(caller)]
 THREAD_HEADER = "X-Membot-Thread"
-MAX_THREAD_CHARS = 200  # as the REST routes take
 # Newer OpenAI clients send a system message with the role "developer".
 INSTRUCTION_ROLES = {"system", "developer"}
 SYSTEM_IGNORED = (
@@ -220,9 +218,9 @@ def _thread_of(body: ChatCompletionRequest, request: Request) -> str:
     named = (body.metadata or {}).get("thread") or request.headers.get(THREAD_HEADER)
     if named is None:
         return f"day-{utc_now():%Y-%m-%d}"
-    if not named.strip() or len(named) > MAX_THREAD_CHARS:
+    if not named.strip() or len(named) > MAX_NAME_CHARS:
         where = "metadata.thread" if (body.metadata or {}).get("thread") else THREAD_HEADER
-        limit = f"a thread's name has 1 to {MAX_THREAD_CHARS} characters"
+        limit = f"a thread's name has 1 to {MAX_NAME_CHARS} characters"
         raise ApiError(422, limit, param=where)
     return named
 
@@ -366,7 +364,6 @@ def _event(data: dict[str, Any]) -> str:
 def _stream_error(error: Exception, location: str) -> dict[str, Any]:
     """The error event for a failure after the stream began (its status is already sent)."""
     if isinstance(error, MembotError):
-        log_if_bug(error)
         message = without_location(str(error), location)
         return openai_error(*status_of(error), message, None, stored_of(error))
     log.error("a streamed turn failed unexpectedly", exc_info=error)

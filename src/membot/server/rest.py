@@ -32,14 +32,13 @@ from membot.server.auth import caller, need_admin, need_bot, person_of, service_
 from membot.server.errors import (
     ApiError,
     error_body,
-    log_if_bug,
     model_unavailable,
     status_of,
     stored_of,
     without_location,
 )
 from membot.server.openai_api import STREAM_HEADERS, turn_events
-from membot.server.service import MAX_LINE_CHARS, Service
+from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 
 router = APIRouter(prefix="/v1")
 Key = Annotated[ApiKey, Depends(caller)]
@@ -51,13 +50,13 @@ MAX_SEQ = 2**63 - 1  # the largest seq a store can hold
 
 
 class NewBot(BaseModel):
-    name: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class TurnRequest(BaseModel):
     user: str | None = Field(default=None, description="Left out with a person key.")
-    thread: str = Field(min_length=1, max_length=200)
+    thread: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     text: str = Field(min_length=1)
     dry_run: bool = False
     settings: dict[str, Any] | None = Field(
@@ -68,8 +67,8 @@ class TurnRequest(BaseModel):
 
 class ToolResult(BaseModel):
     user: str | None = None
-    thread: str = Field(min_length=1, max_length=200)
-    name: str = Field(min_length=1, max_length=200)
+    thread: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
     text: str = Field(min_length=1)
 
 
@@ -254,7 +253,6 @@ async def _turn_stream(first: str | Turn, events: AsyncIterator[str | Turn], loc
             yield f"data: {json.dumps(_stream_data(pending), ensure_ascii=False)}\n\n"
             pending = await anext(events, None)
     except MembotError as error:  # the status was sent with the first piece
-        log_if_bug(error)
         message = without_location(str(error), location)
         body = error_body(status_of(error)[1], message, stored_of(error))
         yield f"data: {json.dumps(body, ensure_ascii=False)}\n\n"

@@ -11,14 +11,14 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from membot import LLM, MAX_LINE_CHARS, Bot, LLMPool, Memory, Turn
+from membot import LLM, MAX_LINE_CHARS, MAX_NAME_CHARS, Bot, LLMPool, Memory, Turn
 from membot.server.metrics import Metrics
 from membot.server.ratelimit import RateLimiter
 
 # Documented limits (README, "membot serve"): past them a request gets 413. A line's
 # limit is the library's own (MAX_LINE_CHARS), checked here before anything runs.
 MAX_BODY_BYTES = 20 * 1024 * 1024
-__all__ = ["MAX_BODY_BYTES", "MAX_LINE_CHARS", "Service"]
+__all__ = ["MAX_BODY_BYTES", "MAX_LINE_CHARS", "MAX_NAME_CHARS", "Service"]
 
 
 class Service:

@@ -129,8 +129,12 @@ async function botLabel(bot) {
 }
 
 async function openPerson(ui, state) {
-  ui.botLabel = await botLabel(state.bot);
+  const run = ui.run = (ui.run ?? 0) + 1;
+  const label = await botLabel(state.bot);
+  if (ui.run !== run) return; // another bot or person was opened meanwhile
+  ui.botLabel = label;
   const threads = await loadThreads(ui, state);
+  if (ui.run !== run) return;
   if (!state.thread) {
     const open = threads.filter((each) => !each.ended_at).at(-1);
     state.thread = open ? open.thread : newName();
@@ -157,6 +161,9 @@ async function loadThreads(ui, state) {
 }
 
 async function showThread(ui, state) {
+  // Each opening counts: one overtaken by a later (two bots chosen quickly) draws nothing,
+  // or both would draw their lines into the one list.
+  const run = ui.run = (ui.run ?? 0) + 1;
   history.replaceState(null, "", `#/chat/${[state.bot, state.user, state.thread].map(encodeURIComponent).join("/")}`);
   if (session.builds) session.person = state.user;
   ui.title.textContent = `Thread ${state.thread}`;
@@ -165,9 +172,11 @@ async function showThread(ui, state) {
   ui.messages.replaceChildren();
   clearInspector(ui);
   const threads = await loadThreads(ui, state);
+  if (ui.run !== run) return;
   let lines = [];
   if (threads.some((each) => each.thread === state.thread)) { // a new thread has no lines yet
     ({ lines } = await api("GET", path`/v1/bots/${state.bot}/users/${state.user}/threads/${state.thread}/lines?limit=1000`));
+    if (ui.run !== run) return;
   }
   const known = traces.get(traceKey(state)) ?? new Map();
   for (const line of lines) ui.messages.append(message(ui, line, known.get(line.seq)));
@@ -225,24 +234,38 @@ async function send(ui) {
   ui.messages.append(reply);
   let written = "";
   let begun = false; // the reply began: the line is stored, whatever happens next
+  // Where the line went: another bot, person or thread may be open when the reply ends.
+  const sent = { bot: state.bot, user: state.user, thread: state.thread };
   try {
-    for await (const event of streamTurn(state.bot, { user: session.builds ? state.user : undefined, thread: state.thread, text })) {
+    for await (const event of streamTurn(sent.bot, { user: session.builds ? sent.user : undefined, thread: sent.thread, text })) {
       begun = true;
-      ui.end.disabled = false; // the thread is on the server now: it can end
+      if (traceKey(sent) === traceKey(state)) ui.end.disabled = false; // on the server now: it can end
       if (event.text !== undefined) {
         written += event.text;
         body.replaceChildren(renderMarkdown(written));
         reply.scrollIntoView({ block: "end" });
       } else if (event.turn) {
         body.replaceChildren(renderMarkdown(event.turn.response));
-        remember(state, event.turn);
+        remember(sent, event.turn);
         attachTrace(ui, reply, event.turn);
-        showTrace(ui, reply, event.turn);
+        if (reply.isConnected && traceKey(sent) === traceKey(state)) showTrace(ui, reply, event.turn);
       } else if (event.error) {
         body.append(h("p", { class: "error", role: "alert", text: event.error.message }));
       }
     }
   } catch (error) {
+    if (!error.stored && !begun && !refusedByMembot(error)) {
+      // No answer to read (the connection lost, a proxy's page): the line may be stored or
+      // not. The thread is shown as the server holds it; the box gets the line back only
+      // where it is not there.
+      say(`The answer was lost (${error.message}): the thread is shown as the server holds it.`, "error");
+      if (traceKey(sent) === traceKey(state)) {
+        await showThread(ui, state);
+        const said = [...ui.messages.querySelectorAll(".msg.human .body")].at(-1)?.textContent;
+        if (said !== text && !ui.input.value) ui.input.value = text;
+      }
+      return;
+    }
     if (!error.stored && !begun) {
       // Refused before anything was stored (too long, a key no longer valid): nothing may
       // look sent. The line goes back in the box, the reason beside it, not as the bot's words.
@@ -270,6 +293,12 @@ function lengthProblem(text) {
   return count > MAX_LINE_CHARS
     ? `Too long to send: ${count} characters, and a line is limited to ${MAX_LINE_CHARS}. Shorten it or send it in parts.`
     : "";
+}
+
+/** Whether membot itself answered the error (its JSON, a status it gives): then a line
+ * without ``stored`` was refused before it was stored. */
+function refusedByMembot(error) {
+  return error.status >= 400 && error.type !== "error";
 }
 
 /** What to tell the person whose line the server refused. */
