@@ -332,7 +332,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
             )
             self._bump_generation(db, [row[0]])
-        self._truncate_log()
+        self._truncate_log(rewrite=True)
         return counts
 
     # -- lines ----------------------------------------------------------------------------
@@ -694,14 +694,22 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 self._bump_generation(db, bot_ids)
             if thread is None:
                 self._forget_sms(db, person, bot)
-        self._truncate_log()
+        self._truncate_log(rewrite=bool(thread_ids))
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
 
-    def _truncate_log(self) -> None:
+    def _truncate_log(self, rewrite: bool = False) -> None:
         """Copy the log into the file and empty it: its older frames hold pages as they were
         before the forgetting. Readers still in a transaction keep their frames until the
-        next checkpoint; that is said, not waited for."""
+        next checkpoint; that is said, not waited for.
+
+        With ``rewrite``, the file is rewritten first (VACUUM). ``secure_delete`` zeroes a
+        row where it is deleted, but a page split or merge earlier copied rows to another
+        page and left their old bytes in the first page's unused space, where no delete ever
+        reaches them: a probe found forgotten lines there after an import ran beside other
+        writes. Rewriting is a pass over the whole file; writes wait for it."""
         with self._lock, self._writers.held(BUSY_TIMEOUT_SECONDS), _store_errors(self.path):
+            if rewrite:
+                self._db.execute("VACUUM")
             busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.warning("%s: a reader held the write-ahead log; it is emptied later", self.path)
