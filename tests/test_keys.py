@@ -181,3 +181,13 @@ def test_keys_are_listed_oldest_first_with_their_state(memory: Memory) -> None:
     assert [key.id for key in listed] == [first.key.id, second.key.id]
     assert [key.state() for key in listed] == ["active", "revoked"]
     assert listed[0].to_json()["label"] == "ops"
+
+
+def test_membots_own_key_labels_are_not_given_to_other_keys(memory) -> None:
+    """A key labelled as the sign-in link's was spent at the sign-in route like one."""
+    from membot.keys import SESSION_LABEL, SIGNIN_LABEL
+
+    for label in (SIGNIN_LABEL, SESSION_LABEL):
+        with pytest.raises(ConfigError, match="membot's own sign-in keys"):
+            create_key(memory, admin=True, label=label)
+    assert list_keys(memory) == []

@@ -5,7 +5,9 @@ Front ends catch :class:`MembotError` and show its message; anything else is a b
 
 from typing import Literal
 
-AuthReason = Literal["missing", "malformed", "unknown", "revoked", "expired", "not_signin"]
+AuthReason = Literal[
+    "missing", "malformed", "unknown", "revoked", "expired", "not_signin", "signin_only"
+]
 
 
 class MembotError(Exception):

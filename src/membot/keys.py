@@ -34,6 +34,8 @@ KEY_PATTERN = re.compile(r"mb_(?P<id>[0-9a-f]{12})_[A-Za-z0-9_-]{43}")
 LAST_USED_EVERY = timedelta(minutes=1)
 SIGNIN_LABEL = "one-time sign-in link (membot serve)"
 SESSION_LABEL = "browser session (from the sign-in link)"
+# Labels only membot gives: a key made with the sign-in link's label would pass for one.
+MEMBOTS_OWN_LABELS = frozenset({SIGNIN_LABEL, SESSION_LABEL})
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,19 @@ def create_key(
 ) -> NewKey:
     """Make a key for everything (``admin``), for a bot's every person (``bot``) or for one
     person of a bot (``bot`` and ``user``); store its hash and return it with its secret."""
+    if label in MEMBOTS_OWN_LABELS:
+        raise ConfigError(f"the label {label!r} names membot's own sign-in keys; choose another")
+    return _new_key(memory, admin, bot, user, label, expires_days)
+
+
+def _new_key(
+    memory: Memory,
+    admin: bool,
+    bot: str | None,
+    user: str | None,
+    label: str | None,
+    expires_days: int | None,
+) -> NewKey:
     _check_scope(admin, bot, user)
     now = utc_now()
     stored = StoredKey(
@@ -152,7 +167,7 @@ def create_signin_key(memory: Memory) -> NewKey:
     for key in list_keys(memory):
         if key.label == SIGNIN_LABEL and key.state() == "active":
             revoke_key(memory, key.id)
-    return create_key(memory, admin=True, label=SIGNIN_LABEL, expires_days=1)
+    return _new_key(memory, True, None, None, SIGNIN_LABEL, 1)
 
 
 # Why an old sign-in link no longer works, and what to do: the browser shows this.
@@ -168,7 +183,7 @@ def redeem_signin_key(memory: Memory, token: str | None) -> NewKey:
     """Trade a sign-in link's key for a new admin key of a browser session (valid a day);
     the link's key is revoked, so a link copied from a terminal or a history works once."""
     try:
-        key = authenticate(memory, token)
+        key = authenticate(memory, token, signin=True)
     except AuthError as error:
         if error.reason not in ("revoked", "expired") or token is None:
             raise  # a key that was found: its token is well formed
@@ -183,7 +198,7 @@ def redeem_signin_key(memory: Memory, token: str | None) -> NewKey:
     stored = _key_store(memory).revoke_key(key.id, when)
     if stored is None or stored.revoked_at != when:
         raise AuthError("revoked", _SPENT_LINK["revoked"])
-    return create_key(memory, admin=True, label=SESSION_LABEL, expires_days=1)
+    return _new_key(memory, True, None, None, SESSION_LABEL, 1)
 
 
 def list_keys(memory: Memory) -> list[ApiKey]:
@@ -199,8 +214,12 @@ def revoke_key(memory: Memory, key_id: str) -> ApiKey:
     return ApiKey.from_stored(stored)
 
 
-def authenticate(memory: Memory, token: str | None, *, now: datetime | None = None) -> ApiKey:
-    """The key a request's bearer ``token`` is, if it is active; :class:`AuthError` if not."""
+def authenticate(
+    memory: Memory, token: str | None, *, now: datetime | None = None, signin: bool = False
+) -> ApiKey:
+    """The key a request's bearer ``token`` is, if it is active; :class:`AuthError` if not.
+    A sign-in link's key is taken only where it is traded for a browser's (``signin``): used
+    as an admin key it would work any number of times until that trade."""
     if not token or not token.strip():
         raise AuthError("missing", "no API key: send `Authorization: Bearer KEY`")
     token = token.strip()
@@ -220,6 +239,11 @@ def authenticate(memory: Memory, token: str | None, *, now: datetime | None = No
         raise AuthError("revoked", f"API key {key.id} was revoked; ask for a new one")
     if state == "expired":
         raise AuthError("expired", f"API key {key.id} expired; ask for a new one")
+    if key.label == SIGNIN_LABEL and not signin:
+        raise AuthError(
+            "signin_only",
+            f"API key {key.id} is a sign-in link's: open the link in a browser (it works once)",
+        )
     if key.last_used_at is None or now - key.last_used_at >= LAST_USED_EVERY:
         store.mark_key_used(key.id, now)
     return key

@@ -161,6 +161,9 @@ def test_a_template_error_names_its_setting(server: Server, admin):
 def test_the_signin_link_key_is_traded_once_for_a_session_key(server: Server, admin):
     link = create_signin_key(server.memory)
     as_link = server.as_key(link.secret)
+    # Not an admin key before its trade: it worked as one any number of times (a probe).
+    unspent = server.client.get("/v1/bots", headers=as_link)
+    assert unspent.status_code == 401 and "a sign-in link's" in unspent.json()["error"]["message"]
     made = server.client.post("/v1/web/signin", headers=as_link)
     assert made.status_code == 200 and made.json()["scope"] == "admin"
     session = server.as_key(made.json()["key"])
