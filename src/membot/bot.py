@@ -154,9 +154,14 @@ class Bot:
         )
         with clock.step("embed"):
             vector = self.memory.embed([text])[0]
+        existed = self.memory.has_bot(self.name)
         # One turn of a thread at a time, in any process: its line, the reply, the reply
         # stored (two at once put a reply after the other turn's line).
         with self.memory.turn_lock(bot=self.name, user=item.user, thread=item.thread):
+            if existed and not self.memory.has_bot(self.name):
+                # Deleted while this turn waited: its line would make the bot again, with
+                # a default profile, and keys revoked would have spoken through it.
+                raise NotFoundError(f"no bot named {self.name!r}: it was deleted meanwhile")
             if not given:  # timed once its turn came: a thread's times follow its order
                 now = utc_now()
                 item = replace(item, created_at=now)

@@ -184,6 +184,38 @@ def test_a_tool_result_waits_for_the_turn_under_way(store_url: str):
         memory.close()
 
 
+def test_a_turn_waiting_while_its_bot_is_deleted_does_not_make_it_again(store_url: str):
+    """A turn waiting behind another when its bot was deleted stored its line and reply,
+    and the bot came back with a default profile (a probe, with a revoked person key)."""
+    from membot import Bot, NotFoundError
+
+    memory = Memory(store_url, embedder=HashingEmbedder())
+    try:
+        memory.create_bot("coach", remember_policy="never keep health details")
+        bot = Bot(memory, SlowModel("the line", 0.8, "the reply"), "coach")
+        first = turn_in_the_background(bot, "the line", user="sam", thread="t")
+        failed: list[Exception] = []
+
+        def waiting() -> None:
+            try:
+                bot.turn("a line that waits", user="sam", thread="t")
+            except NotFoundError as error:
+                failed.append(error)
+
+        second = threading.Thread(target=waiting)
+        second.start()
+        time.sleep(0.2)  # the second turn waits for the first's lock
+        memory.delete_bot("coach")
+        first.join(10)
+        second.join(10)
+        assert [str(error) for error in failed] == [
+            "no bot named 'coach': it was deleted meanwhile"
+        ]
+        assert memory.bots() == [] and memory.count_lines() == 0
+    finally:
+        memory.close()
+
+
 def test_a_postgres_turn_lock_says_what_it_waited_for(postgres_url: str):
     """With every turn-lock connection in use, the error says so (not "another turn of
     this thread"); a database's short statement_timeout does not cut a turn's wait short."""
