@@ -48,7 +48,7 @@ from membot.config import E164, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError, TurnFailedError
 from membot.memory import LineInput
 from membot.model import Role, Turn, utc_now
-from membot.store.base import SmsRecord, SmsSender, SmsStore
+from membot.store.base import SmsRecord, SmsSender, SmsStore, number_taken
 
 log = logging.getLogger(__name__)
 
@@ -220,9 +220,7 @@ def check_number_free(memory: Memory, bot: str, settings: BotSettings) -> None:
         return
     owner = bot_for_sms_number(memory, settings.sms_number)
     if owner is not None and owner != bot:
-        raise ConflictError(
-            f"bot {owner!r} answers texts to {settings.sms_number} already: one number, one bot"
-        )
+        raise number_taken(owner, settings.sms_number)
 
 
 # -- the idempotency record -----------------------------------------------------------------

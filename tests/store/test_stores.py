@@ -458,3 +458,17 @@ def test_sms_state_is_compare_and_set_and_a_text_is_claimed_once(store: Store) -
     store.answer_sms_message("SM1", ["Hi!", "Bye."], "twiml")
     held = store.claim_sms_message(record, when)
     assert held is not None and (held.replies, held.via) == (("Hi!", "Bye."), "twiml")
+
+
+def test_one_sms_number_is_saved_for_one_bot_only(store: Store) -> None:
+    """Two bots given one number at once both passed the check made before saving (a probe
+    got 200 twice, and every text to the number then failed): the store checks it again in
+    the transaction that saves it."""
+    from membot import ConflictError
+
+    store.save_bot("ra", {"sms_number": "+15550100000"})
+    with pytest.raises(ConflictError, match="bot 'ra' answers texts to \\+15550100000 already"):
+        store.save_bot("rb", {"sms_number": "+15550100000"})
+    store.save_bot("ra", {"sms_number": "+15550100000", "bot_name": "Ra"})  # its own number
+    store.save_bot("rb", {"sms_number": "+15550100001"})
+    assert store.bot_settings("rb") == {"sms_number": "+15550100001"}

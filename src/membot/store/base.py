@@ -10,6 +10,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from membot.errors import ConflictError
 from membot.model import ExpertiseChunk, Line, Role, Summary, ThreadInfo, ThreadState
 
 ROLE_CODES: dict[str, int] = {"human": 0, "bot": 1, "tool": 2, "system": 3}
@@ -267,7 +268,11 @@ class BotStore(Protocol):
     def people(self, bot: str) -> list[str]: ...
     def bot_id(self, bot: str) -> int | None: ...
     def bot_settings(self, bot: str) -> dict | None: ...
-    def save_bot(self, bot: str, settings: dict) -> None: ...
+    def save_bot(self, bot: str, settings: dict) -> None:
+        """Save the bot's settings; ``ConflictError`` (:func:`number_taken`) when another bot
+        answers its ``sms_number``, checked in the same transaction."""
+        ...
+
     def delete_bot(self, bot: str) -> dict[str, int]: ...
 
 
@@ -439,3 +444,8 @@ def split_ranges(
 def lines_between(store: LineStore, thread_id: int, first_seq: int, last_seq: int) -> list[Line]:
     """The lines of one thread from ``first_seq`` to ``last_seq``, in order."""
     return store.lines_in_ranges([(thread_id, first_seq, last_seq)])[0]
+
+
+def number_taken(owner: str, number: str) -> ConflictError:
+    """The error for an SMS number another bot answers already."""
+    return ConflictError(f"bot {owner!r} answers texts to {number} already: one number, one bot")

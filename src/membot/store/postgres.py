@@ -36,6 +36,7 @@ from membot.store.base import (
     NewLine,
     SourceKey,
     ThreadKey,
+    number_taken,
     ranges_condition,
     split_ranges,
 )
@@ -55,6 +56,9 @@ _INSERT_LINE = (
     "tokens, ref, source_key, embedding, words) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
+
+# The key of the advisory lock under which a bot's SMS number is checked and saved.
+SMS_NUMBER_LOCK_CLASS = 0x6D63
 
 
 def _insert_values(placed: tuple[ThreadRef, NewLine, int], line: Line) -> tuple:
@@ -275,6 +279,17 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
 
     def save_bot(self, bot: str, settings: dict) -> None:
         with self._write() as db:
+            if number := settings.get("sms_number"):
+                # Checked under one lock, in the transaction that saves it: two bots given one
+                # number at once both passed a check made before it.
+                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SMS_NUMBER_LOCK_CLASS,))
+                owner = db.execute(
+                    "SELECT name FROM bots WHERE name != %s "
+                    "AND settings::jsonb ->> 'sms_number' = %s",
+                    (bot, number),
+                ).fetchone()
+                if owner:
+                    raise number_taken(owner[0], number)
             bot_id = self._ensure_named(db, "bots", bot)
             db.execute(
                 "UPDATE bots SET settings = %s WHERE id = %s", (json.dumps(settings), bot_id)

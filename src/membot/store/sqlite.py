@@ -27,6 +27,7 @@ from membot.store.base import (
     ThreadKey,
     VectorRows,
     VectorSnapshot,
+    number_taken,
     ranges_condition,
     split_ranges,
 )
@@ -238,6 +239,16 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     def save_bot(self, bot: str, settings: dict) -> None:
         with self._write() as db:
+            if number := settings.get("sms_number"):
+                # In the write that saves it: two bots given one number at once both passed
+                # a check made before it.
+                owner = db.execute(
+                    "SELECT name FROM bots WHERE name != ? "
+                    "AND json_extract(settings, '$.sms_number') = ?",
+                    (bot, number),
+                ).fetchone()
+                if owner:
+                    raise number_taken(owner[0], number)
             bot_id = self._ensure_named(db, "bots", bot)
             db.execute("UPDATE bots SET settings = ? WHERE id = ?", (json.dumps(settings), bot_id))
 
