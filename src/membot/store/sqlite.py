@@ -105,7 +105,8 @@ def _check_embedder(db: sqlite3.Connection, name: str, dimension: int | None) ->
         raise EmbedderMismatchError(
             f"this store's vectors were made by {meta['embedder']}, not {name}: use --embedder "
             "matching the store (or name none: the store's own is used), or run "
-            f"`membot --embedder SPEC reindex` to re-embed everything with {name}"
+            f"`membot --embedder SPEC reindex` to re-embed everything with {name}; a server "
+            "started before the store was re-embedded must be restarted"
         )
     if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
         raise EmbedderMismatchError(
