@@ -74,7 +74,7 @@ class SummariesAndExpertise:
             raise ConfigError("a summary needs some text")
         state = self.store.thread_state(ThreadKey(bot, user, thread))
         if state is None:
-            raise ConfigError(f"{user} has no thread {thread!r} with {bot}")
+            raise NotFoundError(f"{user!r} has no thread {thread!r} with bot {bot!r}")
         if covers is None:
             lines = self.store.history(user, bot, thread)
             if not lines:
