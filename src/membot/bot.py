@@ -116,6 +116,7 @@ class Bot:
         now: datetime | None = None,
         on_text: Callable[[str], None] | None = None,
         source_key: str | None = None,
+        bot_id: int | None = None,
     ) -> Turn:
         """Store ``text`` as the person's line and answer it.
 
@@ -135,7 +136,13 @@ class Bot:
         ``source_key`` says where the line came from (e.g. ``twilio:`` and a text's
         MessageSid); a thread holds each key once, and a turn on a key it holds already is
         refused with ``ConflictError`` before the model is called.
+
+        ``bot_id`` is the bot's id when the request began (a server reads it before it waits
+        for the thread; default: read now): a turn whose bot was deleted meanwhile, or
+        deleted and made again, stores nothing (``NotFoundError``). A bot not made yet is
+        made by the line, as ever.
         """
+        known_bot = bot_id if bot_id is not None else self.memory.bot_id(self.name)
         clock = _Clock()
         started = time.perf_counter()
         profile = self.memory.bot_settings(self.name, settings)
@@ -154,11 +161,10 @@ class Bot:
         )
         with clock.step("embed"):
             vector = self.memory.embed([text])[0]
-        existed = self.memory.has_bot(self.name)
         # One turn of a thread at a time, in any process: its line, the reply, the reply
         # stored (two at once put a reply after the other turn's line).
         with self.memory.turn_lock(bot=self.name, user=item.user, thread=item.thread):
-            if existed and not self.memory.has_bot(self.name):
+            if known_bot is not None and self.memory.bot_id(self.name) != known_bot:
                 # Deleted while this turn waited: its line would make the bot again, with
                 # a default profile, and keys revoked would have spoken through it.
                 raise NotFoundError(f"no bot named {self.name!r}: it was deleted meanwhile")

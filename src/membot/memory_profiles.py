@@ -76,6 +76,11 @@ class BotProfiles:
     def has_bot(self, bot: str) -> bool:
         return self.store.bot_id(bot) is not None
 
+    def bot_id(self, bot: str) -> int | None:
+        """The bot's id in the store, None if there is no such bot: a bot deleted and made
+        again under its name has another."""
+        return self.store.bot_id(bot)
+
     def require_bot(self, bot: str) -> None:
         """``NotFoundError`` unless ``bot`` is in the store."""
         if not self.has_bot(bot):

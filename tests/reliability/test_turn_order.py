@@ -184,21 +184,37 @@ def test_a_tool_result_waits_for_the_turn_under_way(store_url: str):
         memory.close()
 
 
-def test_a_turn_waiting_while_its_bot_is_deleted_does_not_make_it_again(store_url: str):
+@pytest.mark.parametrize("through", ["bot", "service"])
+def test_a_turn_waiting_while_its_bot_is_deleted_does_not_make_it_again(
+    store_url: str, through: str
+):
     """A turn waiting behind another when its bot was deleted stored its line and reply,
-    and the bot came back with a default profile (a probe, with a revoked person key)."""
+    and the bot came back with a default profile (a probe, with a revoked person key). A
+    server's turn waits first for its own lock, outside Bot.turn (a review)."""
     from membot import Bot, NotFoundError
+    from membot.server.service import Service
 
     memory = Memory(store_url, embedder=HashingEmbedder())
     try:
         memory.create_bot("coach", remember_policy="never keep health details")
-        bot = Bot(memory, SlowModel("the line", 0.8, "the reply"), "coach")
-        first = turn_in_the_background(bot, "the line", user="sam", thread="t")
+        model = SlowModel("the line", 0.8, "the reply")
+        if through == "bot":
+            take_turn = Bot(memory, model, "coach").turn
+        else:
+            service = Service(memory, llm=model)
+
+            def take_turn(text: str, **where: str):
+                return service.turn("coach", text=text, **where)
+
+        first = threading.Thread(target=take_turn, args=("the line",),
+                                 kwargs={"user": "sam", "thread": "t"})  # fmt: skip
+        first.start()
+        assert model.writing.wait(10)
         failed: list[Exception] = []
 
         def waiting() -> None:
             try:
-                bot.turn("a line that waits", user="sam", thread="t")
+                take_turn("a line that waits", user="sam", thread="t")
             except NotFoundError as error:
                 failed.append(error)
 

@@ -67,13 +67,16 @@ class Service:
         on_text: Callable[[str], None] | None = None,
         source_key: str | None = None,
     ) -> Turn:
-        """One turn, counted in the metrics; turns on one thread wait for each other."""
+        """One turn, counted in the metrics; turns on one thread wait for each other. The
+        bot is known by its id from before the wait: one deleted meanwhile is not made again."""
         extra: dict[str, Any] = {"on_text": on_text} if on_text is not None else {}
         if source_key is not None:
             extra["source_key"] = source_key
+        bot_id = self.memory.bot_id(bot)
         with self.thread_lock(bot, user, thread):
             turn = self.bot(bot).turn(
-                text, user=user, thread=thread, dry_run=dry_run, settings=settings, **extra
-            )
+                text, user=user, thread=thread, dry_run=dry_run, settings=settings,
+                bot_id=bot_id, **extra,
+            )  # fmt: skip
         self.metrics.count_turn(bot, turn.timings_ms, failed=turn.error is not None)
         return turn
