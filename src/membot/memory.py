@@ -539,7 +539,10 @@ class Memory(BotProfiles, SummariesAndExpertise):
         summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]
         texts = derived_texts(self, history, summaries)
         removed = self.store.forget(user, bot, thread)
-        drop_removed(self, texts)
+        try:
+            drop_removed(self, texts)
+        finally:
+            self.store.finish_removal()  # also a rewrite an earlier forget could not finish
         return removed
 
     def _embedding_texts(self, rows: Sequence[tuple[int, str]]) -> list[str]:

@@ -90,7 +90,6 @@ class BotProfiles:
         """Remove a bot and everything it holds (profile, every person's threads, lines,
         summaries, documents), and the cached embeddings of its lines. Its keys are revoked:
         a bot made later under the same name is not theirs."""
-        from membot.keys import list_keys, revoke_key
 
         self.require_bot(bot)
         from membot.forgetting import derived_texts, drop_removed
@@ -101,13 +100,11 @@ class BotProfiles:
         lines = [line for person in people for line in self.store.history(person, bot, None)]
         summaries = [kept for person in people for kept in self.store.summaries(person, bot)]
         texts = derived_texts(self, lines, summaries)
-        removed = self.store.delete_bot(bot)
+        removed = self.store.delete_bot(bot)  # its keys revoked in the same transaction
         try:
-            for key in list_keys(self):
-                if key.bot == bot and key.revoked_at is None:
-                    revoke_key(self, key.id)
-        finally:
             drop_removed(self, texts)
+        finally:
+            self.store.finish_removal()
         return removed
 
     def create_bot(self, bot: str, /, **values: object) -> BotSettings:

@@ -5,6 +5,7 @@ searched, while the Memory that forgot still holds them open, as a server would.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from membot import Bot, Memory, ScriptedLLM
+from membot import Bot, Memory, ScriptedLLM, forgetting
 from membot.embed import CachedEmbedder
 from membot.forgetting import derived_texts
 from membot.recall import chat as chat_recall
@@ -167,6 +168,47 @@ def test_no_copy_a_page_split_left_behind_survives(tmp_path: Path, embedder, how
         memory.delete_bot("gone")
     assert traces(folder, needles) == []
     assert len(memory.history(user="w", bot="coach")) == BATCHES * 18
+    other.close()
+    memory.close()
+
+
+def test_a_rewrite_that_could_not_run_is_done_by_the_next_removal(
+    tmp_path: Path, embedder, monkeypatch
+) -> None:
+    """The rewrite comes after the forget committed: when it cannot run (another process
+    writing past the wait), the caller is told to try again, and any later forget or
+    deletion does it (a review: the forget's rows were gone, so its retry found nothing to
+    rewrite)."""
+    from membot import LineInput, StoreError
+    from membot.store import sqlite as sqlite_store
+    from membot.store.sqlite_lock import ProcessWriteLock
+
+    folder = tmp_path / "store"
+    memory = Memory(folder / "membot.db", embedder=embedder)
+    other = Memory(folder / "membot.db", embedder=embedder)
+    for batch in range(BATCHES):
+        said = [f"hank bulk line {batch * 100 + n} about IMPORTCANARY and gardening"
+                for n in range(256)]  # fmt: skip
+        memory.add_many([LineInput(text, "hank", "imp", "human", "coach") for text in said])
+        for n in range(18):
+            other.add(f"writer line {batch * 5 + n} plain words", user="w", thread="w", bot="coach")
+    monkeypatch.setattr(sqlite_store, "BUSY_TIMEOUT_SECONDS", 0.2)
+    writer = ProcessWriteLock(folder / "membot.db")  # another process, writing at length
+    holding = contextlib.ExitStack()
+    forgetting_drop_removed = forgetting.drop_removed
+
+    def then_busy(*args, **kwargs):  # once the forget committed, before the rewrite
+        forgetting_drop_removed(*args, **kwargs)
+        holding.enter_context(writer.held(1))
+
+    monkeypatch.setattr(forgetting, "drop_removed", then_busy)
+    with holding, pytest.raises(StoreError, match="busy"):
+        memory.forget(user="hank", bot="coach")
+    monkeypatch.setattr(forgetting, "drop_removed", forgetting_drop_removed)
+    assert memory.history(user="hank") == []  # forgotten from the tables
+    assert traces(folder, {"hank's lines": b"IMPORTCANARY"}) != []  # not yet from the file
+    memory.forget(user="nobody")  # any later removal finishes it
+    assert traces(folder, {"hank's lines": b"IMPORTCANARY"}) == []
     other.close()
     memory.close()
 

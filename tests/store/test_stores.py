@@ -472,3 +472,18 @@ def test_one_sms_number_is_saved_for_one_bot_only(store: Store) -> None:
     store.save_bot("ra", {"sms_number": "+15550100000", "bot_name": "Ra"})  # its own number
     store.save_bot("rb", {"sms_number": "+15550100001"})
     assert store.bot_settings("rb") == {"sms_number": "+15550100001"}
+
+
+def test_a_bots_deletion_revokes_its_keys_in_the_same_transaction(memory) -> None:
+    """Keys were revoked after the store's deletion returned, which now rewrites the file:
+    for seconds a key of the deleted bot still worked, and made the bot again (a review)."""
+    from membot import AuthError
+    from membot.keys import authenticate, create_key
+
+    kept = create_key(memory, bot="kept", user="sam")
+    gone = create_key(memory, bot="gone", user="sam")
+    memory.add("hello", user="sam", thread="t", bot="gone")
+    memory.store.delete_bot("gone")  # the store alone, before anything else runs
+    with pytest.raises(AuthError, match="revoked"):
+        authenticate(memory, gone.secret)
+    assert authenticate(memory, kept.secret).bot == "kept"

@@ -273,7 +273,14 @@ class BotStore(Protocol):
         answers its ``sms_number``, checked in the same transaction."""
         ...
 
-    def delete_bot(self, bot: str) -> dict[str, int]: ...
+    def delete_bot(self, bot: str) -> dict[str, int]:
+        """Remove the bot with all it holds, and revoke its keys, in one transaction."""
+        ...
+
+    def finish_removal(self) -> None:
+        """After a forget or a bot's deletion: what removes their old bytes from the files
+        (a SQLite store rewrites itself) and empties the log."""
+        ...
 
 
 class SummaryStore(Protocol):

@@ -396,8 +396,17 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 "DELETE FROM people WHERE NOT EXISTS "
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
             )
+            # Its keys go with it, in this transaction (see SqliteStore.delete_bot).
+            db.execute(
+                "UPDATE api_keys SET revoked_at = %s WHERE bot = %s AND revoked_at IS NULL",
+                (utc_now(), bot),
+            )
             self._bump_generation(db)
         return counts
+
+    def finish_removal(self) -> None:
+        """Nothing to do at once: the rows a removal deleted stay in the table files as dead
+        tuples until VACUUM (docs/reliability.md, "Forget")."""
 
     # -- lines ----------------------------------------------------------------------------
 

@@ -69,6 +69,7 @@ def _line(row: Sequence) -> Line:
 
 # How long a write waits for another connection's write lock before it gives up.
 BUSY_TIMEOUT_SECONDS = 10
+JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
 
 
 @contextmanager
@@ -157,6 +158,9 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             # per commit here); forgotten text is overwritten, not left in free pages.
             self._db.execute("PRAGMA synchronous = FULL")
             self._db.execute("PRAGMA secure_delete = ON")
+            # A log left full by a checkpoint a reader held back (after a rewrite it is as
+            # large as the store) is cut to this at the next checkpoint that can reset it.
+            self._db.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
             migrate(self._db)
             # Each word's line count, read where a large scope's search picks its rarest
             # words (_rarest_terms); a view over the index, kept with this connection.
@@ -343,8 +347,14 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 "DELETE FROM people WHERE NOT EXISTS "
                 "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
             )
+            # Its keys go with it, in this transaction: a key checked after the deletion
+            # committed would otherwise speak through a bot that is gone.
+            db.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE bot = ? AND revoked_at IS NULL",
+                (utc_now().isoformat(), bot),
+            )
             self._bump_generation(db, [row[0]])
-        self._truncate_log(rewrite=True)
+            _mark_rewrite(db)
         return counts
 
     # -- lines ----------------------------------------------------------------------------
@@ -683,6 +693,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             f"JOIN people p ON p.id = t.person_id WHERE {where}"
         )
         with self._write() as db:
+            changes = db.total_changes
             found = db.execute(sql, params).fetchall()
             thread_ids = [thread_id for thread_id, _ in found]
             bot_ids = {bot_id for _, bot_id in found}
@@ -706,25 +717,48 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                 self._bump_generation(db, bot_ids)
             if thread is None:
                 self._forget_sms(db, person, bot)
-        self._truncate_log(rewrite=bool(thread_ids))
+            if db.total_changes != changes:  # something went: its old bytes must go too
+                _mark_rewrite(db)
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
 
-    def _truncate_log(self, rewrite: bool = False) -> None:
-        """Copy the log into the file and empty it: its older frames hold pages as they were
-        before the forgetting. Readers still in a transaction keep their frames until the
-        next checkpoint; that is said, not waited for.
+    def finish_removal(self) -> None:
+        """Rewrite the file if a removal asked for it, then empty the log.
 
-        With ``rewrite``, the file is rewritten first (VACUUM). ``secure_delete`` zeroes a
-        row where it is deleted, but a page split or merge earlier copied rows to another
-        page and left their old bytes in the first page's unused space, where no delete ever
-        reaches them: a probe found forgotten lines there after an import ran beside other
-        writes. Rewriting is a pass over the whole file; writes wait for it."""
+        ``secure_delete`` zeroes a row where it is deleted, but a page split earlier copied
+        rows to another page and left their old bytes in the unused space of the page they
+        left, where no delete reaches them: a probe found forgotten lines there after an
+        import ran beside other writes. So a forget or a bot's deletion marks the store (in
+        its own transaction) and this rewrites it (VACUUM), on a connection of its own:
+        this process's reads go on, writes wait for it, here and in other processes. A
+        rewrite that fails leaves the mark, and the next removal's rewrite takes it up.
+        Then the log is emptied: its older frames hold pages as they were before."""
+        if self._query("SELECT 1 FROM meta WHERE key = ?", (REWRITE_PENDING,)):
+            with self._writers.held(BUSY_TIMEOUT_SECONDS):
+                rewriter = sqlite3.connect(self.path, isolation_level=None)
+                try:
+                    rewriter.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+                    rewriter.execute("VACUUM")
+                    rewriter.execute("DELETE FROM meta WHERE key = ?", (REWRITE_PENDING,))
+                except sqlite3.Error as error:
+                    raise StoreError(
+                        f"rewriting the store at {self.path} failed ({error}): what was removed "
+                        "is gone from its tables, but old copies may stay in the file until "
+                        "a later forget rewrites it (it needs free disk as large as the store)"
+                    ) from error
+                finally:
+                    rewriter.close()
         with self._lock, self._writers.held(BUSY_TIMEOUT_SECONDS), _store_errors(self.path):
-            if rewrite:
-                self._db.execute("VACUUM")
             busy, _, _ = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         if busy:
             log.warning("%s: a reader held the write-ahead log; it is emptied later", self.path)
+
+
+# The meta key a removal sets, in its transaction, for finish_removal's rewrite.
+REWRITE_PENDING = "rewrite_pending"
+
+
+def _mark_rewrite(db: sqlite3.Connection) -> None:
+    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (REWRITE_PENDING,))
 
 
 def _exists(db: sqlite3.Connection, line_id: int) -> bool:
