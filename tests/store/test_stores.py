@@ -472,6 +472,12 @@ def test_one_sms_number_is_saved_for_one_bot_only(store: Store) -> None:
     store.save_bot("ra", {"sms_number": "+15550100000", "bot_name": "Ra"})  # its own number
     store.save_bot("rb", {"sms_number": "+15550100001"})
     assert store.bot_settings("rb") == {"sms_number": "+15550100001"}
+    # A profile an earlier membot stored with Infinity in it: PostgreSQL's jsonb refused to
+    # read it, and so every bot's number could no longer be saved.
+    store.save_bot("old", {"idle_timeout_minutes": float("inf"), "sms_number": "+15550100009"})
+    with pytest.raises(ConflictError, match="bot 'old'"):
+        store.save_bot("rc", {"sms_number": "+15550100009"})
+    store.save_bot("rc", {"sms_number": "+15550100008"})
 
 
 def test_a_bots_deletion_revokes_its_keys_in_the_same_transaction(memory) -> None:

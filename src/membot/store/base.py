@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -451,6 +452,20 @@ def split_ranges(
 def lines_between(store: LineStore, thread_id: int, first_seq: int, last_seq: int) -> list[Line]:
     """The lines of one thread from ``first_seq`` to ``last_seq``, in order."""
     return store.lines_in_ranges([(thread_id, first_seq, last_seq)])[0]
+
+
+def number_owner(rows: Sequence[tuple[str, str]], number: str) -> str | None:
+    """Of (bot, stored settings) rows whose text holds ``number``, the bot that answers it.
+    Read here, not by the database's JSON: an earlier membot stored numbers such as
+    Infinity, which PostgreSQL's jsonb refuses, and a row that is not JSON at all is no
+    bot's number."""
+    for name, settings in rows:
+        try:
+            if json.loads(settings).get("sms_number") == number:
+                return name
+        except (ValueError, AttributeError):
+            continue
+    return None
 
 
 def number_taken(owner: str, number: str) -> ConflictError:

@@ -36,6 +36,7 @@ from membot.store.base import (
     NewLine,
     SourceKey,
     ThreadKey,
+    number_owner,
     number_taken,
     ranges_condition,
     split_ranges,
@@ -284,13 +285,12 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 # Checked under one lock, in the transaction that saves it: two bots given one
                 # number at once both passed a check made before it.
                 db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SMS_NUMBER_LOCK_CLASS,))
-                owner = db.execute(
-                    "SELECT name FROM bots WHERE name != %s "
-                    "AND settings::jsonb ->> 'sms_number' = %s",
+                rows = db.execute(
+                    "SELECT name, settings FROM bots WHERE name != %s AND strpos(settings, %s) > 0",
                     (bot, number),
-                ).fetchone()
-                if owner:
-                    raise number_taken(owner[0], number)
+                ).fetchall()
+                if owner := number_owner(rows, number):
+                    raise number_taken(owner, number)
             bot_id = self._ensure_named(db, "bots", bot)
             db.execute(
                 "UPDATE bots SET settings = %s WHERE id = %s", (json.dumps(settings), bot_id)

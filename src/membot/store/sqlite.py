@@ -27,6 +27,7 @@ from membot.store.base import (
     ThreadKey,
     VectorRows,
     VectorSnapshot,
+    number_owner,
     number_taken,
     ranges_condition,
     split_ranges,
@@ -247,13 +248,12 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             if number := settings.get("sms_number"):
                 # In the write that saves it: two bots given one number at once both passed
                 # a check made before it.
-                owner = db.execute(
-                    "SELECT name FROM bots WHERE name != ? "
-                    "AND json_extract(settings, '$.sms_number') = ?",
+                rows = db.execute(
+                    "SELECT name, settings FROM bots WHERE name != ? AND instr(settings, ?) > 0",
                     (bot, number),
-                ).fetchone()
-                if owner:
-                    raise number_taken(owner[0], number)
+                ).fetchall()
+                if owner := number_owner(rows, number):
+                    raise number_taken(owner, number)
             bot_id = self._ensure_named(db, "bots", bot)
             db.execute("UPDATE bots SET settings = ? WHERE id = ?", (json.dumps(settings), bot_id))
 
