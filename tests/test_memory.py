@@ -432,3 +432,24 @@ def test_a_stored_value_this_membot_refuses_falls_back_to_its_default(memory, ca
     assert "bot 'old': its stored idle_timeout_minutes is left at its default" in caplog.text
     mended = memory.configure_bot("old", idle_timeout_minutes=30)
     assert (mended.bot_name, mended.idle_timeout_minutes) == ("Cy", 30.0)
+
+
+def test_stored_settings_this_membot_does_not_know_are_kept_and_bad_json_is_named(memory):
+    """A newer membot's setting on a shared store was dropped by this one's next `bot set`;
+    a profile that is not JSON failed every turn with a bare JSONDecodeError (a review)."""
+    from membot import StoreError
+
+    memory.create_bot("coach")
+    memory.store.save_bot("coach", {"bot_name": "Cy", "tone_of_voice": "dry"})
+    assert memory.bot_settings("coach").bot_name == "Cy"
+    memory.configure_bot("coach", threshold=0.4)
+    assert memory.store.bot_settings("coach") == {
+        "bot_name": "Cy",
+        "threshold": 0.4,
+        "tone_of_voice": "dry",
+    }
+    memory.store.save_bot("broken", {})
+    with memory.store._write() as db:  # damaged by hand
+        db.execute("UPDATE bots SET settings = '{not json' WHERE name = 'broken'")
+    with pytest.raises(StoreError, match="bot 'broken': its stored profile cannot be read"):
+        memory.bot_settings("broken")

@@ -65,6 +65,11 @@ class ApiKey:
         )
 
     @property
+    def signin_only(self) -> bool:
+        """A sign-in link's key: taken only where it is traded for a browser's own."""
+        return self.label == SIGNIN_LABEL
+
+    @property
     def scope(self) -> Scope:
         if self.bot is None:
             return "admin"
@@ -131,11 +136,12 @@ def create_key(
     person of a bot (``bot`` and ``user``); store its hash and return it with its secret."""
     if label in MEMBOTS_OWN_LABELS:
         raise ConfigError(f"the label {label!r} names membot's own sign-in keys; choose another")
-    return _new_key(memory, admin, bot, user, label, expires_days)
+    return _new_key(memory, admin=admin, bot=bot, user=user, label=label, expires_days=expires_days)
 
 
 def _new_key(
     memory: Memory,
+    *,
     admin: bool,
     bot: str | None,
     user: str | None,
@@ -167,7 +173,7 @@ def create_signin_key(memory: Memory) -> NewKey:
     for key in list_keys(memory):
         if key.label == SIGNIN_LABEL and key.state() == "active":
             revoke_key(memory, key.id)
-    return _new_key(memory, True, None, None, SIGNIN_LABEL, 1)
+    return _new_key(memory, admin=True, bot=None, user=None, label=SIGNIN_LABEL, expires_days=1)
 
 
 # Why an old sign-in link no longer works, and what to do: the browser shows this.
@@ -198,7 +204,7 @@ def redeem_signin_key(memory: Memory, token: str | None) -> NewKey:
     stored = _key_store(memory).revoke_key(key.id, when)
     if stored is None or stored.revoked_at != when:
         raise AuthError("revoked", _SPENT_LINK["revoked"])
-    return _new_key(memory, True, None, None, SESSION_LABEL, 1)
+    return _new_key(memory, admin=True, bot=None, user=None, label=SESSION_LABEL, expires_days=1)
 
 
 def list_keys(memory: Memory) -> list[ApiKey]:
@@ -239,7 +245,7 @@ def authenticate(
         raise AuthError("revoked", f"API key {key.id} was revoked; ask for a new one")
     if state == "expired":
         raise AuthError("expired", f"API key {key.id} expired; ask for a new one")
-    if key.label == SIGNIN_LABEL and not signin:
+    if key.signin_only and not signin:
         raise AuthError(
             "signin_only",
             f"API key {key.id} is a sign-in link's: open the link in a browser (it works once)",

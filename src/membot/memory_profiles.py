@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
-from membot.errors import ConfigError, ConflictError, NotFoundError
+from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
 from membot.line_checks import check_storable, check_url_part
 from membot.recall.chat import check_strategy
 
@@ -44,13 +45,16 @@ class BotProfiles:
         """The bot's stored profile over the defaults. A value an earlier membot stored that
         this one refuses (a timeout of inf minutes) is left at its default, with a warning,
         rather than failing every turn of the bot and every change that would mend it."""
-        stored = self.store.bot_settings(bot) or {}
+        stored = self._stored_values(bot)
         try:
             return BotSettings().with_values(stored)
         except ConfigError:
             pass
         settings = BotSettings()
+        known = {item.name for item in fields(BotSettings)}
         for name, value in stored.items():
+            if name not in known:  # a newer membot's: kept as stored (configure_bot)
+                continue
             try:
                 settings = settings.with_values({name: value})
             except ConfigError as error:
@@ -61,12 +65,26 @@ class BotProfiles:
                                 bot, name)  # fmt: skip
         return settings
 
+    def _stored_values(self, bot: str) -> dict[str, object]:
+        """The bot's stored profile as saved (names to values); StoreError naming the bot
+        when it cannot be read."""
+        try:
+            return self.store.bot_settings(bot) or {}
+        except ValueError as error:  # not JSON: written by hand, or damaged
+            raise StoreError(
+                f"bot {bot!r}: its stored profile cannot be read ({error}); "
+                f"`membot bot import {bot} PROFILE.toml` replaces it"
+            ) from error
+
     def configure_bot(self, bot: str = DEFAULT_BOT, /, **values: object) -> BotSettings:
         """Change a bot's stored settings (unknown names and bad values are refused, and
-        nothing is saved)."""
+        nothing is saved). Stored names this membot does not know (a newer membot's, on a
+        store both use) are kept as they were."""
         settings = self.bot_settings(bot).with_values(values)
         self._check_profile(bot, settings)
-        self.store.save_bot(bot, self._changed_from_defaults(settings))
+        known = {item.name for item in fields(BotSettings)}
+        others = {k: v for k, v in self._stored_values(bot).items() if k not in known}
+        self.store.save_bot(bot, {**others, **self._changed_from_defaults(settings)})
         return settings
 
     def bots(self) -> list[str]:

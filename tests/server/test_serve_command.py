@@ -131,6 +131,16 @@ def test_only_a_store_without_an_active_key_gets_a_first_key(memory):
     revoke_key(memory, first.id)
     _first_key(memory)  # every key revoked: the operator gets a working one again
     assert [key.state() for key in list_keys(memory)] == ["revoked", "active"]
+    # A sign-in link's key is no API key: a store holding only one gets a first key.
+    from membot import create_signin_key
+
+    revoke_key(memory, list_keys(memory)[-1].id)
+    create_signin_key(memory)
+    _first_key(memory)
+    assert [(key.state(), key.signin_only) for key in list_keys(memory)][-2:] == [
+        ("active", True),
+        ("active", False),
+    ]
 
 
 def test_the_workers_rate_limit_is_read_as_the_command_line_reads_it(monkeypatch, tmp_path):

@@ -117,7 +117,8 @@ def listening_socket(config) -> socket.socket:
 def _first_key(memory: Memory) -> None:
     """A store without a usable key gets one admin key, shown once here: whoever can start
     the server on this store owns it already, and a first request should not need a manual."""
-    if any(key.state() == "active" for key in list_keys(memory)):
+    # A sign-in link's key is no API key: a store holding only one has no usable key.
+    if any(key.state() == "active" and not key.signin_only for key in list_keys(memory)):
         return
     new = create_key(memory, admin=True, label="first admin key (membot serve)")
     err.print(
