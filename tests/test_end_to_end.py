@@ -34,7 +34,7 @@ def test_a_bot_with_expertise_talks_ends_a_thread_and_remembers(
     assert memory.store.thread_state(ending_key(ending)).ended_at is not None
     # The tiny model cannot write key points: the person's own statement is kept instead.
     assert ending.decision == "kept" and ending.remembered is not None
-    assert ending.remembered.text.endswith("Sam said: Hi, I'm Sam and I love flat whites.")
+    assert ending.remembered.text.endswith("Sam said: I'm Sam and I love flat whites.")
 
     later = bot.turn("How fine should I grind espresso?", user="sam", thread="friday")
     assert later.error is None and later.response

@@ -27,7 +27,7 @@ def test_the_persons_statements_are_the_points_dated_by_their_lines() -> None:
     thread = lines(
         (H, "Hi!"),
         (B, "Hello, how can I help?"),
-        (H, "I just adopted a cat named Miso; she is grey and loves tuna."),
+        (H, "Hi, I just adopted a cat named Miso; she is grey and loves tuna."),
         (B, "Lovely! Cats are great company."),
         (H, "What should I feed her?"),
         (H, "ok thanks"),

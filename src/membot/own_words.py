@@ -56,6 +56,12 @@ SMALL_TALK_UNSPACED = frozenset({
     "すみません", "はい", "そうですね",
 })  # fmt: skip
 _QUESTION_END = re.compile(r"[?？]$|吗$")
+# A greeting or an "ok" opening a sentence that goes on to tell something ("Hi, I just
+# adopted a cat"): not part of what is kept.
+_OPENING = re.compile(
+    r"^(?:(?:hi|hello|hey|ok|okay|oh|so|well|yes|yeah|thanks|thank you)(?: there)?[\s,!.:;]+)+",
+    re.IGNORECASE,
+)
 # Chinese and Japanese end a sentence with a full-width mark and no space after it.
 _UNSPACED_END = re.compile(r"(?<=[。！？])(?=\S)")
 _UNSPACED_JOIN = re.compile(r"(?<=[。！？]) ")
@@ -98,6 +104,9 @@ def _statement(text: str, ignore: frozenset[str]) -> str:
             continue
         if not _tells_something(sentence, ignore):
             continue
+        if (opened := _OPENING.match(sentence)) and opened.end() < len(sentence):
+            rest = sentence[opened.end() :]
+            sentence = rest[0].upper() + rest[1:]
         if kept and len(" ".join([*kept, sentence])) > MAX_POINT_CHARS:
             break
         kept.append(sentence)
