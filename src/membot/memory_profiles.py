@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 # The stored values this process has warned about, (bot, name): a profile is read every turn.
 _WARNED: set[tuple[str, str]] = set()
+SETTING_NAMES = frozenset(item.name for item in fields(BotSettings))
 
 
 class BotProfiles:
@@ -45,16 +46,14 @@ class BotProfiles:
         """The bot's stored profile over the defaults. A value an earlier membot stored that
         this one refuses (a timeout of inf minutes) is left at its default, with a warning,
         rather than failing every turn of the bot and every change that would mend it."""
-        stored = self._stored_values(bot)
+        # A name this membot does not know (a newer one's) is kept as stored (configure_bot).
+        stored = {k: v for k, v in self._stored_values(bot).items() if k in SETTING_NAMES}
         try:
             return BotSettings().with_values(stored)
         except ConfigError:
             pass
         settings = BotSettings()
-        known = {item.name for item in fields(BotSettings)}
         for name, value in stored.items():
-            if name not in known:  # a newer membot's: kept as stored (configure_bot)
-                continue
             try:
                 settings = settings.with_values({name: value})
             except ConfigError as error:
@@ -82,8 +81,7 @@ class BotProfiles:
         store both use) are kept as they were."""
         settings = self.bot_settings(bot).with_values(values)
         self._check_profile(bot, settings)
-        known = {item.name for item in fields(BotSettings)}
-        others = {k: v for k, v in self._stored_values(bot).items() if k not in known}
+        others = {k: v for k, v in self._stored_values(bot).items() if k not in SETTING_NAMES}
         self.store.save_bot(bot, {**others, **self._changed_from_defaults(settings)})
         return settings
 

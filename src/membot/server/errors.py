@@ -9,6 +9,7 @@ words, ``param`` and ``code`` beside it, and 400 where membot's own routes say 4
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from http import HTTPStatus
 
 from fastapi import FastAPI, Request
@@ -162,11 +163,6 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def stored_of(error: MembotError) -> dict | None:
-    """The stored line a failed turn names, for its error body; None for other errors."""
-    return stored_line(error.thread, error.seq) if isinstance(error, TurnFailedError) else None
-
-
 def status_of(error: MembotError) -> tuple[int, str]:
     if isinstance(error, TurnFailedError):  # answered as what went wrong
         failure = error.failure
@@ -182,6 +178,34 @@ def without_location(message: str, location: str) -> str:
     "the store failed"): a file path or a database's host is the operator's to know, not
     every key holder's. The server log keeps it."""
     return message.replace(f" at {location}", "").replace(location, "the store")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """How the server answers one of membot's errors, whichever front end met it."""
+
+    status: int
+    kind: str
+    message: str
+    stored: dict | None = None  # the person's line, kept before the turn failed
+    headers: dict | None = None
+
+
+def refusal_of(error: MembotError, location: str) -> Refusal:
+    """``error`` as an answer: its status and kind, its message without where the store is
+    (``location``), and for a turn that failed once its line was stored, that line and
+    "do not retry"."""
+    status, kind = status_of(error)
+    message = without_location(str(error), location)
+    if isinstance(error, TurnFailedError):
+        return Refusal(status, kind, message, stored_line(error.thread, error.seq), NO_RETRY)
+    return Refusal(status, kind, message)
+
+
+def field_path(item: dict) -> str:
+    """Where a pydantic error points, dotted ("messages.0.role"), without the request's
+    "body" around it."""
+    return ".".join(str(part) for part in item.get("loc", ()) if part != "body")
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -200,12 +224,15 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(MembotError)
     async def _membot(request: Request, error: MembotError):
-        status, kind = status_of(error)
-        request.state.error_type = kind
-        headers = NO_RETRY if isinstance(error, TurnFailedError) else None
-        message = without_location(str(error), request.app.state.service.memory.location)
+        refused = refusal_of(error, request.app.state.service.memory.location)
+        request.state.error_type = refused.kind
         return error_response(
-            status, kind, message, headers, path=request.url.path, stored=stored_of(error)
+            refused.status,
+            refused.kind,
+            refused.message,
+            refused.headers,
+            path=request.url.path,
+            stored=refused.stored,
         )
 
     @app.exception_handler(RequestValidationError)
@@ -242,8 +269,7 @@ def _field_at_fault(error: RequestValidationError) -> str | None:
     for item in error.errors()[:1]:
         if item.get("type") == "json_invalid":
             return None
-        where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
-        return where or None
+        return field_path(item) or None
     return None
 
 
@@ -253,8 +279,7 @@ def _describe(error: RequestValidationError) -> str:
         if item.get("type") == "json_invalid":  # its "where" is a character offset
             parts.append(f"the body is not valid JSON ({item.get('ctx', {}).get('error', '')})")
             continue
-        where = ".".join(str(part) for part in item.get("loc", ()) if part != "body")
-        parts.append(f"{where or 'body'}: {item.get('msg', 'invalid')}")
+        parts.append(f"{field_path(item) or 'body'}: {item.get('msg', 'invalid')}")
     return "; ".join(parts) or "the request could not be read"
 
 

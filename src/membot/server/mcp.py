@@ -40,7 +40,13 @@ from membot import (
     iso,
 )
 from membot.server import auth
-from membot.server.errors import ApiError, error_response, status_of, without_location
+from membot.server.errors import (
+    ApiError,
+    error_response,
+    field_path,
+    refusal_of,
+    without_location,
+)
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 
 INSTRUCTIONS = """\
@@ -453,7 +459,7 @@ class MembotMCPServer(MCPServer):
 
 
 def _argument_problem(item: dict) -> str:
-    where = ".".join(str(part) for part in item.get("loc", ()))
+    where = field_path(item)
     return f"{where}: {item.get('msg', 'invalid')}" if where else item.get("msg", "invalid")
 
 
@@ -533,12 +539,8 @@ def _refusal(request: Request, error: ApiError | MembotError) -> JSONResponse:
     if isinstance(error, ApiError):
         status, kind, message, headers = error.status, error.kind, error.message, error.headers
     else:
-        location = request.app.state.service.memory.location
-        (status, kind), message, headers = (
-            status_of(error),
-            without_location(str(error), location),
-            {},
-        )
+        refused = refusal_of(error, request.app.state.service.memory.location)
+        status, kind, message, headers = refused.status, refused.kind, refused.message, {}
     if status == 401:
         headers = {**headers, "WWW-Authenticate": "Bearer"}
     request.state.error_type = kind  # counted in the metrics like any refused request

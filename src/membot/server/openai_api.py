@@ -31,9 +31,7 @@ from membot.server.errors import (
     ApiError,
     model_unavailable,
     openai_error,
-    status_of,
-    stored_of,
-    without_location,
+    refusal_of,
 )
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 
@@ -364,7 +362,7 @@ def _event(data: dict[str, Any]) -> str:
 def _stream_error(error: Exception, location: str) -> dict[str, Any]:
     """The error event for a failure after the stream began (its status is already sent)."""
     if isinstance(error, MembotError):
-        message = without_location(str(error), location)
-        return openai_error(*status_of(error), message, None, stored_of(error))
+        refused = refusal_of(error, location)
+        return openai_error(refused.status, refused.kind, refused.message, None, refused.stored)
     log.error("a streamed turn failed unexpectedly", exc_info=error)
     return openai_error(500, "internal", "membot failed unexpectedly; see the server log")

@@ -33,9 +33,7 @@ from membot.server.errors import (
     ApiError,
     error_body,
     model_unavailable,
-    status_of,
-    stored_of,
-    without_location,
+    refusal_of,
 )
 from membot.server.openai_api import STREAM_HEADERS, turn_events
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
@@ -240,9 +238,8 @@ def _check_turn(service: Service, key: ApiKey, bot: str, body: TurnRequest) -> s
     if body.settings:
         if key.user is not None:
             raise ApiError(403, "a person's key cannot change the bot's settings")
-        current = service.memory.bot_settings(bot)
-        _check_settings(key, current, current.with_values(body.settings))
-    service.memory.bot_settings(bot, body.settings)
+        wanted = service.memory.bot_settings(bot, body.settings)  # a bad setting fails here
+        _check_settings(key, service.memory.bot_settings(bot), wanted)
     return user
 
 
@@ -253,8 +250,8 @@ async def _turn_stream(first: str | Turn, events: AsyncIterator[str | Turn], loc
             yield f"data: {json.dumps(_stream_data(pending), ensure_ascii=False)}\n\n"
             pending = await anext(events, None)
     except MembotError as error:  # the status was sent with the first piece
-        message = without_location(str(error), location)
-        body = error_body(status_of(error)[1], message, stored_of(error))
+        refused = refusal_of(error, location)
+        body = error_body(refused.kind, refused.message, refused.stored)
         yield f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
