@@ -100,7 +100,7 @@ class BotProfiles:
     def require_bot(self, bot: str) -> None:
         """``NotFoundError`` unless ``bot`` is in the store."""
         if not self.has_bot(bot):
-            raise NotFoundError(f"no bot named {bot!r}; `membot bot list` shows them")
+            raise NotFoundError(f"no bot named {bot!r}")
 
     def delete_bot(self, bot: str) -> dict[str, int]:
         """Remove a bot and everything it holds (profile, every person's threads, lines,

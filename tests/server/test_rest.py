@@ -60,6 +60,7 @@ def test_an_admin_builds_bots_and_others_see_only_theirs(server: Server, admin):
     tool = {"user": "sam", "thread": "t", "name": "clock", "text": "9:00"}
     answer = server.client.post("/v1/bots/coahc/tool-results", json=tool, headers=admin)
     assert answer.status_code == 404 and "coahc" in _error(answer)["message"]
+    assert "membot bot list" not in _error(answer)["message"]  # a command line is not there
     lines = {"file": ("lines.jsonl", b'{"user": "sam", "text": "hi"}')}
     answer = server.client.post("/v1/bots/coahc/import", files=lines, headers=admin)
     assert answer.status_code == 404

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from membot import DEFAULT_BOT, ConfigError, profile_from_toml, profile_to_toml
+from membot import DEFAULT_BOT, ConfigError, NotFoundError, profile_from_toml, profile_to_toml
 from membot.cli.common import err, options_of, out, print_json
 
 bot_app = typer.Typer(
@@ -83,7 +83,8 @@ def bot_export(
 ) -> None:
     """Write a bot's whole profile as TOML."""
     memory = options_of(context).memory()
-    memory.require_bot(name)
+    if not memory.has_bot(name):
+        raise NotFoundError(f"no bot named {name!r}; `membot bot list` shows them")
     text = profile_to_toml(name, memory.bot_settings(name))
     if file is None:
         sys.stdout.write(text)
