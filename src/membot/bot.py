@@ -101,9 +101,9 @@ class Bot:
         the feed while recent, and is left out of recall unless the bot's ``recall_roles``
         include ``tool``: live data should be fetched again, not remembered. A turn of the
         thread under way, in any process, is answered first: the result follows the reply."""
-        with self.memory.turn_lock(bot=self.name, user=user, thread=thread):
-            return self.memory.add(text, user=user, thread=thread, role=Role.TOOL,
-                                   bot=self.name, speaker=f"TOOL {tool}")  # fmt: skip
+        return self.memory.add(
+            text, user=user, thread=thread, role=Role.TOOL, bot=self.name, speaker=f"TOOL {tool}"
+        )
 
     def turn(
         self,

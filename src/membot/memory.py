@@ -186,9 +186,12 @@ class Memory(BotProfiles, SummariesAndExpertise):
         created_at: datetime | None = None,
         speaker: str | None = None,
     ) -> Line:
-        """Store one line: line, vector and lexical row commit together."""
+        """Store one line: line, vector and lexical row commit together. A turn of the
+        thread under way, in any process, is answered first (the store's turn lock): the
+        line never comes between a turn's line and its reply."""
         item = LineInput(text, user, thread, role, bot, created_at, speaker)
-        line, _ = self.add_with_vector(item)
+        with self.turn_lock(bot=bot, user=user, thread=thread):
+            line, _ = self.add_with_vector(item)
         return line
 
     def add_with_vector(

@@ -184,6 +184,23 @@ def test_a_tool_result_waits_for_the_turn_under_way(store_url: str):
         memory.close()
 
 
+def test_a_line_added_through_the_library_waits_for_the_turn_under_way(store_url: str):
+    """``Memory.add`` stored its line as it came, between a turn's line and its reply (a
+    session's note); it now follows the reply, as imports and tool results do."""
+    from membot import Bot
+
+    memory = Memory(store_url, embedder=HashingEmbedder())
+    try:
+        bot = Bot(memory, SlowModel("the line", 0.5, "the reply"))
+        turn = turn_in_the_background(bot, "the line", user="sam", thread="t")
+        memory.add("a note of mine", user="sam", thread="t", role="bot")
+        turn.join(10)
+        said = [line.text for line in memory.history(user="sam", thread="t")]
+        assert said == ["the line", "the reply", "a note of mine"]
+    finally:
+        memory.close()
+
+
 @pytest.mark.parametrize("through", ["bot", "service"])
 def test_a_turn_waiting_while_its_bot_is_deleted_does_not_make_it_again(
     store_url: str, through: str

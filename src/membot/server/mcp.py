@@ -324,10 +324,9 @@ class MemoryTools:
         thread; later recall and search find it."""
         person = self.person(bot, user)
         memory = self.service.memory
-        with (  # after a turn of the thread under way, in this process or another
-            self.service.thread_lock(person.bot, person.user, thread),
-            memory.turn_lock(bot=person.bot, user=person.user, thread=thread),
-        ):
+        # After a turn of the thread under way, in this process (the service's lock) or
+        # another (the store's, taken by add).
+        with self.service.thread_lock(person.bot, person.user, thread):
             line = memory.add(text, user=person.user, thread=thread, role=role, bot=person.bot)
         return Remembered(bot=person.bot, user=person.user, line=StoredLine.of(line))
 
