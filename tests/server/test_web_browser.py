@@ -426,6 +426,30 @@ def test_the_chat_shows_the_bot_and_person_a_line_goes_to(app: App):
     expect(inspector).not_to_contain_text("I am sam")
     expect(inspector).to_contain_text("Send a line")
 
+    # A name typed but not opened: alex's thread is still shown, so nothing can be sent to
+    # it until Open (a line went to the person shown, not the one named).
+    person.fill("jo")
+    expect(page.locator(f"#{person.get_attribute('id')}-error")).to_contain_text("Open to talk as jo")
+    expect(box).to_be_disabled()
+    person.fill("alex")
+    expect(box).to_be_enabled()
+    expect(page.locator(f"#{person.get_attribute('id')}-error")).to_have_text("")
+
+    # A person the server will not open (here, a failing store) is said, and shows nobody.
+    threads = "/v1/bots/coach/users/zed/threads"
+    app.watch.allow(threads, 503)
+    failure = {"error": {"kind": "store", "message": "the store failed"}}
+    page.route(f"**{threads}", lambda route: route.fulfill(status=503, json=failure))
+    person.fill("zed")
+    page.get_by_role("button", name="Open").click()
+    expect(page.get_by_role("status")).to_contain_text("Could not open zed's threads")
+    expect(box).to_be_disabled()
+    expect(inspector).to_contain_text("Send a line")
+    page.unroute(f"**{threads}")
+    person.fill("alex")
+    page.get_by_role("button", name="Open").click()
+    expect(box).to_be_enabled()
+
     # Another bot chosen in the list: the chat is that bot's, and so is the next line.
     page.get_by_label("Bot", exact=True).select_option("barista")
     expect(page).to_have_url(re.compile("/chat/barista/alex/"))

@@ -77,7 +77,8 @@ function whoForm(ui, state, bots) {
     return h("p", { class: "who-talks" }, "You are ", h("strong", { text: state.user }),
       ", talking with ", h("strong", { text: state.bot }), ".");
   }
-  ui.personInput = h("input", { name: "user", required: true, autocomplete: "off", value: state.user });
+  ui.personInput = h("input", { name: "user", required: true, autocomplete: "off", value: state.user,
+    oninput: () => personTyped(ui, personField) });
   const personField = field("Talk as (the person's name)", ui.personInput);
   // What the form shows is where a line goes: a bot chosen in the list opens at once, for
   // the person named (an unopened list choice sent lines to the bot shown before).
@@ -93,7 +94,7 @@ function whoForm(ui, state, bots) {
       return;
     }
     unsay(); // "Enter the person's name first": done
-    await openPerson(ui, state);
+    await opening(ui, openPerson(ui, state));
   };
   const botSelect = h("select", { name: "bot", onchange: open }, bots.map((name) =>
     h("option", { value: name, selected: name === state.bot, text: name })));
@@ -101,9 +102,34 @@ function whoForm(ui, state, bots) {
     field("Bot", botSelect), personField, h("button", { type: "submit", text: "Open" }));
 }
 
+/** A name typed but not opened yet: a line would still go to the person shown, so nothing
+ * can be sent or ended until Open (or Enter), and the field says so. The name opened, typed
+ * again, gives the thread back. */
+function personTyped(ui, personField) {
+  const typed = ui.personInput.value.trim();
+  const opened = ui.state.user;
+  if (!opened || !ui.shown) return;
+  const elsewhere = typed !== opened;
+  personField.showError(elsewhere ? `Open to talk as ${typed || "someone"}: this is still ${opened}'s thread.` : "");
+  ui.input.disabled = ui.send.disabled = elsewhere;
+  ui.end.disabled = elsewhere || !ui.endable;
+}
+
+/** Wait for a person or thread to open; one the server refuses (or cannot be reached for)
+ * shows nobody and says why, rather than leaving the last person on screen in silence. */
+async function opening(ui, work) {
+  try {
+    await work;
+  } catch (error) {
+    showNobody(ui);
+    say(`Could not open ${ui.state.user}'s threads: ${refusal(error)}`, "error");
+  }
+}
+
 /** No one opened (no name yet, or one refused): nothing of the last person shows, and
  * nothing can be sent or ended. */
 function showNobody(ui) {
+  ui.shown = false;
   history.replaceState(null, "", `#/chat/${encodeURIComponent(ui.state.bot)}`);
   ui.title.textContent = "No thread";
   ui.threads.replaceChildren();
@@ -152,11 +178,12 @@ async function loadThreads(ui, state) {
     : [...threads, { thread: state.thread, lines: 0, created_at: null, ended_at: null }];
   ui.threads.replaceChildren(...listed.map((each) => h("li", {},
     h("button", { type: "button", class: "thread", "aria-current": each.thread === state.thread ? "true" : false,
-      onclick: () => { state.thread = each.thread; showThread(ui, state); } },
+      onclick: () => { state.thread = each.thread; opening(ui, showThread(ui, state)); } },
     h("span", { class: "name", text: each.thread }),
     h("span", { class: "meta", text: `${counted(each.lines, "line")}${each.ended_at ? " · ended" : ""}` })))));
   // A thread with no lines yet is not on the server: there is nothing to end.
-  ui.end.disabled = !names.includes(state.thread);
+  ui.endable = names.includes(state.thread);
+  ui.end.disabled = !ui.endable;
   return threads;
 }
 
@@ -168,6 +195,7 @@ async function showThread(ui, state) {
   if (session.builds) session.person = state.user;
   ui.title.textContent = `Thread ${state.thread}`;
   // Closed while the thread loads: a line sent meanwhile would be shown twice.
+  ui.shown = false;
   ui.input.disabled = ui.send.disabled = ui.end.disabled = true;
   ui.messages.replaceChildren();
   clearInspector(ui);
@@ -187,6 +215,7 @@ async function showThread(ui, state) {
       h("p", { text: "A new line takes this conversation up again; end it again to remember what is said next." })));
   }
   ui.messages.lastElementChild?.scrollIntoView({ block: "end" });
+  ui.shown = true;
   ui.input.disabled = ui.send.disabled = false;
   ui.input.focus();
 }
@@ -321,8 +350,8 @@ async function newThread(ui) {
     return;
   }
   ui.state.thread = newName();
-  await showThread(ui, ui.state);
-  say(`New thread ${ui.state.thread}.`);
+  await opening(ui, showThread(ui, ui.state));
+  if (ui.shown) say(`New thread ${ui.state.thread}.`);
 }
 
 async function endThread(ui) {
