@@ -167,36 +167,24 @@ def test_an_import_into_a_thread_waits_for_the_turn_under_way(store_url: str):
         memory.close()
 
 
-def test_a_tool_result_waits_for_the_turn_under_way(store_url: str):
+@pytest.mark.parametrize("through", ["tool result", "library"])
+def test_a_line_added_waits_for_the_turn_under_way(store_url: str, through: str):
     """A tool's result posted while the model wrote came between the turn's line and its
-    reply (a review's probe over REST); it now follows the reply."""
+    reply (a review's probe over REST), and so did a line of the library's ``Memory.add``
+    (a session's note); both now follow the reply."""
     from membot import Bot
 
     memory = Memory(store_url, embedder=HashingEmbedder())
     try:
         bot = Bot(memory, SlowModel("the line", 0.5, "the reply"))
         turn = turn_in_the_background(bot, "the line", user="sam", thread="t")
-        bot.add_tool_result("22 degrees", user="sam", thread="t", tool="weather")
+        if through == "tool result":
+            bot.add_tool_result("22 degrees", user="sam", thread="t", tool="weather")
+        else:
+            memory.add("22 degrees", user="sam", thread="t", role="bot")
         turn.join(10)
         said = [line.text for line in memory.history(user="sam", thread="t")]
         assert said == ["the line", "the reply", "22 degrees"]
-    finally:
-        memory.close()
-
-
-def test_a_line_added_through_the_library_waits_for_the_turn_under_way(store_url: str):
-    """``Memory.add`` stored its line as it came, between a turn's line and its reply (a
-    session's note); it now follows the reply, as imports and tool results do."""
-    from membot import Bot
-
-    memory = Memory(store_url, embedder=HashingEmbedder())
-    try:
-        bot = Bot(memory, SlowModel("the line", 0.5, "the reply"))
-        turn = turn_in_the_background(bot, "the line", user="sam", thread="t")
-        memory.add("a note of mine", user="sam", thread="t", role="bot")
-        turn.join(10)
-        said = [line.text for line in memory.history(user="sam", thread="t")]
-        assert said == ["the line", "the reply", "a note of mine"]
     finally:
         memory.close()
 

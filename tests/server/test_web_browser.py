@@ -428,12 +428,13 @@ def test_the_chat_shows_the_bot_and_person_a_line_goes_to(app: App):
 
     # A name typed but not opened: alex's thread is still shown, so nothing can be sent to
     # it until Open (a line went to the person shown, not the one named).
+    person_error = page.locator(f"#{person.get_attribute('id')}-error")
     person.fill("jo")
-    expect(page.locator(f"#{person.get_attribute('id')}-error")).to_contain_text("Open to talk as jo")
+    expect(person_error).to_contain_text("Open to talk as jo")
     expect(box).to_be_disabled()
     person.fill("alex")
     expect(box).to_be_enabled()
-    expect(page.locator(f"#{person.get_attribute('id')}-error")).to_have_text("")
+    expect(person_error).to_have_text("")
 
     # A person the server will not open (here, a failing store) is said, and shows nobody.
     threads = "/v1/bots/coach/users/zed/threads"
