@@ -220,3 +220,25 @@ def test_a_point_s_words_must_meet_in_a_few_adjacent_lines() -> None:
     found = verdicts([scattered, together], lines)
     assert found[together] == ""
     assert found[scattered] == ("not supported by what was said (2 of 5 words in 3 adjacent lines)")
+
+
+def test_a_point_in_the_person_s_own_words_is_read_without_its_label(minilm) -> None:
+    """ "HUMAN said: My name is Priya." (membot.own_words' point, from the person's own
+    line) was left out for a person named priya (a newcomer's walkthrough): the name is no
+    content word, so the label's "said" was one unmet word of two, and the cosine fell
+    short. A label naming someone else is part of the point."""
+    moment = datetime.fromisoformat("2026-11-26T10:00:00+00:00")
+    lines = [
+        Line(i, "membot", "priya", "t", i, Role.HUMAN, text, moment, 3)
+        for i, text in enumerate(["My name is Priya.", "I live in Leeds."], 1)
+    ]
+    evidence = Evidence.of(lines, lines, ["priya", "HUMAN", "AI"])
+    points = [
+        "2026-11-26: HUMAN said: My name is Priya.",
+        "2026-11-26: priya said: I live in Leeds.",
+        "2026-11-26: Priya's doctor said: the knee is broken",
+    ]
+    reasons = [v.reason for v in check_points(points, evidence, minilm.embed)]
+    assert reasons[:2] == ["", ""]
+    # "Priya's doctor" is not one of the speakers: its label stays part of the point.
+    assert reasons[2].startswith("not supported by what was said (0 of 4 words")

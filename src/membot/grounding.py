@@ -70,6 +70,8 @@ _INSTRUCTION = re.compile(
     r"|[{}]",  # JSON: a verdict or a reply, never a fact (markup may be what was said)
     re.I,
 )
+# A speaker's label before their own words: up to three words, then "said:".
+_SAID_LABEL = re.compile(r"^([\w.-]{1,40}(?: [\w.-]{1,40}){0,2}) said:\s*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 # A capitalised word of three letters or more that does not open the text or a sentence.
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
@@ -158,6 +160,19 @@ def undated(point: str) -> str:
     return _DATE_PREFIX.sub("", point).strip()
 
 
+def claim(point: str, ignore: frozenset[str]) -> str:
+    """What ``point`` says: without its leading date, and without a "HUMAN said:" label
+    naming one of the speakers (``ignore``) before the person's own words (as
+    :mod:`membot.own_words` writes them). The label's "said" is no word of what was said:
+    "HUMAN said: My name is Priya" held one word of two ("name", not "said") and was
+    left out."""
+    text = undated(point)
+    label = _SAID_LABEL.match(text)
+    if label and set(_WORD.findall(label.group(1).lower())) <= ignore | _ROLES:
+        return text[label.end() :].strip() or text
+    return text
+
+
 def _without_names(text: str, ignore: frozenset[str]) -> str:
     """``text`` without the speakers' names (and their possessive 's): lines say "I"."""
     kept = re.sub(
@@ -187,7 +202,7 @@ def _bad_date(point: str, evidence: Evidence) -> str | None:
 
 def _first_failure(point: str, evidence: Evidence, heard: set[str], examples: set[str]) -> str:
     """Why ``point`` fails checks 1-5 (the module doc), or "" when it passes them."""
-    text = undated(point)
+    text = claim(point, evidence.ignore)
     stems = content_stems(text, evidence.ignore)
     if not stems or _PLACEHOLDER.search(text):
         return "a placeholder, not a point"
@@ -247,7 +262,7 @@ def check_points(
         if why := _first_failure(point, evidence, heard, example_keys):
             verdicts.append(Verdict(point, False, why))
             continue
-        stems = content_stems(undated(point), evidence.ignore)
+        stems = content_stems(claim(point, evidence.ignore), evidence.ignore)
         found = max(len(stems & window) for window in windows)
         verdicts.append(Verdict(point, True) if found / len(stems) > MIN_WORD_SHARE else None)
         shares[index] = (found, len(stems))
@@ -276,7 +291,7 @@ def _best_cosines(points: Sequence[str], evidence: Evidence, embed: Embed | None
     """Each point's best cosine (without its date and the names) to one text said."""
     if not points or not evidence.said or embed is None:
         return [0.0] * len(points)
-    asked = [_without_names(undated(point), evidence.ignore) for point in points]
+    asked = [_without_names(claim(point, evidence.ignore), evidence.ignore) for point in points]
     vectors = np.asarray(embed(asked + list(evidence.said)), np.float32)
     cosines = vectors[: len(points)] @ vectors[len(points) :].T
     return [float(row.max()) for row in cosines]
