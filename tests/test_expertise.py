@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from membot import Bot, ImportFormatError, Memory, ScriptedLLM
+from membot import Bot, ConfigError, ImportFormatError, Memory, ScriptedLLM
 
 GUIDE = """# Espresso guide
 
@@ -44,16 +44,29 @@ def test_a_document_is_chunked_embedded_listed_replaced_and_removed(memory: Memo
     assert memory.documents("barista") == []
 
 
-def test_a_bad_file_stores_nothing(memory: Memory, tmp_path: Path, guide) -> None:
+def test_a_bad_file_stores_nothing(memory: Memory, tmp_path: Path, guide, caplog) -> None:
     memory.add_document(guide, bot="barista")
     bad = tmp_path / "broken.pdf"
     bad.write_bytes(b"not a pdf at all")
-    with pytest.raises(ImportFormatError):
+    with pytest.raises(ImportFormatError, match="not a readable PDF"):
         memory.add_document(bad, bot="barista")
+    # pypdf's own warnings ("invalid pdf header") stood above that error on the terminal.
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == []
     with pytest.raises(ImportFormatError):
         memory.add_document(tmp_path / "missing.txt", bot="barista")
     assert [d.name for d in memory.documents("barista")] == ["espresso.md"]
 
+
+def test_two_files_of_one_name_in_one_call_store_nothing(memory: Memory, tmp_path: Path) -> None:
+    """Two files named plan.md in one add: both were said added, and the second replaced
+    the first (a newcomer's walkthrough). Now neither is added, and the error says why."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "plan.md").write_text("Apples in spring.", encoding="utf-8")
+    (tmp_path / "b" / "plan.md").write_text("Bananas in autumn.", encoding="utf-8")
+    with pytest.raises(ConfigError, match="two of the files are named 'plan.md'"):
+        memory.add_documents([tmp_path / "a" / "plan.md", tmp_path / "b" / "plan.md"], bot="b")
+    assert memory.documents("b") == []
 
 def test_a_bot_with_expertise_and_no_history_answers_from_its_documents(
     memory: Memory, guide

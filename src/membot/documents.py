@@ -51,6 +51,7 @@ import io
 import logging
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -178,6 +179,24 @@ def _as_body(line: str) -> str:
 
 
 def _read_pdf(data: bytes, path: Path) -> tuple[str | None, str]:
+    # pypdf warns of what it meets in a damaged file ("invalid pdf header", "EOF marker not
+    # found") on stderr, above membot's own error that says the same in one line.
+    with _quieted(logging.getLogger("pypdf")):
+        return _read_pdf_pages(data, path)
+
+
+@contextmanager
+def _quieted(logger: logging.Logger) -> Iterator[None]:
+    """``logger``'s warnings left out meanwhile (its errors still pass)."""
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _read_pdf_pages(data: bytes, path: Path) -> tuple[str | None, str]:
     from pypdf import PdfReader
 
     # pypdf meets damaged files with all kinds of builtin errors, not only its own: any failure

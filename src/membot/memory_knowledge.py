@@ -121,6 +121,13 @@ class SummariesAndExpertise:
                 if len(paths) == 1:
                     raise
                 raise type(error)(f"{error}; none of the {len(paths)} files was added") from error
+        # A bot knows its documents by file name: the second of two alike replaced the first.
+        names = [document.name for document in documents]
+        if twice := sorted({name for name in names if names.count(name) > 1}):
+            raise ConfigError(
+                f"two of the files are named {twice[0]!r}: a bot's documents are known by file "
+                f"name, so rename one; none of the {len(paths)} files was added"
+            )
         return [
             self._add_read_document(document, bot, max_tokens, overlap_tokens)
             for document in documents
