@@ -64,7 +64,7 @@ def test_two_files_of_one_name_in_one_call_store_nothing(memory: Memory, tmp_pat
     (tmp_path / "b").mkdir()
     (tmp_path / "a" / "plan.md").write_text("Apples in spring.", encoding="utf-8")
     (tmp_path / "b" / "plan.md").write_text("Bananas in autumn.", encoding="utf-8")
-    with pytest.raises(ConfigError, match="two of the files are named 'plan.md'"):
+    with pytest.raises(ConfigError, match=r"two of the files are named 'plan\.md'"):
         memory.add_documents([tmp_path / "a" / "plan.md", tmp_path / "b" / "plan.md"], bot="b")
     assert memory.documents("b") == []
 
