@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from membot import ConfigError, Memory, StoreError
+from membot import ConfigError, Memory, NotFoundError, StoreError
 from membot.store import SqliteStore, open_store
 
 
@@ -75,3 +75,66 @@ def test_a_store_object_is_not_a_location(tmp_path) -> None:
     with pytest.raises(TypeError, match="path or URL, got SqliteStore"):
         open_store(store)  # type: ignore[arg-type]
     assert not list(Path.cwd().glob("<membot.store*"))
+
+
+def test_another_programs_sqlite_database_is_left_as_it_is(tmp_path) -> None:
+    """A SQLite file of something else got membot's tables written into it, and its log
+    turned to WAL, by any membot command naming it (a newcomer's walkthrough)."""
+    import hashlib
+    import sqlite3
+
+    path = tmp_path / "inventory.db"
+    with sqlite3.connect(path) as other:
+        other.execute("CREATE TABLE parts (name TEXT)")
+        other.execute("INSERT INTO parts VALUES ('bolt')")
+    other.close()
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with pytest.raises(StoreError, match=r"a SQLite database but not a membot store .*parts"):
+        open_store(path)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    empty = tmp_path / "empty.db"
+    sqlite3.connect(empty).close()  # an empty database is as good as a new file
+    open_store(empty).close()
+
+
+def test_a_read_only_store_says_so(embedder) -> None:
+    """A read-only store was called "not a membot store: attempt to write a readonly
+    database" (a newcomer's walkthrough, as user nobody). Root writes to any file, so as
+    root the store is opened by a child process that is nobody."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="membot-ro-"))  # outside pytest's private folder
+    try:
+        path = folder / "ro.db"
+        Memory(path, embedder=embedder).close()
+        path.chmod(0o444)
+        folder.chmod(0o755)
+        if os.geteuid() != 0:
+            with pytest.raises(StoreError, match="the file or its folder is read-only"):
+                open_store(path)
+            return
+        if not shutil.which("setpriv"):
+            pytest.skip("setpriv is needed to open the store as another user")
+        opened = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+             "-c", f"from membot.store import open_store; open_store({str(path)!r})"],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert opened.returncode != 0
+        assert "the file or its folder is read-only" in opened.stderr, opened.stderr
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_a_store_to_copy_from_must_be_there(tmp_path) -> None:
+    """``membot migrate`` from a mistyped path made an empty store there and said every
+    count matched."""
+    from membot.store.transfer import migrate_store
+
+    with pytest.raises(NotFoundError, match="no store at"):
+        migrate_store(str(tmp_path / "typo.db"), str(tmp_path / "b.db"))
+    assert not (tmp_path / "typo.db").exists()

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from membot.errors import ConfigError
+from membot.errors import ConfigError, NotFoundError
 from membot.store.base import (
     BufferEntry,
     NewLine,
@@ -41,28 +41,37 @@ def open_postgres(url: str, schema: str | None = None) -> Store:
     return PostgresStore(url, schema=schema)
 
 
-def open_store(location: str | Path) -> Store:
+def open_store(location: str | Path, *, existing: bool = False) -> Store:
     """The store at ``location``: a file path, ``sqlite:PATH`` or ``sqlite:///PATH``
     (SQLite, the default), or ``postgresql://…`` (PostgreSQL with pgvector). Other schemes
-    are refused with the list of those known."""
+    are refused with the list of those known. With ``existing``, a SQLite file that is not
+    there is an error, not a new store (a store to copy from, say)."""
     if not isinstance(location, str | Path):
         raise TypeError(f"a store's location is a path or URL, got {type(location).__name__}")
     text = str(location)
+    if "://" in text and urlparse(text).scheme in POSTGRES_SCHEMES:
+        return open_postgres(text)
+    path = sqlite_path(text)
+    if existing and not path.exists():
+        raise NotFoundError(f"no store at {path}")
+    return SqliteStore(path)
+
+
+def sqlite_path(text: str) -> Path:
+    """The file a SQLite store's location names (see :func:`open_store`)."""
     if text.startswith("sqlite:") and not text.startswith("sqlite://"):
         if not text[len("sqlite:") :]:
             raise ConfigError("a SQLite store is sqlite:PATH or sqlite:///PATH, got 'sqlite:'")
-        return SqliteStore(Path(text[len("sqlite:") :]).expanduser())
+        return Path(text[len("sqlite:") :]).expanduser()
     if "://" not in text:
-        return SqliteStore(Path(text).expanduser())
+        return Path(text).expanduser()
     url = urlparse(text)
     if url.scheme == "sqlite":
         # sqlite:///relative/path and sqlite:////absolute/path, as SQLAlchemy reads them.
         path = unquote(url.path[1:] if url.path.startswith("/") else url.path)
         if url.netloc or not path:
             raise ConfigError(f"a SQLite URL is sqlite:///PATH, got {text!r}")
-        return SqliteStore(Path(path).expanduser())
-    if url.scheme in POSTGRES_SCHEMES:
-        return open_postgres(text)
+        return Path(path).expanduser()
     raise ConfigError(
         f"membot cannot open a store at a {url.scheme}:// URL: give a file path, "
         "sqlite:///PATH or postgresql://USER@HOST/DATABASE"

@@ -153,6 +153,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         try:
             # busy_timeout first: another process may hold the lock while it creates the store.
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
+            self._refuse_a_stranger()  # before anything is written into it
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA foreign_keys = ON")
             # FULL: a line the caller was told is stored survives a power cut (about 0.25 ms
@@ -168,9 +169,35 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             self._db.execute(
                 "CREATE VIRTUAL TABLE temp.line_vocabulary USING fts5vocab(main, line_text, 'row')"
             )
+        except StoreError:
+            self._db.close()
+            raise
         except sqlite3.DatabaseError as error:
             self._db.close()
+            if "readonly" in str(error):  # SQLite's words: "attempt to write a readonly database"
+                raise StoreError(
+                    f"cannot write to the store at {self.path}: the file or its folder is "
+                    "read-only (membot writes beside it even to read: its log and locks)"
+                ) from error
             raise StoreError(f"{self.path} is not a membot store: {error}") from error
+
+    def _refuse_a_stranger(self) -> None:
+        """``StoreError`` when the file is another program's SQLite database: membot made
+        its tables in there (and turned its log to WAL) as if it were a new store."""
+        if self._db.execute("PRAGMA user_version").fetchone()[0]:
+            return  # a membot store: its migrations set the version with its tables
+        tables = [
+            row[0]
+            for row in self._db.execute(
+                "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        if tables:
+            shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
+            raise StoreError(
+                f"{self.path} is a SQLite database but not a membot store (it holds {shown}): "
+                "membot leaves it as it is; name a new file or a membot store"
+            )
 
     def close(self) -> None:
         self._db.close()

@@ -344,7 +344,7 @@ def migrate_store(source: str, destination: str, replace: bool = False) -> CopyR
     new: ``membot migrate``."""
     from membot.store import open_store
 
-    source_store = open_store(source)
+    source_store = open_store(source, existing=True)  # a typo made an empty one, "copied"
     try:
         destination_store = open_store(destination)
         try:
