@@ -349,3 +349,20 @@ def test_the_llm_key_variable_can_be_named_in_the_environment(
     cli.ok("say", "hello there", "--user", "u", "--thread", "t",
            llm=f"openai:m@{openai_server.base_url}")  # fmt: skip
     assert {request[2] for request in openai_server.requests} == {"Bearer sk-llm-789"}
+
+
+def test_eval_refuses_a_report_path_it_cannot_write_before_the_run(cli, tmp_path: Path) -> None:
+    """A folder as --out failed only after the whole run, with a traceback. The data file
+    here cannot be evaluated at all, so the --out error shows the path was checked first."""
+    data = tmp_path / "not-locomo.json"
+    data.write_text("{}")
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    result = cli.run("eval", "locomo", str(data), "--out", str(folder))
+    assert isinstance(result.exception, ConfigError), result.exception
+    assert f"--out {folder} is a folder" in str(result.exception)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    result = cli.run("eval", "locomo", str(data), "--out", str(blocked / "report.json"))
+    assert isinstance(result.exception, ConfigError), result.exception
+    assert "is not a folder" in str(result.exception)

@@ -111,3 +111,24 @@ def test_a_tool_line_is_in_the_feed_but_not_recalled_later(cli) -> None:
     recalled = [line["text"] for block in later["recalled"] for line in block["lines"]]
     assert "Paris: 31 degrees and sunny" not in recalled
     assert "31 degrees" not in later["prompt"]
+
+
+def test_export_to_a_folder_a_missing_folder_or_an_existing_file_is_one_error(
+    cli, tmp_path: Path
+) -> None:
+    cli.ok("bot", "create", "coach")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    missing = tmp_path / "missing" / "coach.toml"
+    for target, message in ((folder, "is a folder"), (missing, "there is no folder")):
+        result = cli.run("bot", "export", "coach", str(target))
+        assert isinstance(result.exception, ConfigError), result.exception
+        assert message in str(result.exception)
+    existing = tmp_path / "coach.toml"
+    existing.write_text("keep me\n")
+    refused = cli.run("bot", "export", "coach", str(existing))
+    assert isinstance(refused.exception, ConfigError)
+    assert "exists: choose another name, or pass --replace" in str(refused.exception)
+    assert existing.read_text() == "keep me\n"
+    cli.ok("bot", "export", "coach", str(existing), "--replace")
+    assert tomllib.loads(existing.read_text())["name"] == "coach"

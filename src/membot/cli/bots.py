@@ -80,6 +80,9 @@ def bot_export(
     context: typer.Context,
     name: str,
     file: Annotated[Path | None, typer.Argument(help="Write here (default: stdout).")] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite FILE if it exists.")
+    ] = False,
 ) -> None:
     """Write a bot's whole profile as TOML."""
     memory = options_of(context).memory()
@@ -88,9 +91,18 @@ def bot_export(
     text = profile_to_toml(name, memory.bot_settings(name))
     if file is None:
         sys.stdout.write(text)
-    else:
+        return
+    if file.is_dir():
+        raise ConfigError(f"{file} is a folder: give the profile file's name")
+    if file.exists() and not replace:
+        raise ConfigError(f"{file} exists: choose another name, or pass --replace")
+    if not file.parent.is_dir():
+        raise ConfigError(f"cannot write {file}: there is no folder {file.parent}")
+    try:
         file.write_text(text, encoding="utf-8")
-        err.print(f"wrote {file}", markup=False)
+    except OSError as error:
+        raise ConfigError(f"cannot write {file}: {error.strerror or error}") from error
+    err.print(f"wrote {file}", markup=False)
 
 
 @bot_app.command("import")

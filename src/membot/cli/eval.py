@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -59,15 +60,36 @@ def _run(
     out: Path | None,
 ) -> dict[str, Any]:
     options = _options(settings or [])
+    if out:
+        _check_writable(out)  # before a run that can take an hour, not after it
     report = evaluate(
         file, strategy=strategy, embedder=_embedder(context), options=options, db=_db(context)
     )
     if out:
-        write_report(report, out)
+        try:
+            write_report(report, out)
+        except OSError as error:
+            raise ConfigError(f"cannot write the report to {out}: {error}") from error
         err.print(f"report written to {out}", markup=False)
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     return report
+
+
+def _check_writable(path: Path) -> None:
+    """``ConfigError`` unless a report can be written at ``path`` (its missing folders are
+    made, as :func:`write_report` does)."""
+    if path.is_dir():
+        raise ConfigError(f"--out {path} is a folder: give the report file's name")
+    nearest = next(folder for folder in path.absolute().parents if folder.exists())
+    if path.exists():
+        writable = os.access(path, os.W_OK)
+    elif not nearest.is_dir():
+        raise ConfigError(f"cannot write the report to {path}: {nearest} is not a folder")
+    else:
+        writable = os.access(nearest, os.W_OK | os.X_OK)
+    if not writable:
+        raise ConfigError(f"cannot write the report to {path}: permission denied")
 
 
 def _options(settings: list[str]) -> dict[str, float]:
