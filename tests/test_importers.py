@@ -166,6 +166,12 @@ def locomo_sample(**changes: object) -> dict:
             r"with --user\)$",
         ),
         ("jsonl", '{"text": "hi", "user": "a", "created_at": "later"}', "unknown date"),
+        # Kept before, and its remembered points bore the date:
+        (
+            "jsonl",
+            '{"text": "hi", "user": "a", "created_at": "9999-12-31T23:59:59Z"}',
+            "created_at '9999-12-31T23:59:59Z' is in the future",
+        ),
         # Stored as their repr ("['x']") or whole, before:
         ("jsonl", '{"text": "hi", "user": "a", "thread": ["x"]}', "a line needs a thread name"),
         ("jsonl", '{"text": "hi", "user": "a", "ref": {"id": 1}}', "ref is text or a number"),

@@ -24,14 +24,14 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from membot.errors import ConfigError, ImportFormatError
 from membot.line_checks import checked_line
 from membot.memory import LineInput
-from membot.model import Role
+from membot.model import Role, utc_now
 
 FORMATS = ("jsonl", "locomo", "longmemeval")
 
@@ -103,7 +103,7 @@ def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
                 thread=_thread_name(record.get("thread")),
                 role=Role(record.get("role", "human")),
                 bot=record.get("bot") or bot,
-                created_at=parse_time(record["created_at"]) if "created_at" in record else None,
+                created_at=_said_by_now(record["created_at"]) if "created_at" in record else None,
                 speaker=record.get("speaker"),
                 ref=_ref(record.get("ref")),
             )
@@ -227,6 +227,15 @@ _TIME_FORMATS = (
     "%I:%M %p on %d %B, %Y",  # LoCoMo: "1:56 pm on 8 May, 2023"
     "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2023/05/20 (Sat) 00:29"
 )
+
+
+def _said_by_now(value: str) -> datetime:
+    """A line's ``created_at``, which must not be past tomorrow (a clock a day off is
+    forgiven): a line dated 9999-12-31 was kept, and its remembered points bore that date."""
+    moment = parse_time(value)
+    if moment > utc_now() + timedelta(days=1):
+        raise ValueError(f"created_at {value!r} is in the future: a line is dated when it was said")
+    return moment
 
 
 def parse_time(value: str) -> datetime:
