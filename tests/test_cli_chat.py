@@ -143,3 +143,34 @@ def test_recalled_lines_and_names_with_square_brackets_show_as_said(cli, script)
     shown = flat(result.stdout)
     assert "thread [one]" in shown and "[one] — score" in shown
     assert flat(said) in shown and "unknown command /[x]" in shown
+
+
+@pytest.mark.parametrize("answer", ["yes.", "Yes please", "y", "sure"])
+def test_end_takes_a_yes_by_its_first_word(cli, script, minilm, answer: str) -> None:
+    llm = script("Noted.", json.dumps(POINTS))
+    result = cli.run("chat", "-u", "alice", "-t", "first", llm=llm,
+                     input=f"I am allergic to peanuts.\n/end\n{answer}\n/quit\n")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "remembered [health]" in flat(result.stdout)
+    assert len(cli.json("memories", "--user", "alice")) == 1
+
+
+def test_end_takes_an_unclear_answer_as_no_and_says_so(cli, script, minilm) -> None:
+    llm = script("Noted.", json.dumps(POINTS))
+    result = cli.run("chat", "-u", "alice", "-t", "first", llm=llm,
+                     input="I am allergic to peanuts.\n/end\nmaybe later\n/quit\n")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    shown = flat(result.stdout)
+    assert "'maybe later' is neither yes nor no: taken as no" in shown
+    assert "not remembered: nothing was derived" in shown
+    assert cli.json("memories", "--user", "alice") == []
+
+
+def test_chat_reads_yes_and_no_as_the_sms_flow_does() -> None:
+    """chat keeps a copy of the SMS flow's words (a front end imports only membot's API)."""
+    from membot.cli.chat import consent as chat_consent
+    from membot.sms import NO_WORDS, YES_WORDS
+    from membot.sms import consent as sms_consent
+
+    answers = [*YES_WORDS, *NO_WORDS, "Yes please", "nope.", "", "?", "maybe", "yess", "No!"]
+    assert [chat_consent(answer) for answer in answers] == [sms_consent(a) for a in answers]

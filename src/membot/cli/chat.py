@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -9,6 +11,13 @@ from rich.text import Text
 
 from membot import Bot, MembotError, Turn
 from membot.cli.conversations import describe
+
+# The SMS flow's words for its remember question (membot.sms), which a front end cannot
+# import: it uses only what membot exports (tests/test_public_api.py). A test in
+# tests/test_cli_chat.py holds the two to the same answers.
+YES_WORDS = frozenset({"yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay"})
+NO_WORDS = frozenset({"no", "n", "nope", "nah"})
+_WORD = re.compile(r"[a-z]+")
 
 HELP = (
     "/recall  what memory the last reply used, with scores\n"
@@ -57,14 +66,26 @@ def end_idle(bot: Bot, user: str, out: Console) -> None:
                   highlight=False)  # fmt: skip
 
 
+def consent(answer: str) -> bool | None:
+    """True for a yes, False for a no, by the answer's first word ("Yes please", "sure."),
+    None for anything else."""
+    words = _WORD.findall(answer.lower())
+    if words and words[0] in YES_WORDS:
+        return True
+    return False if words and words[0] in NO_WORDS else None
+
+
 def ask_to_remember(out: Console) -> bool:
-    """The person's answer; anything but yes is no (consent is never assumed)."""
+    """The person's answer; anything unclear is no, and says so (consent is never assumed)."""
     try:
         answer = out.input("Shall I remember this conversation? (yes/no) ")
     except (EOFError, KeyboardInterrupt):
         out.print()
-        return False
-    return answer.strip().lower() in {"yes", "y"}
+        answer = ""
+    agreed = consent(answer)
+    if agreed is None:
+        out.print(Text(f"{answer.strip()!r} is neither yes nor no: taken as no", style="dim"))
+    return bool(agreed)
 
 
 def end_thread(bot: Bot, user: str, thread: str, out: Console, err: Console) -> None:
