@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from membot import BotSettings, Memory
+from membot import BotSettings, ConfigError, Memory
 from membot.cli.chat import HELP
 from membot.store import ThreadKey
 
@@ -174,3 +174,21 @@ def test_chat_reads_yes_and_no_as_the_sms_flow_does() -> None:
 
     answers = [*YES_WORDS, *NO_WORDS, "Yes please", "nope.", "", "?", "maybe", "yess", "No!"]
     assert [chat_consent(answer) for answer in answers] == [sms_consent(a) for a in answers]
+
+
+@pytest.mark.parametrize(
+    ("option", "name", "message"),
+    [
+        ("-t", "..", "the thread name '..' cannot be or hold '..'"),
+        ("-u", "", "a line needs a user name"),
+        ("-b", "a/b", "the bot name 'a/b' holds '/'"),
+    ],
+)
+def test_a_name_no_line_can_have_stops_the_chat_before_it_starts(
+    cli, script, option: str, name: str, message: str
+) -> None:
+    """They started the chat, and then every line was refused, with exit 0."""
+    result = cli.run("chat", option, name, llm=script(), input="hello\n/quit\n")
+    assert isinstance(result.exception, ConfigError), result.output
+    assert message in str(result.exception)
+    assert "you>" not in result.stdout

@@ -39,7 +39,7 @@ from membot import (
 )
 from membot.cli.backup import backup, restore
 from membot.cli.bots import bot_app
-from membot.cli.chat import run_chat
+from membot.cli.chat import check_names, run_chat
 from membot.cli.common import BotOption, Options, UserOption, err, options_of, out, print_json
 from membot.cli.config_file import config_defaults
 from membot.cli.conversations import register as register_conversations
@@ -123,6 +123,7 @@ def chat(
 ) -> None:
     """Talk with a bot that remembers. /recall shows what memory the last reply used."""
     options = options_of(context)
+    check_names(options.memory(), bot=bot, user=user, thread=thread)
     memory = options.memory(warm=True)
     run_chat(Bot(memory, options.make_llm(), bot), user, thread, out, err)
 

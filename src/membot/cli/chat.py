@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from membot import Bot, MembotError, Turn
+from membot import Bot, LineInput, MembotError, Memory, Turn
 from membot.cli.conversations import describe
 
 # The SMS flow's words for its remember question (membot.sms), which a front end cannot
@@ -26,6 +26,12 @@ HELP = (
     "/help    this list\n"
     "/quit    leave (Ctrl-D works too)"
 )
+
+
+def check_names(memory: Memory, *, bot: str, user: str, thread: str | None) -> None:
+    """``ConfigError`` for a name no line can be stored under, before the chat starts rather
+    than at every line; the names are checked as every line's are."""
+    memory.validate_line(LineInput(text="-", user=user, thread=thread or "chat", bot=bot))
 
 
 def show_recall(turn: Turn | None, out: Console) -> None:
