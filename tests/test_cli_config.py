@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -89,3 +90,27 @@ def test_the_membot_command_reads_the_file(tmp_path) -> None:
     config.write_text("nope = 1\n")
     done = subprocess.run([str(membot), "bot", "list"], env=env, capture_output=True, text=True)
     assert done.returncode == 1 and f"{config}: membot has no option 'nope'" in done.stderr
+
+
+@pytest.mark.slow  # the bundled embedder
+def test_options_are_written_as_help_shows_them(tmp_path) -> None:
+    """``[history] json = true`` was refused ("known: as_json, ...") and ``--set`` had to be
+    written ``overrides``: the file took the parameter's name, not the option's."""
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[say]\ndry_run = true\njson = true\nset = ["bot_name=Grace"]\n\n[history]\njson = true\n'
+    )
+    said = run(["say", "hello", "--user", "u", "--thread", "t"], config)
+    assert "Grace" in json.loads(said.stdout)["prompt"]
+    (line,) = json.loads(run(["history", "--user", "u"], config).stdout)
+    assert line["text"] == "hello"
+    config.write_text("[history]\nas_json = true\n")  # the parameter's name, as before
+    assert config_defaults(COMMAND, config) == {"history": {"as_json": True}}
+    config.write_text("[history]\njson = true\nas_json = false\n")
+    with pytest.raises(
+        ConfigError, match="'json' and 'as_json' of the history command name one option"
+    ):
+        config_defaults(COMMAND, config)
+    config.write_text("[history]\njsn = true\n")
+    with pytest.raises(ConfigError, match=r"no option 'jsn' \(known: bot, json, thread, user\)"):
+        config_defaults(COMMAND, config)
