@@ -271,6 +271,7 @@ def test_bot_show_and_set(cli) -> None:
     result = cli.ok("bot", "set", "membot", "max_matches", "5")
     assert "membot: max_matches = 5" in flat(result.stderr)
     assert cli.json("bot", "show")["settings"]["max_matches"] == 5
+    cli.ok("bot", "create", "other")  # a bot not made shows nothing (tests/test_cli_bots.py)
     assert cli.json("bot", "show", "other")["settings"]["max_matches"] == 3
 
     bad = cli.run("bot", "set", "membot", "threshold", "high")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from membot import BotSettings, ConfigError
+from membot import BotSettings, ConfigError, NotFoundError
 from membot.profiles import profile_from_toml, profile_to_toml
 
 pytestmark = pytest.mark.slow
@@ -132,3 +132,32 @@ def test_export_to_a_folder_a_missing_folder_or_an_existing_file_is_one_error(
     assert existing.read_text() == "keep me\n"
     cli.ok("bot", "export", "coach", str(existing), "--replace")
     assert tomllib.loads(existing.read_text())["name"] == "coach"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["bot", "show", "typoo"],
+        ["bot", "set", "typoo", "threshold", "0.3"],
+        ["say", "hi", "-u", "u", "-t", "t", "--bot", "typoo", "--dry-run"],
+        ["chat", "-u", "u", "--bot", "typoo"],
+        ["tool", "31 C", "-u", "u", "-t", "t", "-n", "weather", "--bot", "typoo"],
+        ["search", "hi", "--bot", "typoo"],
+        ["import", "LINES", "--bot", "typoo"],
+        ["end", "-u", "u", "-t", "t", "--bot", "typoo", "--remember", "no"],
+        ["end-idle", "--bot", "typoo"],
+    ],
+)
+def test_a_bot_that_does_not_exist_is_an_error_not_a_new_bot(
+    cli, tmp_path: Path, command: list[str]
+) -> None:
+    """A typo in --bot made a new bot (or showed the defaults); only the default bot is made
+    by its first use."""
+    cli.ok("say", "hi", "-u", "u", "-t", "t", "--dry-run")  # the default bot, made by use
+    lines = tmp_path / "lines.jsonl"
+    lines.write_text('{"text": "hello", "user": "u", "thread": "t"}\n')
+    command = [str(lines) if part == "LINES" else part for part in command]
+    result = cli.run(*command, input="hello\n/quit\n")
+    assert isinstance(result.exception, NotFoundError), result.output
+    assert str(result.exception) == "no bot named 'typoo'; `membot bot create typoo` makes it"
+    assert cli.json("bot", "list") == ["membot"]

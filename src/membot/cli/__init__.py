@@ -40,7 +40,16 @@ from membot import (
 from membot.cli.backup import backup, restore
 from membot.cli.bots import bot_app
 from membot.cli.chat import check_names, run_chat
-from membot.cli.common import BotOption, Options, UserOption, err, options_of, out, print_json
+from membot.cli.common import (
+    BotOption,
+    Options,
+    UserOption,
+    err,
+    options_of,
+    out,
+    print_json,
+    require_bot,
+)
 from membot.cli.config_file import config_defaults
 from membot.cli.conversations import register as register_conversations
 from membot.cli.eval import eval_app
@@ -124,6 +133,7 @@ def chat(
     """Talk with a bot that remembers. /recall shows what memory the last reply used."""
     options = options_of(context)
     check_names(options.memory(), bot=bot, user=user, thread=thread)
+    require_bot(options.memory(), bot)
     memory = options.memory(warm=True)
     run_chat(Bot(memory, options.make_llm(), bot), user, thread, out, err)
 
@@ -147,6 +157,7 @@ def say(
     """One turn: store TEXT, recall, build the prompt and (unless --dry-run) answer."""
     options = options_of(context)
     values = parse_settings(overrides or [])
+    require_bot(options.memory(), bot)
     llm = None if dry_run else options.make_llm()
     memory = options.memory(warm=True)
     memory.bot_settings(bot, values)  # a bad override fails before the line is stored
@@ -174,6 +185,7 @@ def tool(
     """Store a tool's result in a thread (role tool): in the prompt while recent, never
     recalled later unless the bot's recall_roles include tool."""
     memory = options_of(context).memory()
+    require_bot(memory, bot)
     line = Bot(memory, name=bot).add_tool_result(text, user=user, thread=thread, tool=name)
     err.print(f"stored tool line {line.seq} in {thread}", markup=False, highlight=False)
 
@@ -189,7 +201,9 @@ def search(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The stored lines most similar to QUERY (the query is not stored)."""
-    matches = options_of(context).memory().search(query, user=user, bot=bot, thread=thread, k=k)
+    memory = options_of(context).memory()
+    require_bot(memory, bot)
+    matches = memory.search(query, user=user, bot=bot, thread=thread, k=k)
     if as_json:
         print_json([{"user": m.line.person, **m.to_json()} for m in matches])
         return
@@ -239,8 +253,9 @@ def import_(
 ) -> None:
     """Bulk import a conversation file, embedding in batches. Run again (after a stop, or on
     a file that grew), it adds only the lines not stored yet."""
-    plan = read_file(file, fmt, bot, user)
     memory = options_of(context).memory()
+    require_bot(memory, bot)
+    plan = read_file(file, fmt, bot, user)
     started = time.perf_counter()
     with import_progress() as progress:
         task = progress.add_task(f"importing {escape(file.name)}", total=len(plan.lines))

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from membot import DEFAULT_BOT, ConfigError, NotFoundError, profile_from_toml, profile_to_toml
-from membot.cli.common import err, options_of, out, print_json
+from membot.cli.common import err, options_of, out, print_json, require_bot
 
 bot_app = typer.Typer(
     rich_markup_mode=None,
@@ -55,7 +55,9 @@ def bot_show(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A bot's profile (defaults where none were set)."""
-    settings = options_of(context).memory().bot_settings(name).to_json()
+    memory = options_of(context).memory()
+    require_bot(memory, name)
+    settings = memory.bot_settings(name).to_json()
     if as_json:
         print_json({"name": name, "settings": settings})
     else:
@@ -69,7 +71,9 @@ def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
 
     For example `membot bot set membot threshold 0.4` or
     `membot bot set membot strategy.lexical_weight 3`."""
-    settings = options_of(context).memory().configure_bot(name, **{key: value})
+    memory = options_of(context).memory()
+    require_bot(memory, name)
+    settings = memory.configure_bot(name, **{key: value})
     shown = settings.to_json()
     current = shown["strategy_options"].get(key[9:]) if key.startswith("strategy.") else shown[key]
     err.print(f"{name}: {key} = {current!r}", markup=False)

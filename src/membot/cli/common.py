@@ -15,12 +15,14 @@ import typer
 from rich.console import Console
 
 from membot import (
+    DEFAULT_BOT,
     DEFAULT_LLM,
     LLM,
     TRY_OUT_NOTICE,
     Bot,
     BundledSmolLM2,
     Memory,
+    NotFoundError,
     data_dir,
     resolve_llm,
 )
@@ -65,8 +67,16 @@ class Options:
     def bot(self, name: str, answers: bool = True) -> Bot:
         """The bot ``name`` over the store, answering with the model from ``--llm`` (unless
         its profile names its own); ``answers=False`` makes no model for commands that
-        need none."""
+        need none. ``NotFoundError`` for a bot that does not exist (:func:`require_bot`)."""
+        require_bot(self.memory(), name)
         return Bot(self.memory(), self.make_llm() if answers else None, name)
+
+
+def require_bot(memory: Memory, name: str) -> None:
+    """``NotFoundError`` unless the bot exists or is the default bot, which its first line
+    makes: a mistyped ``--bot`` starts no new bot, as a mistyped name over HTTP does not."""
+    if name != DEFAULT_BOT and not memory.has_bot(name):
+        raise NotFoundError(f"no bot named {name!r}; `membot bot create {name}` makes it")
 
 
 def notice_once() -> None:
