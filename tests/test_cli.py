@@ -367,3 +367,14 @@ def test_eval_refuses_a_report_path_it_cannot_write_before_the_run(cli, tmp_path
     result = cli.run("eval", "locomo", str(data), "--out", str(blocked / "report.json"))
     assert isinstance(result.exception, ConfigError), result.exception
     assert "is not a folder" in str(result.exception)
+
+
+def test_import_user_is_for_lines_that_name_none_and_its_help_says_so(cli, tmp_path) -> None:
+    """--user was "Owner of the lines", yet a JSONL line's own user wins."""
+    path = tmp_path / "lines.jsonl"
+    path.write_text('{"text": "Mine.", "user": "filer", "thread": "t"}\n{"text": "Yours."}\n')
+    cli.ok("import", str(path), "--user", "other")
+    assert [x["text"] for x in cli.json("history", "--user", "filer")] == ["Mine."]
+    assert [x["text"] for x in cli.json("history", "--user", "other")] == ["Yours."]
+    shown = flat(cli.ok("import", "--help").stdout)
+    assert "The person of lines that name none: a JSONL line's own 'user' wins" in shown

@@ -248,8 +248,20 @@ def import_(
     context: typer.Context,
     file: Path,
     fmt: Annotated[str, typer.Option("--format", "-f", help=" | ".join(IMPORT_FORMATS))] = "jsonl",
-    bot: BotOption = DEFAULT_BOT,
-    user: Annotated[str | None, typer.Option("--user", "-u", help="Owner of the lines.")] = None,
+    bot: Annotated[
+        str, typer.Option("--bot", "-b", help="The bot of lines that name none (JSONL's 'bot').")
+    ] = DEFAULT_BOT,
+    user: Annotated[
+        str | None,
+        typer.Option(
+            "--user",
+            "-u",
+            help="The person of lines that name none: a JSONL line's own 'user' wins; every "
+            "LoCoMo or LongMemEval line is this person's (default: the conversation's first "
+            "speaker, the question's id).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Bulk import a conversation file, embedding in batches. Run again (after a stop, or on
     a file that grew), it adds only the lines not stored yet."""
