@@ -192,3 +192,22 @@ def test_a_name_no_line_can_have_stops_the_chat_before_it_starts(
     assert isinstance(result.exception, ConfigError), result.output
     assert message in str(result.exception)
     assert "you>" not in result.stdout
+
+
+def test_an_idle_thread_chat_ended_says_how_to_remember_it(cli, script, minilm) -> None:
+    """Consent is never assumed: the chat ends idle threads without remembering, and names
+    the command that remembers one once the person said yes."""
+    memory = Memory(cli.db, embedder=minilm)
+    long_ago = datetime.now(UTC) - timedelta(days=3)
+    memory.add("I am allergic to peanuts.", user="alice", thread="old", created_at=long_ago)
+    memory.close()
+
+    shown = flat(cli.run("chat", "-u", "alice", "-t", "new", llm=script(), input="/quit\n").stdout)
+
+    hint = "to remember one: membot end --bot membot --user alice --thread old --remember yes"
+    assert f"without remembering: old ({hint})" in shown
+    points = {"points": ["alice is allergic to peanuts"], "categories": ["health"]}
+    command = hint.removeprefix("to remember one: membot ").split()
+    cli.ok(*command, llm=script(json.dumps(points)))
+    (summary,) = cli.json("memories", "--user", "alice")
+    assert summary["thread"] == "old" and "peanuts" in summary["text"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 from rich.console import Console
 from rich.markup import escape
@@ -66,10 +67,14 @@ def end_idle(bot: Bot, user: str, out: Console) -> None:
     """End the person's threads with this bot that went idle; nothing is remembered, since
     nobody was there to say yes."""
     endings = bot.end_idle_threads(user=user, remember=False)
-    if endings:
-        names = escape(", ".join(ending.thread for ending in endings))
-        out.print(f"[dim]ended {len(endings)} idle thread(s) without remembering: {names}[/]",
-                  highlight=False)  # fmt: skip
+    if not endings:
+        return
+    names = ", ".join(ending.thread for ending in endings)
+    thread = shlex.quote(endings[0].thread) if len(endings) == 1 else "THREAD"
+    command = f"membot end --bot {shlex.quote(bot.name)} --user {shlex.quote(user)}"
+    hint = f"to remember one: {command} --thread {thread} --remember yes"
+    line = f"ended {len(endings)} idle thread(s) without remembering: {names} ({hint})"
+    out.print(Text(line, style="dim"))
 
 
 def consent(answer: str) -> bool | None:
