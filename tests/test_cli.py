@@ -378,3 +378,39 @@ def test_import_user_is_for_lines_that_name_none_and_its_help_says_so(cli, tmp_p
     assert [x["text"] for x in cli.json("history", "--user", "other")] == ["Yours."]
     shown = flat(cli.ok("import", "--help").stdout)
     assert "The person of lines that name none: a JSONL line's own 'user' wins" in shown
+
+
+def test_a_missing_script_file_is_an_error(cli, tmp_path: Path) -> None:
+    """It answered "(scripted reply)" to everything, and wrote the file."""
+    missing = tmp_path / "no-script.json"
+    result = cli.run("say", "hi", "-u", "u", "-t", "t", llm=f"script:{missing}")
+    assert isinstance(result.exception, ConfigError), result.output
+    assert f"the script file {missing} does not exist" in str(result.exception)
+    assert not missing.exists()
+    assert cli.json("history", "--user", "u") == []
+
+
+def test_a_blank_tool_name_is_refused(cli) -> None:
+    result = cli.run("tool", "31 C", "-u", "u", "-t", "t", "-n", " ")
+    assert isinstance(result.exception, ConfigError), result.output
+    assert "a tool result needs the tool's name" in str(result.exception)
+    assert cli.json("history", "--user", "u") == []
+
+
+def test_an_empty_search_is_refused(cli) -> None:
+    cli.say("I work in logistics.", "u", "t")
+    result = cli.run("search", " ", "-u", "u")
+    assert isinstance(result.exception, ConfigError), result.output
+    assert "nothing to search for" in str(result.exception)
+
+
+def test_a_negative_setting_is_a_value_not_an_option(cli) -> None:
+    """`bot set coach window_size -1` said "No such option: -1"."""
+    negative = cli.run("bot", "set", "membot", "window_size", "-1")
+    assert isinstance(negative.exception, ConfigError), negative.output
+    assert "window_size must be 0 or more" in str(negative.exception)
+    cli.ok("bot", "set", "membot", "threshold", "-0.1")
+    cli.ok("bot", "set", "membot", "expand_before", "--", "2")
+    settings = cli.json("bot", "show")["settings"]
+    assert (settings["threshold"], settings["expand_before"]) == (-0.1, 2)
+    assert "can follow `--` too" in flat(cli.ok("bot", "set", "--help").stdout)

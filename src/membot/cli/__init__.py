@@ -184,6 +184,8 @@ def tool(
 ) -> None:
     """Store a tool's result in a thread (role tool): in the prompt while recent, never
     recalled later unless the bot's recall_roles include tool."""
+    if not name.strip():
+        raise ConfigError("a tool result needs the tool's name: --name weather, for example")
     memory = options_of(context).memory()
     require_bot(memory, bot)
     line = Bot(memory, name=bot).add_tool_result(text, user=user, thread=thread, tool=name)
@@ -201,6 +203,8 @@ def search(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The stored lines most similar to QUERY (the query is not stored)."""
+    if not query.strip():
+        raise ConfigError("nothing to search for: give some words, e.g. membot search 'job'")
     memory = options_of(context).memory()
     require_bot(memory, bot)
     matches = memory.search(query, user=user, bot=bot, thread=thread, k=k)

@@ -65,12 +65,14 @@ def bot_show(
             out.print(f"{key} = {value!r}", highlight=False, markup=False)
 
 
-@bot_app.command("set")
+# A VALUE such as -1 is a value, not an unknown option ("No such option: -1").
+@bot_app.command("set", context_settings={"ignore_unknown_options": True})
 def bot_set(context: typer.Context, name: str, key: str, value: str) -> None:
     """Change one setting of a bot's profile.
 
     For example `membot bot set membot threshold 0.4` or
-    `membot bot set membot strategy.lexical_weight 3`."""
+    `membot bot set membot strategy.lexical_weight 3`. A value starting with - can follow
+    `--` too: `membot bot set membot threshold -- -0.1`."""
     memory = options_of(context).memory()
     require_bot(memory, name)
     settings = memory.configure_bot(name, **{key: value})

@@ -21,8 +21,10 @@ from membot import (
     TRY_OUT_NOTICE,
     Bot,
     BundledSmolLM2,
+    ConfigError,
     Memory,
     NotFoundError,
+    ScriptedLLM,
     data_dir,
     resolve_llm,
 )
@@ -60,6 +62,9 @@ class Options:
 
     def make_llm(self) -> LLM:
         llm = resolve_llm(self.llm, key_env=self.llm_key_env)
+        if isinstance(llm, ScriptedLLM) and llm.path and not llm.path.is_file():
+            # It would answer every call with its default reply, as if scripted so.
+            raise ConfigError(f"--llm {self.llm}: the script file {llm.path} does not exist")
         if isinstance(llm, BundledSmolLM2):
             notice_once()
         return llm
