@@ -68,6 +68,7 @@ def test_two_files_of_one_name_in_one_call_store_nothing(memory: Memory, tmp_pat
         memory.add_documents([tmp_path / "a" / "plan.md", tmp_path / "b" / "plan.md"], bot="b")
     assert memory.documents("b") == []
 
+
 def test_a_bot_with_expertise_and_no_history_answers_from_its_documents(
     memory: Memory, guide
 ) -> None:
@@ -85,6 +86,10 @@ def test_a_bot_with_expertise_and_no_history_answers_from_its_documents(
 
 
 def test_expertise_from_the_command_line(cli, guide: Path, tmp_path: Path) -> None:
+    # A mistyped bot is an error, not a new bot holding the document (a walkthrough).
+    typo = cli.run("expertise", "add", "--bot", "barista", str(guide))
+    assert typo.exit_code != 0 and "`membot bot create barista` makes it" in str(typo.exception)
+    cli.ok("bot", "create", "barista")
     cli.ok("expertise", "add", "--bot", "barista", str(guide))
     (listed,) = cli.json("expertise", "list", "--bot", "barista")
     assert listed["name"] == "espresso.md" and listed["chunks"] >= 1

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from membot import Bot, Memory, Role, ScriptedLLM, Summary
+from membot import Bot, ConfigError, Memory, Role, ScriptedLLM, Summary
 from membot.context import JSON_INSTRUCTIONS
 from membot.relevance import VERDICT_SCHEMA
 from membot.store import ThreadKey
@@ -281,6 +281,8 @@ def test_tool_lines_show_in_the_feed_but_are_not_recalled(memory: Memory) -> Non
     tool = bot.add_tool_result("Oslo 22C sunny picnic weather", user="alice", thread="t1",
                                tool="weather")  # fmt: skip
     assert (tool.role, tool.speaker) == (Role.TOOL, "TOOL weather")
+    with pytest.raises(ConfigError, match="needs the tool's name"):  # "TOOL ": whose?
+        bot.add_tool_result("23C", user="alice", thread="t1", tool="  ")
     turn = bot.turn("great, thanks", user="alice", thread="t1")
     quoted = "TOOL weather: <tool_result>Oslo 22C sunny picnic weather</tool_result>"
     assert quoted in turn.feed and quoted in turn.prompt

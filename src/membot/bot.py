@@ -30,7 +30,7 @@ from membot.context import (
     without_repeats,
 )
 from membot.conversations import Ending, end_conversation, end_idle_threads
-from membot.errors import MembotError, NotFoundError, TurnFailedError
+from membot.errors import ConfigError, MembotError, NotFoundError, TurnFailedError
 from membot.line_checks import storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
@@ -101,6 +101,8 @@ class Bot:
         the feed while recent, and is left out of recall unless the bot's ``recall_roles``
         include ``tool``: live data should be fetched again, not remembered. A turn of the
         thread under way, in any process, is answered first: the result follows the reply."""
+        if not tool.strip():  # the speaker would read "TOOL ": whose result, nobody could tell
+            raise ConfigError("a tool result needs the tool's name (weather, for example)")
         return self.memory.add(
             text, user=user, thread=thread, role=Role.TOOL, bot=self.name, speaker=f"TOOL {tool}"
         )

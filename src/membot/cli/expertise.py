@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from membot import DEFAULT_BOT, NotFoundError
-from membot.cli.common import BotOption, err, options_of, out, print_json
+from membot.cli.common import BotOption, err, options_of, out, print_json, require_bot
 
 expertise_app = typer.Typer(
     rich_markup_mode=None, help="A bot's documents: add, list, remove.", no_args_is_help=True
@@ -25,11 +25,9 @@ def expertise_add(
 ) -> None:
     """Read, chunk and embed documents into the bot's expertise (a file of the same name is
     replaced). Every file is checked first: one bad file stores nothing."""
-    infos = (
-        options_of(context)
-        .memory()
-        .add_documents(files, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
-    )
+    memory = options_of(context).memory()
+    require_bot(memory, bot)  # a mistyped --bot made a bot holding the documents
+    infos = memory.add_documents(files, bot=bot, max_tokens=max_tokens, overlap_tokens=overlap)
     for info in infos:
         err.print(f"{info.name}: {info.chunks} chunks ({info.media}, “{info.title}”)", markup=False)
 
@@ -41,7 +39,9 @@ def expertise_list(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """The bot's documents."""
-    documents = options_of(context).memory().documents(bot)
+    memory = options_of(context).memory()
+    require_bot(memory, bot)
+    documents = memory.documents(bot)
     if as_json:
         print_json([info.to_json() for info in documents])
         return
