@@ -166,16 +166,6 @@ def test_end_takes_an_unclear_answer_as_no_and_says_so(cli, script, minilm) -> N
     assert cli.json("memories", "--user", "alice") == []
 
 
-def test_chat_reads_yes_and_no_as_the_sms_flow_does() -> None:
-    """chat keeps a copy of the SMS flow's words (a front end imports only membot's API)."""
-    from membot.cli.chat import consent as chat_consent
-    from membot.sms import NO_WORDS, YES_WORDS
-    from membot.sms import consent as sms_consent
-
-    answers = [*YES_WORDS, *NO_WORDS, "Yes please", "nope.", "", "?", "maybe", "yess", "No!"]
-    assert [chat_consent(answer) for answer in answers] == [sms_consent(a) for a in answers]
-
-
 @pytest.mark.parametrize(
     ("option", "name", "message"),
     [

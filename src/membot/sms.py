@@ -129,7 +129,9 @@ def keyword(body: str) -> str | None:
 
 
 def consent(body: str) -> bool | None:
-    """True for a yes, False for a no (the text's first word), None for anything else."""
+    """True for a yes, False for a no (the answer's first word: "Yes please", "sure.",
+    "nope"), None for anything else: how a text or ``membot chat`` answers "shall I
+    remember?"."""
     words = _WORD.findall(body.lower())
     if not words:
         return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import shlex
 
 from rich.console import Console
@@ -10,15 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from membot import Bot, LineInput, MembotError, Memory, Turn
+from membot import Bot, LineInput, MembotError, Memory, Turn, consent
 from membot.cli.conversations import describe
-
-# The SMS flow's words for its remember question (membot.sms), which a front end cannot
-# import: it uses only what membot exports (tests/test_public_api.py). A test in
-# tests/test_cli_chat.py holds the two to the same answers.
-YES_WORDS = frozenset({"yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay"})
-NO_WORDS = frozenset({"no", "n", "nope", "nah"})
-_WORD = re.compile(r"[a-z]+")
 
 HELP = (
     "/recall  what memory the last reply used, with scores\n"
@@ -75,15 +67,6 @@ def end_idle(bot: Bot, user: str, out: Console) -> None:
     hint = f"to remember one: {command} --thread {thread} --remember yes"
     line = f"ended {len(endings)} idle thread(s) without remembering: {names} ({hint})"
     out.print(Text(line, style="dim"))
-
-
-def consent(answer: str) -> bool | None:
-    """True for a yes, False for a no, by the answer's first word ("Yes please", "sure."),
-    None for anything else."""
-    words = _WORD.findall(answer.lower())
-    if words and words[0] in YES_WORDS:
-        return True
-    return False if words and words[0] in NO_WORDS else None
 
 
 def ask_to_remember(out: Console) -> bool:
