@@ -89,7 +89,7 @@ from membot.sms import (
     sms_sender_name,
     split_sms,
 )
-from membot.store.backup import BackupReport, backup_store, restore_store
+from membot.store.backup import BackupReport, backup_store, restore_store, restore_target
 from membot.store.base import DocumentInfo, SmsRecord
 from membot.store.transfer import CopyReport, migrate_store
 
@@ -169,6 +169,7 @@ __all__ = [
     "resolve_embedder",
     "resolve_llm",
     "restore_store",
+    "restore_target",
     "revoke_key",
     "sms_sender_name",
     "split_sms",

@@ -187,3 +187,11 @@ def test_the_cli_backs_up_and_restores(cli, make_memory, tmp_path: Path) -> None
     assert memory.count_lines() == 2
     assert "restored 1 lines" in cli.ok("restore", str(tmp_path / "b.db"), "--yes").output
     assert [line.text for line in memory.history(user="al")] == ["I like the colour cli1"]
+    # A PostgreSQL store: refused before the question, which showed its URL, password too.
+    on_postgres = cli.run(
+        "--db", "postgresql://membot:sekrit@db.invalid/mb", "restore", str(tmp_path / "b.db"),
+        input="n\n",
+    )  # fmt: skip
+    assert isinstance(on_postgres.exception, ConfigError)
+    assert "pg_dump" in str(on_postgres.exception)
+    assert "sekrit" not in on_postgres.output and "Replace everything" not in on_postgres.output

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from membot import BackupReport, backup_store, restore_store
+from membot import BackupReport, backup_store, restore_store, restore_target
 from membot.cli.common import err, options_of, print_json
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print what was copied as JSON.")]
@@ -44,7 +44,8 @@ def restore(
 ) -> None:
     """Replace everything the store holds with a backup, in one transaction."""
     store = options_of(context).db
-    question = f"Replace everything {store} holds with {path}? Lines said since are lost."
+    target = restore_target(store)  # PostgreSQL is refused before asking, and never shown
+    question = f"Replace everything {target} holds with {path}? Lines said since are lost."
     if not yes and not typer.confirm(question, err=True):
         raise typer.Exit(1)
     report = restore_store(path, store)

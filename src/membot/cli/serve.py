@@ -56,7 +56,7 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{port}/"
     err.print(
-        f"membot serving {options.db} at {url} (the web app; API docs at /docs)",
+        f"membot serving {memory.location} at {url} (the web app; API docs at /docs)",
         highlight=False,
         soft_wrap=True,  # a path or address cut in two cannot be copied
         markup=False,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from membot.errors import ConfigError, StoreError
-from membot.store import is_postgres_url, open_store
+from membot.store import is_postgres_url, open_store, sqlite_path
 from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, MIGRATIONS
 from membot.store.sqlite import BUSY_TIMEOUT_SECONDS, SqliteStore
 from membot.store.sqlite_driver import sqlite3
@@ -41,6 +41,15 @@ class BackupReport:
     lines: int
     summaries: int
     size_bytes: int
+
+
+def restore_target(location: str | Path) -> Path:
+    """The SQLite file a restore into ``location`` would replace, to name it before asking
+    (a ``postgresql://`` URL, password and all, was put in the question, and only then
+    refused): ``ConfigError`` for a PostgreSQL store, which pg_dump backs up."""
+    if is_postgres_url(location):
+        raise ConfigError(PG_DUMP_HINT)
+    return sqlite_path(str(location)).absolute()
 
 
 def _sqlite_store(location: str | Path) -> SqliteStore:
