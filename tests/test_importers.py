@@ -185,6 +185,11 @@ def locomo_sample(**changes: object) -> dict:
             '{"text": "hi", "user": "a", "speaker": "' + "s" * 5000 + '"}',
             "speaker has 5,000 characters; at most 200",
         ),
+        (  # PostgreSQL's index refused it: a 503 over HTTP
+            "jsonl",
+            '{"text": "hi", "user": "a", "ref": "' + "r" * 3000 + '"}',
+            "ref has 3,000 characters; at most 500",
+        ),
     ],
 )
 def test_malformed_files_are_refused_before_anything_is_stored(

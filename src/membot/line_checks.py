@@ -26,6 +26,9 @@ MAX_LINE_CHARS = 32_000
 # The longest name (bot, person, thread) or speaker a line may carry, as the server's routes
 # take: a name stands in URLs, in every prompt's transcript and in every recalled block.
 MAX_NAME_CHARS = 200
+# The longest ref (where an imported line came from: an id, a URL). It keys the line's
+# thread in an index, which PostgreSQL keeps to 2,704 bytes (UTF-8: at most 4 a character).
+MAX_REF_CHARS = 500
 # In a Python string every surrogate is a lone one: pairs decode to one character.
 SURROGATE = re.compile("[\ud800-\udfff]")
 CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")  # and the line separators
@@ -97,10 +100,12 @@ def checked_line(item: LineInput) -> LineInput:
             raise ConfigError(f"a line's {label} is text, not {type(value).__name__}")
         if value is not None:
             check_storable(value, f"the {label}")
-    if item.speaker is not None and len(item.speaker) > MAX_NAME_CHARS:
-        raise ConfigError(
-            f"a line's speaker has {len(item.speaker):,} characters; at most {MAX_NAME_CHARS}"
-        )
+    for label, value, limit in (
+        ("speaker", item.speaker, MAX_NAME_CHARS),
+        ("ref", item.ref, MAX_REF_CHARS),  # past it, PostgreSQL's index refused the line: a 503
+    ):
+        if value is not None and len(value) > limit:
+            raise ConfigError(f"a line's {label} has {len(value):,} characters; at most {limit}")
     try:
         role = Role(item.role)
     except ValueError as error:
