@@ -107,6 +107,26 @@ def test_nul_and_invalid_utf8_in_json_bodies_are_refused(
     assert texts(server.memory) == ["earlier"]
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+def test_a_nul_in_an_address_is_refused(server, admin) -> None:
+    """A name with a NUL in the path or query reached the store: PostgreSQL cannot keep
+    one, and answered 503 "the store failed" (a probe of PostgreSQL serving)."""
+    server.memory.add("earlier", user="alice", thread="t1", bot="coach")
+    asked = [
+        ("GET", "/v1/bots/coach/search?q=earlier&user=b%00i"),
+        ("GET", "/v1/bots/coach/users/b%00i/threads"),
+        ("GET", "/v1/bots/coach/users/alice/threads/a%00b/lines"),
+        ("DELETE", "/v1/bots/coach/users/b%00i"),
+        ("GET", "/v1/bots/c%00c/users"),
+        ("POST", "/v1/bots/coach/users/alice/threads/t%001/end"),
+    ]
+    for method, path in asked:
+        answer = server.client.request(method, path, headers=admin)
+        assert answer.status_code == 400, (path, answer.text)
+        assert "NUL" in answer.json()["error"]["message"]
+    assert texts(server.memory) == ["earlier"]
+
+
 def _with_name(body: str | bytes) -> str | bytes:
     """A turn's body as a tool result's (which also names the tool)."""
     if isinstance(body, bytes):

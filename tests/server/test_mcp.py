@@ -232,7 +232,10 @@ async def test_arguments_a_tool_cannot_take_are_named_in_a_sentence(app, memory)
         empty = refusal(await session.call_tool("remember", {"thread": "t", "text": ""}))
         missing = refusal(await session.call_tool("remember", {"thread": "t"}))
         wrong = refusal(await session.call_tool("history", {"thread": 5}))
+        # A NUL in a name reached the store: on PostgreSQL a 503, "the store failed".
+        nul = refusal(await session.call_tool("history", {"thread": "a\x00b"}))
 
+    assert nul.startswith("Error executing tool history: thread: Value error, holds a NUL")
     assert empty == ("Error executing tool remember: text: String should have at least 1 character")
     assert missing == "Error executing tool remember: text: Field required"
     assert wrong == "Error executing tool history: thread: Input should be a valid string"

@@ -96,7 +96,8 @@ def app_from_environment() -> FastAPI:
 
 
 class RequestAccounting:
-    """Refuse bodies past the documented size, and count every request in the metrics.
+    """Refuse bodies past the documented size and addresses holding a NUL, and count every
+    request in the metrics.
 
     Plain ASGI rather than ``BaseHTTPMiddleware``, which runs the rest of each request in a
     task of its own behind in-memory streams: work every request paid for nothing."""
@@ -140,6 +141,13 @@ class RequestAccounting:
                 response = error_response(413, "too_large", too_large, path=scope["path"])
                 state["error_type"] = "too_large"
                 await response(scope, receive, noting_status)
+            elif _holds_nul(scope):
+                # A name with a NUL in the path or query reached PostgreSQL, which cannot keep
+                # one, and was answered 503 "the store failed". No name holds one.
+                path = scope["path"]
+                response = error_response(400, "invalid_request", NUL_IN_ADDRESS, path=path)
+                state["error_type"] = "invalid_request"
+                await response(scope, receive, noting_status)
             else:
                 await self.app(scope, counting_body, noting_status)
         except Exception:
@@ -148,6 +156,15 @@ class RequestAccounting:
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
             service.metrics.count_request(scope["method"], route, status, state.get("error_type"))
+
+
+NUL_IN_ADDRESS = "the address holds a NUL character (%00), which no name holds: remove it"
+
+
+def _holds_nul(scope: Scope) -> bool:
+    """Whether the request's path (decoded) or query string holds a NUL."""
+    query = scope.get("query_string", b"")
+    return "\x00" in scope["path"] or b"%00" in query or b"\x00" in query
 
 
 def _add_health_routes(app: FastAPI) -> None:

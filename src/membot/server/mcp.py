@@ -24,7 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from membot import (
@@ -65,13 +65,26 @@ ERASES = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
+
+
+def _without_nul(name: str | None) -> str | None:
+    """A name as given; a NUL in it reached the store (PostgreSQL answered "the store
+    failed", a 503) where no name can hold one."""
+    if name is not None and "\x00" in name:
+        raise ValueError("holds a NUL character (\\u0000), which no name holds: remove it")
+    return name
+
+
+NoNul = AfterValidator(_without_nul)
 Text = Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
-ThreadName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS)]
+ThreadName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), NoNul]
 UserArgument = Annotated[
-    str | None, Field(description="The person; only with a bot or admin key, which need it.")
+    str | None,
+    Field(description="The person; only with a bot or admin key, which need it."),
+    NoNul,
 ]
 BotArgument = Annotated[
-    str | None, Field(description="The bot; only with an admin key, which needs it.")
+    str | None, Field(description="The bot; only with an admin key, which needs it."), NoNul
 ]
 
 
