@@ -66,7 +66,6 @@ Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
 
-
 def _without_nul(name: str | None) -> str | None:
     """A name as given; a NUL in it reached the store (PostgreSQL answered "the store
     failed", a 503) where no name can hold one."""
