@@ -1,6 +1,6 @@
 """What only the PostgreSQL store has to get right: lines whose ids commit out of order are
-still seen by every reader, migrations run once with servers starting together, and its BM25
-ranks like SQLite's FTS5."""
+still seen by every reader, migrations run once with servers starting together, its BM25
+ranks like SQLite's FTS5, and threads recalling each other do not deadlock."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pgvector.psycopg import register_vector
 
 from membot import Role
 from membot.search import Scope, VectorIndex
-from membot.store import NewLine, SqliteStore, ThreadKey
+from membot.store import BufferEntry, NewLine, SqliteStore, ThreadKey
 from membot.store.postgres import PostgresStore
 from membot.store.postgres_schema import MIGRATIONS
 
@@ -234,3 +234,40 @@ def test_an_approximate_search_finds_what_the_exact_one_does(store: PostgresStor
     indexes = store._query("SELECT indexname FROM pg_indexes WHERE tablename = 'lines'")
     assert ("lines_hnsw_4",) in indexes and ("lines_hnsw_8",) not in indexes
     store.add_lines([NewLine(people[0], Role.HUMAN, "after", np.ones(4, np.float32), 1)])
+
+
+def test_buffers_of_threads_recalling_each_other_change_at_once(store: PostgresStore) -> None:
+    """Two turns at the same moment, each on a thread that recalls the other: each holds its
+    own thread while it asks to hold the other's against a forget. Both buffers are written
+    (its own thread was held ``FOR UPDATE``, which the other's ``FOR KEY SHARE`` waits for:
+    PostgreSQL killed one turn as a deadlock)."""
+    store.add_lines([new_line(ALICE_T1, "hiking"), new_line(ALICE_T2, "hiking again")])
+    ids = [store.thread_id(key) for key in (ALICE_T1, ALICE_T2)]
+    both_hold_their_own = threading.Barrier(2, timeout=10)
+    failures: list[BaseException] = []
+
+    def recall(own: int, other: int) -> None:
+        waited: list[bool] = []
+
+        def push(held: list[BufferEntry]) -> list[BufferEntry]:
+            if not waited:  # a transaction run again does not wait for the other again
+                waited.append(True)
+                both_hold_their_own.wait()
+            return [*held, BufferEntry(other, 1, 1, 0.9, (1,))]
+
+        try:
+            store.change_buffer(own, push)
+        except BaseException as error:  # reported below
+            failures.append(error)
+
+    turns = [
+        threading.Thread(target=recall, args=(ids[0], ids[1])),
+        threading.Thread(target=recall, args=(ids[1], ids[0])),
+    ]
+    for turn in turns:
+        turn.start()
+    for turn in turns:
+        turn.join()
+    assert failures == []
+    assert [entry.source_thread_id for entry in store.buffer(ids[0])] == [ids[1]]
+    assert [entry.source_thread_id for entry in store.buffer(ids[1])] == [ids[0]]

@@ -8,6 +8,9 @@ invariants are kept with many writers on many machines:
   thread take turns and ``seq`` has no gaps or repeats; ``UNIQUE (thread_id, seq)`` stands
   behind it. A batch locks all its threads first, in one order, so batches over the same
   threads wait for each other; a deadlock met anyway (PostgreSQL aborts one side) is retried.
+- Relevance buffers: a turn changes its thread's buffer holding the thread ``FOR NO KEY
+  UPDATE`` and the threads it recalls ``FOR KEY SHARE`` (against a forget), locks that do
+  not conflict, so turns of threads recalling each other do not wait on each other.
 - New lines: ids can commit out of order, so a vector snapshot's cursor is a transaction
   horizon, not an id (``postgres_vectors.py``).
 """

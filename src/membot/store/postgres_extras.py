@@ -74,6 +74,7 @@ class PostgresExtras:
     # Provided by PostgresStore.
     _write: Callable[[], AbstractContextManager[psycopg.Connection]]
     _query: Callable[..., list[tuple]]
+    _retried: Callable[[Callable[[psycopg.Connection], object]], object]
     _check_and_record_embedder: Callable[[psycopg.Connection, tuple[str, int] | None], None]
     _ensure_named: Callable[[psycopg.Connection, str, str], int]
     get_meta: Callable[[str], str | None]
@@ -130,29 +131,41 @@ class PostgresExtras:
         self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
     ) -> list[BufferEntry]:
         """Read, change and write a thread's buffer with its thread's row locked: two
-        servers on one thread cannot lose each other's blocks."""
-        with self._write() as db:
-            db.execute("SELECT 1 FROM threads WHERE id = %s FOR UPDATE", (thread_id,))
-            held = [
-                BufferEntry(r[0], r[1], r[2], r[3], tuple(r[4]))
-                for r in db.execute(
-                    "SELECT source_thread_id, first_seq, last_seq, score, matched_seqs "
-                    "FROM buffer_entries WHERE thread_id = %s ORDER BY position",
-                    (thread_id,),
-                )
-            ]
-            entries = change(held)
-            # A block recalled from a thread forgotten since (another person's, on a bot
-            # that shares memory) is left out: the thread is gone, and the turn goes on.
-            # The rows kept are locked against a forget until the buffer is written.
-            sources = sorted({entry.source_thread_id for entry in entries})
-            found = db.execute(
-                "SELECT id FROM threads WHERE id = ANY(%s) FOR KEY SHARE", (sources,)
+        servers on one thread cannot lose each other's blocks. ``change`` may be called
+        again (a transaction PostgreSQL aborted for a deadlock is run again)."""
+        return self._retried(lambda db: self._change_buffer(db, thread_id, change))  # type: ignore[return-value]
+
+    def _change_buffer(
+        self,
+        db: psycopg.Connection,
+        thread_id: int,
+        change: Callable[[list[BufferEntry]], list[BufferEntry]],
+    ) -> list[BufferEntry]:
+        # FOR NO KEY UPDATE: a second change of this buffer, a line written to the thread
+        # and a forget of it wait; another thread's turn holding this one as recalled (FOR
+        # KEY SHARE, below) does not. With FOR UPDATE, two threads recalling each other
+        # waited on each other in a circle, and PostgreSQL killed one of the turns.
+        db.execute("SELECT 1 FROM threads WHERE id = %s FOR NO KEY UPDATE", (thread_id,))
+        held = [
+            BufferEntry(r[0], r[1], r[2], r[3], tuple(r[4]))
+            for r in db.execute(
+                "SELECT source_thread_id, first_seq, last_seq, score, matched_seqs "
+                "FROM buffer_entries WHERE thread_id = %s ORDER BY position",
+                (thread_id,),
             )
-            existing = {row[0] for row in found}
-            entries = [entry for entry in entries if entry.source_thread_id in existing]
-            if entries != held:
-                self._write_buffer(db, thread_id, entries)
+        ]
+        entries = change(held)
+        # A block recalled from a thread forgotten since (another person's, on a bot
+        # that shares memory) is left out: the thread is gone, and the turn goes on.
+        # The rows kept are locked against a forget until the buffer is written.
+        sources = sorted({entry.source_thread_id for entry in entries})
+        found = db.execute(
+            "SELECT id FROM threads WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE", (sources,)
+        )
+        existing = {row[0] for row in found}
+        entries = [entry for entry in entries if entry.source_thread_id in existing]
+        if entries != held:
+            self._write_buffer(db, thread_id, entries)
         return entries
 
     def save_buffer(self, thread_id: int, entries: Sequence[BufferEntry]) -> None:
