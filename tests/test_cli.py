@@ -276,7 +276,7 @@ def test_bot_show_and_set(cli) -> None:
 
     bad = cli.run("bot", "set", "membot", "threshold", "high")
     assert isinstance(bad.exception, ConfigError)
-    assert "threshold wants a float, got 'high'" in str(bad.exception)
+    assert "threshold wants a number, got 'high'" in str(bad.exception)
     unknown = cli.run("bot", "set", "membot", "colour", "blue")
     assert isinstance(unknown.exception, ConfigError)
     assert "unknown bot setting 'colour'" in str(unknown.exception)

@@ -31,7 +31,7 @@ def test_a_bad_setting_is_one_error_line_and_exit_1(tmp_path: Path) -> None:
     result = membot("--db", str(db), "bot", "set", "membot", "threshold", "high")
 
     assert result.returncode == 1
-    assert "error: bot setting threshold wants a float, got 'high'" in flat(result.stderr)
+    assert "error: bot setting threshold wants a number, got 'high'" in flat(result.stderr)
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
 

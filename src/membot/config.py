@@ -20,6 +20,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_config_dir, user_data_dir
 
 from membot.errors import ConfigError
+from membot.line_checks import CONTROL, MAX_LINE_CHARS, MAX_NAME_CHARS, check_storable
 from membot.templates import DEFAULTS as TEMPLATES
 from membot.templates import TEMPLATE_NAMES, check_template
 
@@ -252,11 +253,36 @@ def _pairs(raw: Any) -> list[tuple[Any, Any]]:
     )
 
 
+# What a setting of each type wants, in words ("wants a int", "wants a tuple" read as code).
+_KIND_WORDS = {
+    "bool": "true or false",
+    "int": "a whole number",
+    "float": "a number",
+    "str": "text",
+    "tuple": "a list of names (comma-separated)",
+}
+# Settings that name a side of the conversation: each labels that side's lines in every
+# prompt, so they are held to a speaker's limits (no line break, as short as a name).
+SPEAKER_SETTINGS = frozenset({"bot_name", "human_name"})
+
+
+def _checked_text(name: str, raw: str) -> str:
+    """A text setting a store can keep, of a size a prompt can hold: a NUL was stored, and a
+    bot_name of 100,000 characters left no room in the prompt for the person's line."""
+    check_storable(raw, f"bot setting {name}")
+    limit = MAX_NAME_CHARS if name in SPEAKER_SETTINGS else MAX_LINE_CHARS
+    if len(raw) > limit:
+        raise ConfigError(f"bot setting {name} has {len(raw):,} characters; at most {limit:,}")
+    if name in SPEAKER_SETTINGS and (bad := CONTROL.search(raw)):
+        raise ConfigError(f"bot setting {name} holds a control character ({bad[0]!r})")
+    return raw
+
+
 def _convert(name: str, raw: Any, current: Any) -> Any:
     """``raw`` as the type of the setting's ``current`` value. Text is read ("3", "yes");
     a value of another kind is not guessed at: 5 is no name, true no count, [1] no text."""
-    kind = type(current).__name__
-    wrong = ConfigError(f"bot setting {name} wants a {kind}, got {raw!r}")
+    kind = _KIND_WORDS.get(type(current).__name__, type(current).__name__)
+    wrong = ConfigError(f"bot setting {name} wants {kind}, got {raw!r}")
     try:
         if isinstance(current, bool):
             if isinstance(raw, str):
@@ -269,7 +295,7 @@ def _convert(name: str, raw: Any, current: Any) -> Any:
         if isinstance(current, str):
             if not isinstance(raw, str):
                 raise wrong
-            return raw
+            return _checked_text(name, raw)
         if isinstance(current, tuple):
             items = raw.split(",") if isinstance(raw, str) else list(raw)
             if not all(isinstance(item, str) for item in items):

@@ -175,7 +175,7 @@ def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Pat
     assert (settings.expand_before, settings.expand_after) == (0, 2)  # bot settings
     assert settings.option("lexical_top", 3) == 2  # the strategy's own option
     assert (settings.threshold, settings.strategy) == (-1.0, "bm25")  # every line kept
-    with pytest.raises(ConfigError, match="expand_before wants a int"):
+    with pytest.raises(ConfigError, match="expand_before wants a whole number"):
         settings_for_ranking("blend", {"expand_before": 1.5})
     settings = settings_for_ranking("blend", {"lexical_weight": 0.7, "time_weight": 0})
     assert settings.option("lexical_weight", 0.5) == 0.7

@@ -168,7 +168,7 @@ function readControl(control, original) {
 }
 
 /** The setting an error message is about: the server names it (``prompt_fmt may not use
- * {X}``, ``bot setting threshold wants a float``, ``threshold must lie between``). */
+ * {X}``, ``bot setting threshold wants a number``, ``threshold must lie between``). */
 function fieldNamed(message, names) {
   const found = names.filter((name) => new RegExp(`(^|[^\\w.])${name}([^\\w]|$)`).test(message));
   return found.sort((a, b) => message.indexOf(a) - message.indexOf(b))[0]
