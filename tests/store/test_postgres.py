@@ -1,10 +1,12 @@
 """What only the PostgreSQL store has to get right: lines whose ids commit out of order are
 still seen by every reader, migrations run once with servers starting together, its BM25
-ranks like SQLite's FTS5, and threads recalling each other do not deadlock."""
+ranks like SQLite's FTS5, threads recalling each other do not deadlock, and the turn after a
+restart of PostgreSQL is answered."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy as np
@@ -271,3 +273,36 @@ def test_buffers_of_threads_recalling_each_other_change_at_once(store: PostgresS
     assert failures == []
     assert [entry.source_thread_id for entry in store.buffer(ids[0])] == [ids[1]]
     assert [entry.source_thread_id for entry in store.buffer(ids[1])] == [ids[0]]
+
+
+def end_every_other_connection(url: str) -> None:
+    """What a restart of PostgreSQL does to a pool: every connection it holds is ended."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+        )
+        for _ in range(100):  # the ended sessions leave within milliseconds
+            (left,) = admin.execute(
+                "SELECT COUNT(*) FROM pg_stat_activity "
+                "WHERE pid <> pg_backend_pid() AND datname = current_database()"
+            ).fetchone()
+            if left == 0:
+                return
+            time.sleep(0.02)
+
+
+def test_the_first_turn_after_a_restart_is_answered(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    """Connections pooled before PostgreSQL restarted are dead: the pools hand out live ones
+    (a server refused its next turns, one per stale connection of its turn pool)."""
+    for number in range(3):  # connections in both pools, each used and put back
+        with store.turn_lock(ALICE_T1):
+            store.add_lines([new_line(ALICE_T1, f"before {number}")])
+    end_every_other_connection(postgres_url)
+
+    with store.turn_lock(ALICE_T1):
+        (line,) = store.add_lines([new_line(ALICE_T1, "after")])
+    assert line.seq == 4
+    assert [said.text for said in store.history("alice", "membot", "t1")][-1] == "after"

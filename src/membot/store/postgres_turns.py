@@ -84,8 +84,15 @@ class PostgresTurnLocks:
     def _open_pool(self) -> ConnectionPool:
         with self._opening:
             if self._pool is None:
+                # Checked as handed out, as the store's pool is: after a restart of
+                # PostgreSQL, each dead connection refused a turn before it was replaced.
                 self._pool = ConnectionPool(
-                    self.url, min_size=0, max_size=self.size, kwargs=self.kwargs, open=True
+                    self.url,
+                    min_size=0,
+                    max_size=self.size,
+                    kwargs=self.kwargs,
+                    check=ConnectionPool.check_connection,
+                    open=True,
                 )
             return self._pool
 
