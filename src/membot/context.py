@@ -38,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from membot.config import BotSettings
+from membot.errors import ConfigError
 from membot.model import Block, ExpertiseChunk, Line, Role, Summary, utc_now
 from membot.quoting import escape, one_line, quote
 from membot.templates import fill
@@ -250,6 +251,35 @@ def match_string(template: str, settings: BotSettings, query: str, feed: Sequenc
     return fill(template, values).strip() or query
 
 
+# The least room a prompt must leave its new line (which it holds twice: in the prompt and
+# as the person's message), in tokens.
+MIN_LINE_ROOM = 32
+
+
+def check_room(settings: BotSettings, counter: TokenCounter) -> None:
+    """``ConfigError`` when the templates alone, with nothing recalled, leave a prompt no
+    room for the person's line: :func:`assemble` then cut the line to nothing and still
+    sent a prompt past the budget (a probe's bot_name of 100,000 characters)."""
+    frame = _frame(settings, counter, history=False, expertise=False)
+    limit = settings.prompt_budget - MESSAGE_OVERHEAD
+    if frame + 2 * MIN_LINE_ROOM > limit:
+        raise ConfigError(
+            f"the bot's templates take {frame:,} tokens of the prompt's {limit:,} "
+            f"(context_size {settings.context_size:,} less reply_tokens "
+            f"{settings.reply_tokens:,}), leaving the person's line under "
+            f"{MIN_LINE_ROOM} tokens: shorten them or raise context_size"
+        )
+
+
+def _frame(settings: BotSettings, counter: TokenCounter, *, history: bool, expertise: bool,
+           now: datetime | None = None) -> int:  # fmt: skip
+    """The tokens of the templates with nothing recalled and no line, counted with the hint
+    templates of the sources that have hints (longer than the no-hints strings)."""
+    values = fill_prompt(settings, "", [], "", [_EMPTY_HINT] if history else [],
+                         [_EMPTY_HINT] if expertise else [], now or utc_now())  # fmt: skip
+    return counter.count(values["PROMPT"])
+
+
 def assemble(
     settings: BotSettings,
     query: str,
@@ -275,7 +305,7 @@ def assemble(
     # The frame: the templates with nothing recalled, counted with the hint templates of the
     # sources that have hints (longer than the no-hints strings), so packing by parts rarely
     # overshoots and the whole prompt is usually tokenised once.
-    frame = size([], "", [_EMPTY_HINT] if history else [], [_EMPTY_HINT] if expertise else [], "")
+    frame = _frame(settings, counter, history=bool(history), expertise=bool(expertise), now=now)
     # The new line: whole, unless it alone (twice: in the prompt and as the user's message)
     # overflows the budget.
     room = max((limit - frame) // 2 - 2, 0)

@@ -16,6 +16,7 @@ from membot.recall.chat import check_strategy
 if TYPE_CHECKING:
     from membot.embed import Embedder
     from membot.store import Store
+    from membot.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 # The stored values this process has warned about, (bot, name): a profile is read every turn.
@@ -29,6 +30,7 @@ class BotProfiles:
     # Provided by Memory.
     store: Store
     embedder: Embedder
+    tokens: TokenCounter
     _recall_lock: threading.RLock
 
     def bot_settings(
@@ -146,9 +148,11 @@ class BotProfiles:
         """The bot's name (every way a profile is saved: create, set, import, PUT), and what
         a single value cannot show: a strategy's numbers, a number another bot has."""
         _check_bot_name(bot)
+        from membot.context import check_room
         from membot.sms import check_number_free
 
         check_strategy(settings)
+        check_room(settings, self.tokens)
         check_number_free(self, bot, settings)
 
     @staticmethod
