@@ -9,9 +9,10 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
-from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
+from membot.errors import ConfigError, NotFoundError, StoreError
 from membot.line_checks import check_storable, check_url_part
 from membot.recall.chat import check_strategy
+from membot.store.base import bot_taken
 
 if TYPE_CHECKING:
     from membot.embed import Embedder
@@ -131,17 +132,17 @@ class BotProfiles:
             raise ConfigError("a bot needs a name")
         _check_bot_name(bot)  # before the store is asked: it cannot take every string
         if self.has_bot(bot):
-            raise ConflictError(
-                f"a bot named {bot!r} exists already: choose another name, or change that "
-                "bot's profile"
-            )
-        return self.replace_profile(bot, dict(values))
+            raise bot_taken(bot)
+        return self.replace_profile(bot, dict(values), new=True)
 
-    def replace_profile(self, bot: str, values: dict[str, object]) -> BotSettings:
-        """Make ``values`` the bot's whole stored profile (the rest reverts to defaults)."""
+    def replace_profile(
+        self, bot: str, values: dict[str, object], *, new: bool = False
+    ) -> BotSettings:
+        """Make ``values`` the bot's whole stored profile (the rest reverts to defaults);
+        with ``new``, only if no bot has the name, checked as it is saved."""
         settings = BotSettings().with_values(values)
         self._check_profile(bot, settings)
-        self.store.save_bot(bot, self._changed_from_defaults(settings))
+        self.store.save_bot(bot, self._changed_from_defaults(settings), new=new)
         return settings
 
     def _check_profile(self, bot: str, settings: BotSettings) -> None:

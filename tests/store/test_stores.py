@@ -480,6 +480,41 @@ def test_one_sms_number_is_saved_for_one_bot_only(store: Store) -> None:
     store.save_bot("rc", {"sms_number": "+15550100008"})
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+def test_a_bot_is_made_once_however_many_ask_at_once(memory) -> None:
+    """Five POST /v1/bots of one name at once got five 201s, each saving its settings over
+    the others' (a probe of PostgreSQL serving): a maker of a bot that shares nothing could
+    be told yes for one that shares. Whether the name is free is asked again as it is
+    saved."""
+    import threading
+
+    from membot import ConflictError
+
+    store = memory.store
+    store.save_bot("solo", {"bot_name": "First"}, new=True)
+    with pytest.raises(ConflictError, match="a bot named 'solo' exists already"):
+        store.save_bot("solo", {"bot_name": "Second"}, new=True)
+    assert store.bot_settings("solo") == {"bot_name": "First"}
+
+    start, made, refused = threading.Barrier(6), [], []
+
+    def create(number: int) -> None:
+        start.wait()
+        try:
+            memory.create_bot("crowd", bot_name=f"Maker {number}")
+            made.append(number)
+        except ConflictError:
+            refused.append(number)
+
+    workers = [threading.Thread(target=create, args=(n,)) for n in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert len(made) == 1 and len(refused) == 5
+    assert memory.bot_settings("crowd").bot_name == f"Maker {made[0]}"
+
+
 def test_a_bots_deletion_revokes_its_keys_in_the_same_transaction(memory) -> None:
     """Keys were revoked after the store's deletion returned, which now rewrites the file:
     for seconds a key of the deleted bot still worked, and made the bot again (a review)."""

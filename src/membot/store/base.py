@@ -269,9 +269,11 @@ class BotStore(Protocol):
     def people(self, bot: str) -> list[str]: ...
     def bot_id(self, bot: str) -> int | None: ...
     def bot_settings(self, bot: str) -> dict | None: ...
-    def save_bot(self, bot: str, settings: dict) -> None:
+    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
         """Save the bot's settings; ``ConflictError`` (:func:`number_taken`) when another bot
-        answers its ``sms_number``, checked in the same transaction."""
+        answers its ``sms_number``, checked in the same transaction, and with ``new`` when
+        the bot exists (:func:`bot_taken`): two creations of one name at once were both
+        told they made it, and the last one's settings won."""
         ...
 
     def delete_bot(self, bot: str) -> dict[str, int]:
@@ -466,6 +468,13 @@ def number_owner(rows: Sequence[tuple[str, str]], number: str) -> str | None:
         except (ValueError, AttributeError):
             continue
     return None
+
+
+def bot_taken(bot: str) -> ConflictError:
+    """The error for making a bot whose name another bot has."""
+    return ConflictError(
+        f"a bot named {bot!r} exists already: choose another name, or change that bot's profile"
+    )
 
 
 def number_taken(owner: str, number: str) -> ConflictError:

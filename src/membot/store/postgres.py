@@ -39,6 +39,7 @@ from membot.store.base import (
     NewLine,
     SourceKey,
     ThreadKey,
+    bot_taken,
     number_owner,
     number_taken,
     ranges_condition,
@@ -291,8 +292,16 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         rows = self._query("SELECT settings FROM bots WHERE name = %s", (bot,))
         return json.loads(rows[0][0]) if rows else None
 
-    def save_bot(self, bot: str, settings: dict) -> None:
+    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
         with self._write() as db:
+            if new:  # ON CONFLICT waits for another creation of the name to commit
+                made = db.execute(
+                    "INSERT INTO bots (name, created_at) VALUES (%s, %s) "
+                    "ON CONFLICT (name) DO NOTHING RETURNING id",
+                    (bot, utc_now()),
+                ).fetchone()
+                if made is None:
+                    raise bot_taken(bot)
             if number := settings.get("sms_number"):
                 # Checked under one lock, in the transaction that saves it: two bots given one
                 # number at once both passed a check made before it.

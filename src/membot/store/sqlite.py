@@ -27,6 +27,7 @@ from membot.store.base import (
     ThreadKey,
     VectorRows,
     VectorSnapshot,
+    bot_taken,
     number_owner,
     number_taken,
     ranges_condition,
@@ -270,8 +271,11 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         rows = self._query("SELECT settings FROM bots WHERE name = ?", (bot,))
         return json.loads(rows[0][0]) if rows else None
 
-    def save_bot(self, bot: str, settings: dict) -> None:
+    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
         with self._write() as db:
+            # One writer at a time (BEGIN IMMEDIATE): no other creation comes between.
+            if new and db.execute("SELECT 1 FROM bots WHERE name = ?", (bot,)).fetchone():
+                raise bot_taken(bot)
             if number := settings.get("sms_number"):
                 # In the write that saves it: two bots given one number at once both passed
                 # a check made before it.
