@@ -17,8 +17,23 @@ def _error(response) -> dict:
     return body["error"]
 
 
+def test_readyz_says_when_the_store_cannot_be_read(server: Server, monkeypatch):
+    """/healthz answered 200 all the while PostgreSQL was down (a probe): /readyz asks the
+    store, and says 503 without saying where it is."""
+    from membot import StoreError
+
+    def down() -> list[str]:
+        raise StoreError(f"the store at {server.memory.location} failed: connection refused")
+
+    monkeypatch.setattr(server.memory, "bots", down)
+    answer = server.client.get("/readyz")
+    assert answer.status_code == 503 and server.memory.location not in answer.text
+    assert server.client.get("/healthz").status_code == 200
+
+
 def test_health_openapi_and_docs_answer(server: Server):
     assert server.client.get("/healthz").json() == {"status": "ok"}
+    assert server.client.get("/readyz").json() == {"status": "ok"}
     schema = server.client.get("/openapi.json").json()
     assert "/v1/bots/{bot}/turns" in schema["paths"]
     assert "swagger" in server.client.get("/docs").text.lower()

@@ -173,6 +173,18 @@ def _add_health_routes(app: FastAPI) -> None:
         return {"status": "ok"}
 
     @app.get(
+        "/readyz",
+        tags=["operations"],
+        summary="Readiness: the process answers and reads its store (503 while it cannot).",
+    )
+    def readyz(request: Request) -> dict[str, str]:
+        # /healthz answered 200 all the while PostgreSQL was down (a probe): a load balancer
+        # asking it kept sending turns to a server that could only refuse them.
+        service: Service = request.app.state.service
+        service.memory.bots()  # a store that fails is the usual 503, without its location
+        return {"status": "ok"}
+
+    @app.get(
         "/metrics",
         tags=["operations"],
         response_class=PlainTextResponse,
