@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -122,6 +122,9 @@ class Memory(BotProfiles, SummariesAndExpertise):
         # per-store-state caches): one thread at a time, so a server's threads can share
         # one Memory. Storing lines is serialised by the store itself.
         self._recall_lock = threading.RLock()
+        # The turn locks each of this process's threads holds: a thread holding one takes
+        # it again at once (a line added inside a turn lock waited 180 s for itself).
+        self._turns_held = threading.local()
 
     @property
     def location(self) -> str:
@@ -189,8 +192,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """Store one line: line, vector and lexical row commit together. A turn of the
         thread under way, in any process, is answered first (the store's turn lock): the
         line never comes between a turn's line and its reply."""
-        item = LineInput(text, user, thread, role, bot, created_at, speaker)
-        with self.turn_lock(bot=bot, user=user, thread=thread):
+        item = self.validate_line(LineInput(text, user, thread, role, bot, created_at, speaker))
+        with self.turn_lock(bot=item.bot, user=item.user, thread=item.thread):
             line, _ = self.add_with_vector(item)
         return line
 
@@ -213,10 +216,22 @@ class Memory(BotProfiles, SummariesAndExpertise):
             )
         return stored[0], vector
 
-    def turn_lock(self, *, bot: str, user: str, thread: str) -> AbstractContextManager[None]:
+    @contextmanager
+    def turn_lock(self, *, bot: str, user: str, thread: str) -> Iterator[None]:
         """Held for a whole turn of the thread: two turns of one thread, in any processes,
-        follow each other, and an import into it waits (docs/reliability.md)."""
-        return self.store.turn_lock(ThreadKey(bot, user, thread))
+        follow each other, and an import into it waits (docs/reliability.md). A thread of
+        this process that holds it already holds it again (``add`` inside it)."""
+        key = ThreadKey(bot, user, thread)
+        held: set[ThreadKey] = self._turns_held.__dict__.setdefault("keys", set())
+        if key in held:
+            yield
+            return
+        with self.store.turn_lock(key):
+            held.add(key)
+            try:
+                yield
+            finally:
+                held.discard(key)
 
     def discard_embedding(self, item: LineInput) -> None:
         """Forget the cached vector of a line that was embedded but not stored (a reply whose

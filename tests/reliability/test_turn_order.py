@@ -189,6 +189,24 @@ def test_a_line_added_waits_for_the_turn_under_way(store_url: str, through: str)
         memory.close()
 
 
+def test_a_line_added_inside_its_threads_turn_lock_does_not_wait_for_itself(store_url: str):
+    """Memory.add takes the thread's turn lock: inside that lock (as MCP's remember held
+    it) it waited 180 s for itself, then failed (a review). A bad line is refused first."""
+    from membot import ConfigError
+
+    memory = Memory(store_url, embedder=HashingEmbedder())
+    try:
+        started = time.monotonic()
+        with memory.turn_lock(bot="membot", user="sam", thread="t"):
+            memory.add("mine", user="sam", thread="t")
+        assert time.monotonic() - started < 10
+        with pytest.raises(ConfigError, match="a line needs a user name"):
+            memory.add("hi", user=None, thread="t")  # type: ignore[arg-type]
+        assert [line.text for line in memory.history(user="sam")] == ["mine"]
+    finally:
+        memory.close()
+
+
 @pytest.mark.parametrize("through", ["bot", "service"])
 def test_a_turn_waiting_while_its_bot_is_deleted_does_not_make_it_again(
     store_url: str, through: str
