@@ -306,3 +306,54 @@ def test_the_first_turn_after_a_restart_is_answered(
         (line,) = store.add_lines([new_line(ALICE_T1, "after")])
     assert line.seq == 4
     assert [said.text for said in store.history("alice", "membot", "t1")][-1] == "after"
+
+
+def test_a_bot_made_while_its_profile_is_saved_elsewhere_takes_the_same_locks(
+    store: PostgresStore, postgres_url: str
+) -> None:
+    """Making a bot with a phone number took the bot's new row, then the number's lock; a
+    save of that bot's profile took them the other way round, and PostgreSQL killed one of
+    the two as a deadlock (a review: a 503 for PUT profile or the creation)."""
+    from contextlib import contextmanager
+
+    other = PostgresStore(postgres_url)
+    made_row = threading.Event()
+    writing = store._write
+
+    class Pausing:  # the creation holds its locks a moment after its INSERT
+        def __init__(self, db) -> None:
+            self.db = db
+
+        def execute(self, sql, *args, **kwargs):
+            result = self.db.execute(sql, *args, **kwargs)
+            if sql.startswith("INSERT INTO bots") and not made_row.is_set():
+                row = result.fetchone()
+                made_row.set()
+                time.sleep(0.5)
+                return type("Row", (), {"fetchone": lambda _self: row})()
+            return result
+
+    @contextmanager
+    def pausing_write():
+        with writing() as db:
+            yield Pausing(db)
+
+    store._write = pausing_write  # type: ignore[method-assign]
+    failures: list[Exception] = []
+
+    def create() -> None:
+        try:
+            store.save_bot("coach", {"sms_number": "+15550100000"}, new=True)
+        except Exception as error:
+            failures.append(error)
+
+    creating = threading.Thread(target=create)
+    creating.start()
+    try:
+        assert made_row.wait(10)
+        other.save_bot("coach", {"sms_number": "+15550100000", "bot_name": "Cy"})
+    finally:
+        creating.join(30)
+        other.close()
+    assert failures == []
+    assert store.bot_settings("coach") == {"sms_number": "+15550100000", "bot_name": "Cy"}

@@ -294,6 +294,13 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
 
     def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
         with self._write() as db:
+            number = settings.get("sms_number")
+            if number:
+                # Checked under one lock, in the transaction that saves it: two bots given one
+                # number at once both passed a check made before it. Taken first, before any
+                # row, so every save takes its locks in one order (a new bot's row, then this
+                # lock, deadlocked with a save of that bot taking them the other way round).
+                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SMS_NUMBER_LOCK_CLASS,))
             if new:  # ON CONFLICT waits for another creation of the name to commit
                 made = db.execute(
                     "INSERT INTO bots (name, created_at) VALUES (%s, %s) "
@@ -302,10 +309,7 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 ).fetchone()
                 if made is None:
                     raise bot_taken(bot)
-            if number := settings.get("sms_number"):
-                # Checked under one lock, in the transaction that saves it: two bots given one
-                # number at once both passed a check made before it.
-                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SMS_NUMBER_LOCK_CLASS,))
+            if number:
                 rows = db.execute(
                     "SELECT name, settings FROM bots WHERE name != %s AND strpos(settings, %s) > 0",
                     (bot, number),
