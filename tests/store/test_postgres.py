@@ -247,11 +247,13 @@ def test_buffers_of_threads_recalling_each_other_change_at_once(store: PostgresS
     ids = [store.thread_id(key) for key in (ALICE_T1, ALICE_T2)]
     both_hold_their_own = threading.Barrier(2, timeout=10)
     failures: list[BaseException] = []
+    runs: list[int] = []  # each change once: a deadlock met would run one again
 
     def recall(own: int, other: int) -> None:
         waited: list[bool] = []
 
         def push(held: list[BufferEntry]) -> list[BufferEntry]:
+            runs.append(own)
             if not waited:  # a transaction run again does not wait for the other again
                 waited.append(True)
                 both_hold_their_own.wait()
@@ -271,6 +273,7 @@ def test_buffers_of_threads_recalling_each_other_change_at_once(store: PostgresS
     for turn in turns:
         turn.join()
     assert failures == []
+    assert sorted(runs) == sorted(ids), "a deadlock was met, and the retry hid it"
     assert [entry.source_thread_id for entry in store.buffer(ids[0])] == [ids[1]]
     assert [entry.source_thread_id for entry in store.buffer(ids[1])] == [ids[0]]
 
