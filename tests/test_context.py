@@ -237,3 +237,8 @@ def test_a_profile_whose_templates_leave_no_room_for_the_line_is_refused(memory)
         memory.create_bot("cramped", context_size=400)  # 144 tokens for the whole prompt
     assert memory.bots() == []
     memory.create_bot("roomy", prompt_fmt=long_template, context_size=32_768)
+    # A profile an earlier membot kept with little room still changes its other settings.
+    memory.store.save_bot("kept", {"context_size": 400})
+    assert memory.configure_bot("kept", threshold=0.4).threshold == 0.4
+    with pytest.raises(ConfigError, match="and 12 for the messages' framing"):
+        memory.configure_bot("kept", bot_name="Cy")  # what sizes the prompt: checked

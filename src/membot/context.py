@@ -41,7 +41,7 @@ from membot.config import BotSettings
 from membot.errors import ConfigError
 from membot.model import Block, ExpertiseChunk, Line, Role, Summary, utc_now
 from membot.quoting import escape, one_line, quote
-from membot.templates import fill
+from membot.templates import TEMPLATE_NAMES, fill
 from membot.tokens import TokenCounter
 
 # Tokens a chat template adds around the two messages (role markers, separators).
@@ -256,6 +256,13 @@ def match_string(template: str, settings: BotSettings, query: str, feed: Sequenc
 MIN_LINE_ROOM = 32
 
 
+def prompt_shape(settings: BotSettings) -> tuple:
+    """What sizes a prompt before anything is recalled: the budget, the names, the
+    templates."""
+    names = ("context_size", "reply_tokens", "bot_name", "human_name", *TEMPLATE_NAMES)
+    return tuple(getattr(settings, name) for name in names)
+
+
 def check_room(settings: BotSettings, counter: TokenCounter) -> None:
     """``ConfigError`` when the templates alone, with nothing recalled, leave a prompt no
     room for the person's line: :func:`assemble` then cut the line to nothing and still
@@ -266,8 +273,9 @@ def check_room(settings: BotSettings, counter: TokenCounter) -> None:
         raise ConfigError(
             f"the bot's templates take {frame:,} tokens of the prompt's {limit:,} "
             f"(context_size {settings.context_size:,} less reply_tokens "
-            f"{settings.reply_tokens:,}), leaving the person's line under "
-            f"{MIN_LINE_ROOM} tokens: shorten them or raise context_size"
+            f"{settings.reply_tokens:,} and {MESSAGE_OVERHEAD} for the messages' framing), "
+            f"leaving the person's line under {MIN_LINE_ROOM} tokens (it is sent twice): "
+            "shorten them or raise context_size"
         )
 
 

@@ -82,8 +82,9 @@ class BotProfiles:
         """Change a bot's stored settings (unknown names and bad values are refused, and
         nothing is saved). Stored names this membot does not know (a newer membot's, on a
         store both use) are kept as they were."""
-        settings = self.bot_settings(bot).with_values(values)
-        self._check_profile(bot, settings)
+        before = self.bot_settings(bot)
+        settings = before.with_values(values)
+        self._check_profile(bot, settings, before)
         others = {k: v for k, v in self._stored_values(bot).items() if k not in SETTING_NAMES}
         self.store.save_bot(bot, {**others, **self._changed_from_defaults(settings)})
         return settings
@@ -141,19 +142,24 @@ class BotProfiles:
         """Make ``values`` the bot's whole stored profile (the rest reverts to defaults);
         with ``new``, only if no bot has the name, checked as it is saved."""
         settings = BotSettings().with_values(values)
-        self._check_profile(bot, settings)
+        self._check_profile(bot, settings, None if new else self.bot_settings(bot))
         self.store.save_bot(bot, self._changed_from_defaults(settings), new=new)
         return settings
 
-    def _check_profile(self, bot: str, settings: BotSettings) -> None:
+    def _check_profile(
+        self, bot: str, settings: BotSettings, before: BotSettings | None = None
+    ) -> None:
         """The bot's name (every way a profile is saved: create, set, import, PUT), and what
-        a single value cannot show: a strategy's numbers, a number another bot has."""
+        a single value cannot show: a strategy's numbers, a number another bot has, room in
+        the prompt for the person's line (only where what sizes the prompt changes from
+        ``before``: a profile an earlier membot kept may still change its other settings)."""
         _check_bot_name(bot)
-        from membot.context import check_room
+        from membot.context import check_room, prompt_shape
         from membot.sms import check_number_free
 
         check_strategy(settings)
-        check_room(settings, self.tokens)
+        if before is None or prompt_shape(settings) != prompt_shape(before):
+            check_room(settings, self.tokens)
         check_number_free(self, bot, settings)
 
     @staticmethod
