@@ -92,6 +92,13 @@ def test_another_programs_sqlite_database_is_left_as_it_is(tmp_path) -> None:
     with pytest.raises(StoreError, match=r"a SQLite database but not a membot store .*parts"):
         open_store(path)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    versioned = tmp_path / "versioned.db"  # other programs set user_version too (a review)
+    with sqlite3.connect(versioned) as other:
+        other.execute("CREATE TABLE parts (name TEXT)")
+        other.execute("PRAGMA user_version = 3")
+    other.close()
+    with pytest.raises(StoreError, match="not a membot store"):
+        open_store(versioned)
     empty = tmp_path / "empty.db"
     sqlite3.connect(empty).close()  # an empty database is as good as a new file
     open_store(empty).close()

@@ -184,16 +184,16 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     def _refuse_a_stranger(self) -> None:
         """``StoreError`` when the file is another program's SQLite database: membot made
-        its tables in there (and turned its log to WAL) as if it were a new store."""
-        if self._db.execute("PRAGMA user_version").fetchone()[0]:
-            return  # a membot store: its migrations set the version with its tables
+        its tables in there (and turned its log to WAL) as if it were a new store. A membot
+        store has its ``meta`` table from its first migration on (made with the others, in
+        one transaction); another program may set ``user_version`` too."""
         tables = [
             row[0]
             for row in self._db.execute(
                 "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
             )
         ]
-        if tables:
+        if tables and "meta" not in tables:
             shown = ", ".join(tables[:5]) + (", …" if len(tables) > 5 else "")
             raise StoreError(
                 f"{self.path} is a SQLite database but not a membot store (it holds {shown}): "
