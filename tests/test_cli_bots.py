@@ -68,7 +68,7 @@ def test_a_profile_round_trips_through_toml(cli, tmp_path: Path) -> None:
     printed = cli.ok("bot", "export", "copy").stdout
     assert 'bot_name = "Noam Chomsky"' in printed
     missing = cli.run("bot", "export", "chmosky")
-    assert missing.exit_code != 0 and "`membot bot list` shows them" in str(missing.exception)
+    assert missing.exit_code != 0 and "`membot bot create chmosky`" in str(missing.exception)
 
 
 def test_a_bad_profile_file_is_refused_before_anything_is_stored(cli, tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ class Bot:
         include ``tool``: live data should be fetched again, not remembered. A turn of the
         thread under way, in any process, is answered first: the result follows the reply."""
         if not tool.strip():  # the speaker would read "TOOL ": whose result, nobody could tell
-            raise ConfigError("a tool result needs the tool's name (weather, for example)")
+            raise ConfigError("a tool result needs the tool's name: weather, for example")
         return self.memory.add(
             text, user=user, thread=thread, role=Role.TOOL, bot=self.name, speaker=f"TOOL {tool}"
         )

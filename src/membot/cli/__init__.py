@@ -184,8 +184,6 @@ def tool(
 ) -> None:
     """Store a tool's result in a thread (role tool): in the prompt while recent, never
     recalled later unless the bot's recall_roles include tool."""
-    if not name.strip():
-        raise ConfigError("a tool result needs the tool's name: --name weather, for example")
     memory = options_of(context).memory()
     require_bot(memory, bot)
     line = Bot(memory, name=bot).add_tool_result(text, user=user, thread=thread, tool=name)

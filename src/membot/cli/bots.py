@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from membot import DEFAULT_BOT, ConfigError, NotFoundError, profile_from_toml, profile_to_toml
+from membot import DEFAULT_BOT, ConfigError, profile_from_toml, profile_to_toml
 from membot.cli.common import err, options_of, out, print_json, require_bot
 
 bot_app = typer.Typer(
@@ -92,15 +92,14 @@ def bot_export(
 ) -> None:
     """Write a bot's whole profile as TOML."""
     memory = options_of(context).memory()
-    if not memory.has_bot(name):
-        raise NotFoundError(f"no bot named {name!r}; `membot bot list` shows them")
+    require_bot(memory, name)
     text = profile_to_toml(name, memory.bot_settings(name))
     if file is None:
         sys.stdout.write(text)
         return
     if file.is_dir():
         raise ConfigError(f"{file} is a folder: give the profile file's name")
-    if file.exists() and not replace:
+    if file.is_file() and not replace:  # a device (/dev/stdout) is written to as asked
         raise ConfigError(f"{file} exists: choose another name, or pass --replace")
     if not file.parent.is_dir():
         raise ConfigError(f"cannot write {file}: there is no folder {file.parent}")

@@ -78,7 +78,8 @@ def ask_to_remember(out: Console) -> bool:
         answer = ""
     agreed = consent(answer)
     if agreed is None:
-        out.print(Text(f"{answer.strip()!r} is neither yes nor no: taken as no", style="dim"))
+        said = repr(answer.strip()) if answer.strip() else "no answer"
+        out.print(Text(f"{said} is neither yes nor no: taken as no", style="dim"))
     return bool(agreed)
 
 
