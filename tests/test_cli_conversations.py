@@ -62,6 +62,19 @@ def test_end_with_remember_yes_keeps_a_summary_that_memories_lists(cli, script, 
     assert cli.json("memories", "--user", "bob") == []
 
 
+def test_memories_shows_each_thread_name_whole(cli, make_memory) -> None:
+    """Two threads of one minute ("chat-2026-11-26-102701", "…102759") were cut to the same
+    "chat-2026-11-26-1027…" in the table (a walkthrough)."""
+    memory = make_memory(path=cli.db)
+    for thread in ("chat-2026-11-26-102701", "chat-2026-11-26-102759"):
+        memory.add("I keep bees on the roof.", user="alice", thread=thread)
+        points = "- keeps bees on the roof of the building, three hives, since last spring" * 3
+        memory.add_summary(bot="membot", user="alice", thread=thread, text=points)
+    shown = cli.ok("memories", "--user", "alice").stdout
+    assert "membot / chat-2026-11-26-102701" in shown
+    assert "membot / chat-2026-11-26-102759" in shown
+
+
 def test_end_with_remember_no_derives_nothing_and_loads_no_model(cli, script, minilm) -> None:
     cli.say("I am allergic to peanuts.", "alice", "t1")
     llm = script(json.dumps(POINTS))

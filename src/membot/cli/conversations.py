@@ -11,7 +11,7 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from membot import DEFAULT_BOT, ConfigError, Ending, Summary
@@ -129,7 +129,12 @@ def memories(
 
 
 def _table(summaries: list[Summary]) -> Table:
-    table = Table("id", "bot / thread", "covers", "categories", "key points")
+    # A thread's name is shown whole, the key points wrap instead: cut short, two threads of
+    # one minute read alike ("chat-2026-11-26-1027…").
+    names = [f"{summary.bot} / {summary.thread}" for summary in summaries]
+    widest = min(max(map(len, names), default=12), 60)
+    thread = Column("bot / thread", min_width=widest, overflow="fold")
+    table = Table("id", thread, "covers", "categories", "key points")
     for summary in summaries:
         start = summary.covers_from.strftime("%Y-%m-%d")
         end = summary.covers_to.strftime("%Y-%m-%d")
