@@ -37,7 +37,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 import re
+import socket
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
@@ -61,6 +63,9 @@ MESSAGE_LIMIT = 1600
 # Twilio retries a webhook within minutes; a day covers that with room to spare, and the
 # replies kept for it are the person's words, so they are not kept longer.
 KEEP_RECORDS = timedelta(days=1)
+# A text still being answered this long after it came is taken as one whose answerer died,
+# wherever it ran (on this machine a dead process is seen at once): past any reply's wait.
+ORPHANED_AFTER = timedelta(minutes=10)
 SOURCE_PREFIX = "twilio:"
 STATE_RETRIES = 5
 MIN_SECRET_CHARS = 16
@@ -229,10 +234,48 @@ def check_number_free(memory: Memory, bot: str, settings: BotSettings) -> None:
 
 
 def claim_sms(memory: Memory, text: IncomingText) -> SmsRecord | None:
-    """None when ``text`` is new (recorded now as being answered); else its record, for a
-    text Twilio sent again."""
-    record = SmsRecord(text.sid, text.bot, text.sender, utc_now())
-    return _sms_store(memory).claim_sms_message(record, utc_now() - KEEP_RECORDS)
+    """None when ``text`` is new (recorded now as being answered by this process) or its
+    answerer died (:func:`orphaned`: taken over now); else its record, for a text Twilio
+    sent again. A worker killed while it answered left its texts "being answered" for a
+    day: every retry got an empty answer, and a text still waiting its turn was never
+    stored (a probe)."""
+    store = _sms_store(memory)
+    record = SmsRecord(text.sid, text.bot, text.sender, utc_now(), answerer=answering())
+    seen = store.claim_sms_message(record, utc_now() - KEEP_RECORDS)
+    if seen is not None and orphaned(seen) and store.take_over_sms_message(seen, answering()):
+        log.warning("text %s: its answerer is gone; answering it again", text.sid)
+        return None
+    return seen
+
+
+# What a record's ``answerer`` starts with: then the answering process's machine and id.
+ANSWERING = "answering:"
+
+
+def answering() -> str:
+    """What a record's ``answerer`` holds while this process answers it."""
+    return f"{ANSWERING}{socket.gethostname()}:{os.getpid()}"
+
+
+def orphaned(record: SmsRecord, now: datetime | None = None) -> bool:
+    """Whether ``record`` is still being answered by a process that is gone: one of this
+    machine that no longer runs, or any after :data:`ORPHANED_AFTER`."""
+    if not record.in_flight:
+        return False
+    if (now or utc_now()) - record.received_at > ORPHANED_AFTER:
+        return True
+    host, _, pid = (record.answerer or "").removeprefix(ANSWERING).rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if int(pid) == os.getpid():
+        return False  # this process is answering it still
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # it runs, as someone else
+        return False
+    return False
 
 
 def record_sms_answer(memory: Memory, sid: str, replies: list[str], via: str) -> None:
@@ -403,8 +446,10 @@ class TextConversations:
         """The bot's answer to ``body`` in ``thread``, cut into texts."""
         try:
             turn = self.take_turn(body, user=user, thread=thread, source_key=SOURCE_PREFIX + sid)
-        except ConflictError:  # stored by an earlier try of this text, and answered then
-            return []
+        except ConflictError:  # stored by an earlier try of this text
+            # Answered then, or its answerer died before the reply (the thread ends with it).
+            lines = self.memory.history(user=user, bot=self.bot.name, thread=thread)
+            return [UNANSWERED] if lines and lines[-1].role == Role.HUMAN else []
         except TurnFailedError as failed:  # the text is kept, as the answer says
             log.warning("a text's turn failed after it was stored: %s", failed)
             return [UNANSWERED]

@@ -80,9 +80,10 @@ def test_two_processes_turns_of_one_thread_keep_each_reply_after_its_line(
         ready = tmp_path / f"{name}.ready"
         command = [sys.executable, "-c", TALKER, db, name, str(ready), str(go), TESTS]
         talkers.append((subprocess.Popen(command, stderr=subprocess.PIPE, text=True), ready))
-    for _, ready in talkers:
-        while not ready.exists():
-            pass
+    for process, ready in talkers:
+        while not ready.exists():  # a talker that died says why, rather than a wait for good
+            assert process.poll() is None, process.stderr.read()
+            time.sleep(0.001)
     go.touch()
     for process, _ in talkers:
         assert process.wait(timeout=120) == 0, process.stderr.read()

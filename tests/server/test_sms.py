@@ -193,6 +193,48 @@ def test_a_replayed_text_is_stored_once_and_answered_the_same_way(sms: Sms):
     assert sms.stored() == 2 and len(sms.llm.history) == 1
 
 
+def _claimed_by_a_dead_process(sms: Sms, sid: str) -> None:
+    """A text claimed ("being answered") by a worker that was killed since."""
+    import socket
+    import subprocess
+    from datetime import timedelta
+
+    from membot import utc_now
+    from membot.store.base import SmsRecord
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    answerer = f"answering:{socket.gethostname()}:{gone.pid}"
+    sender = sms_sender_name(PERSON, SECRET)
+    record = SmsRecord(sid, "coach", sender, utc_now(), answerer=answerer)
+    assert sms.memory.store.claim_sms_message(record, utc_now() - timedelta(days=1)) is None
+
+
+def test_a_text_whose_answerer_died_is_answered_by_a_retry(sms: Sms):
+    """A worker killed while it answered left its texts "being answered" for a day: every
+    retry got an empty answer, a text still waiting its turn was never stored, and one
+    stored but not yet answered never was (a probe of multi-worker serving)."""
+    from membot import LineInput, Role
+
+    sms.llm.enqueue("Hello!", "Noted: Tuesday.")
+    assert sms.text("hello") == ["Hello!"]
+    waiting = message("is Tuesday fine?")  # claimed, then its worker died before its turn
+    _claimed_by_a_dead_process(sms, waiting["MessageSid"])
+    assert replies(sms.post(waiting)) == ["Noted: Tuesday."]
+    assert replies(sms.post(waiting)) == ["Noted: Tuesday."]  # and once answered, as before
+    assert sms.stored() == 4
+
+    stored = message("and Friday?")  # its line stored, then its worker died
+    _claimed_by_a_dead_process(sms, stored["MessageSid"])
+    thread = sms.memory.history(user=sms_sender_name(PERSON, SECRET))[-1].thread
+    sms.memory.add_with_vector(LineInput("and Friday?", sms_sender_name(PERSON, SECRET), thread,
+                                         Role.HUMAN, "coach",
+                                         source_key="twilio:" + stored["MessageSid"]))  # fmt: skip
+    (apology,) = replies(sms.post(stored))
+    assert "no need to send it again" in apology  # kept, and said so: not an empty answer
+    assert sms.stored() == 5 and len(sms.llm.history) == 2
+
+
 def test_a_long_reply_comes_back_as_several_messages(sms: Sms):
     reply = " ".join(f"Step {i} of your plan is an easy run." for i in range(120))
     sms.llm.enqueue(reply)

@@ -458,6 +458,16 @@ def test_sms_state_is_compare_and_set_and_a_text_is_claimed_once(store: Store) -
     store.answer_sms_message("SM1", ["Hi!", "Bye."], "twiml")
     held = store.claim_sms_message(record, when)
     assert held is not None and (held.replies, held.via) == (("Hi!", "Bye."), "twiml")
+    assert not store.take_over_sms_message(held, "answering:h:2")  # answered: not to take
+
+    # A text whose answerer died is taken over once: the first retry to ask has it.
+    claimed = SmsRecord("SM2", "barista", "sms-ab12", when, answerer="answering:h:1")
+    assert store.claim_sms_message(claimed, when) is None
+    seen = store.claim_sms_message(replace(claimed, answerer="answering:h:2"), when)
+    assert seen is not None and seen.answerer == "answering:h:1" and seen.in_flight
+    assert store.take_over_sms_message(seen, "answering:h:2")
+    assert not store.take_over_sms_message(seen, "answering:h:3")  # taken already
+    assert store.claim_sms_message(claimed, when).answerer == "answering:h:2"
 
 
 def test_one_sms_number_is_saved_for_one_bot_only(store: Store) -> None:

@@ -171,7 +171,7 @@ class SmsGateway:
         gave up on, and its TwiML would reach no one. Replies sent through the Messages API
         are not sent twice."""
         deadline = time.monotonic() + self.settings.reply_wait_seconds
-        while seen.via is None and time.monotonic() < deadline:
+        while seen.in_flight and time.monotonic() < deadline:
             time.sleep(RETRY_POLL_SECONDS)
             seen = claim_sms(service.memory, text) or seen
         return list(seen.replies or ()) if seen.via == "twiml" else []

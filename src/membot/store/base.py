@@ -375,7 +375,9 @@ class SmsSender:
 class SmsRecord:
     """One text received (by Twilio's MessageSid) and how it was answered: ``replies`` is
     None while it is being answered; ``via`` is ``twiml`` (in the webhook's answer) or ``api``
-    (sent afterwards through Twilio's Messages API)."""
+    (sent afterwards through Twilio's Messages API). ``answerer`` is the process answering
+    it ("answering:HOST:PID"; None in a record an earlier membot made): a retry can tell
+    one that died."""
 
     sid: str
     bot: str
@@ -383,6 +385,12 @@ class SmsRecord:
     received_at: datetime
     replies: tuple[str, ...] | None = None
     via: str | None = None
+    answerer: str | None = None
+
+    @property
+    def in_flight(self) -> bool:
+        """Still being answered (or its answerer died): no reply recorded yet."""
+        return self.via is None
 
 
 @runtime_checkable
@@ -402,6 +410,12 @@ class SmsStore(Protocol):
         ...
 
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None: ...
+
+    def take_over_sms_message(self, record: SmsRecord, by: str) -> bool:
+        """Claim a text whose answerer died for ``by``: only if it is still unanswered and
+        its ``answerer`` as ``record`` found it (another retry may have taken it over
+        first); whether it was."""
+        ...
 
 
 class TurnStore(Protocol):

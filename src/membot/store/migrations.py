@@ -190,6 +190,16 @@ MIGRATIONS: tuple[str, ...] = (
     INSERT OR IGNORE INTO meta (key, value)
         SELECT 'generation:all-bots', value FROM meta WHERE key = 'generation';
     """,
+    # 9: which process answers a text while it is answered ("answering:HOST:PID"), so a
+    # retry can tell one whose answerer died (membot.sms.claim_sms). A table of its own,
+    # made if missing like every table here, so two processes opening the store at once
+    # both get through (an ALTER TABLE failed in the second).
+    """
+    CREATE TABLE IF NOT EXISTS sms_answerers (
+        sid TEXT PRIMARY KEY REFERENCES sms_messages (sid) ON DELETE CASCADE,
+        answerer TEXT NOT NULL
+    );
+    """,
 )
 
 # The meta keys holding the store's generation when every bot's lines, or one bot's, were

@@ -30,7 +30,7 @@ from __future__ import annotations
 import psycopg
 
 from membot.errors import StoreError
-from membot.store.postgres_sms import SMS_TABLES
+from membot.store.postgres_sms import SMS_ANSWERERS, SMS_TABLES
 
 # Any fixed number: the key of the advisory lock migrations take.
 _MIGRATION_LOCK = 7_420_316_001
@@ -182,6 +182,8 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 2: text conversations (SMS), as the SQLite store's migration 6.
     SMS_TABLES,
+    # 3: which process answers a text, as the SQLite store's migration 9.
+    SMS_ANSWERERS,
 )
 
 

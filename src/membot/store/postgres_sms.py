@@ -15,7 +15,7 @@ from psycopg import Connection
 
 from membot.store.base import SmsRecord, SmsSender
 from membot.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
-from membot.store.sms import _RECORD_COLUMNS, _SENDER_COLUMNS, _record, _sender
+from membot.store.sms import _RECORD_SQL, _SENDER_COLUMNS, _record, _sender
 
 _SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = %s AND sender = %s"
 
@@ -23,6 +23,7 @@ _SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = %s AND sen
 # 6 as it is, whose SQL both databases read the same way, so ``membot migrate`` copies the
 # tables column for column.
 SMS_TABLES = SQLITE_MIGRATIONS[5]
+SMS_ANSWERERS = SQLITE_MIGRATIONS[8]
 
 
 class PostgresSms:
@@ -83,11 +84,35 @@ class PostgresSms:
                 ),
             )
             if claimed.rowcount == 1:
+                if record.answerer is not None:
+                    db.execute(
+                        "INSERT INTO sms_answerers (sid, answerer) VALUES (%s, %s)",
+                        (record.sid, record.answerer),
+                    )
                 return None
-            row = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM sms_messages WHERE sid = %s", (record.sid,)
-            ).fetchone()
+            row = db.execute(_RECORD_SQL + "WHERE m.sid = %s", (record.sid,)).fetchone()
         return _record(row)
+
+    def take_over_sms_message(self, record: SmsRecord, by: str) -> bool:
+        with self._write() as db:
+            unanswered = db.execute(
+                "SELECT 1 FROM sms_messages WHERE sid = %s AND via IS NULL FOR UPDATE",
+                (record.sid,),
+            ).fetchone()
+            if not unanswered:
+                return False
+            if record.answerer is None:  # an earlier membot's record: no answerer noted
+                taken = db.execute(
+                    "INSERT INTO sms_answerers (sid, answerer) VALUES (%s, %s) "
+                    "ON CONFLICT (sid) DO NOTHING",
+                    (record.sid, by),
+                )
+            else:
+                taken = db.execute(
+                    "UPDATE sms_answerers SET answerer = %s WHERE sid = %s AND answerer = %s",
+                    (by, record.sid, record.answerer),
+                )
+        return taken.rowcount == 1
 
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None:
         with self._write() as db:

@@ -16,7 +16,12 @@ from membot.store.base import SmsRecord, SmsSender
 from membot.store.sqlite_driver import sqlite3
 
 _SENDER_COLUMNS = "bot, sender, thread, stopped, asking_about, held_text, held_sid"
-_RECORD_COLUMNS = "sid, bot, sender, received_at, replies, via"
+# A text's record, with the process answering it (none once answered, or in a record an
+# earlier membot made).
+_RECORD_SQL = (
+    "SELECT m.sid, m.bot, m.sender, m.received_at, m.replies, m.via, a.answerer "
+    "FROM sms_messages m LEFT JOIN sms_answerers a ON a.sid = m.sid "
+)
 _SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = ? AND sender = ?"
 
 
@@ -27,7 +32,13 @@ def _sender(row: Sequence) -> SmsSender:
 def _record(row: Sequence) -> SmsRecord:
     replies = tuple(json.loads(row[4])) if row[4] is not None else None
     return SmsRecord(
-        row[0], row[1], row[2], datetime.fromisoformat(row[3]).astimezone(UTC), replies, row[5]
+        row[0],
+        row[1],
+        row[2],
+        datetime.fromisoformat(row[3]).astimezone(UTC),
+        replies,
+        row[5],
+        row[6],
     )
 
 
@@ -72,9 +83,7 @@ class StoreSms:
                 "DELETE FROM sms_messages WHERE received_at < ?",
                 (forget_before.astimezone(UTC).isoformat(),),
             )
-            row = db.execute(
-                f"SELECT {_RECORD_COLUMNS} FROM sms_messages WHERE sid = ?", (record.sid,)
-            ).fetchone()
+            row = db.execute(_RECORD_SQL + "WHERE m.sid = ?", (record.sid,)).fetchone()
             if row is not None:
                 return _record(row)
             db.execute(
@@ -86,7 +95,31 @@ class StoreSms:
                     record.received_at.astimezone(UTC).isoformat(),
                 ),
             )
+            if record.answerer is not None:
+                db.execute(
+                    "INSERT INTO sms_answerers (sid, answerer) VALUES (?, ?)",
+                    (record.sid, record.answerer),
+                )
         return None
+
+    def take_over_sms_message(self, record: SmsRecord, by: str) -> bool:
+        with self._write() as db:
+            unanswered = db.execute(
+                "SELECT 1 FROM sms_messages WHERE sid = ? AND via IS NULL", (record.sid,)
+            ).fetchone()
+            if not unanswered:
+                return False
+            if record.answerer is None:  # an earlier membot's record: no answerer noted
+                taken = db.execute(
+                    "INSERT OR IGNORE INTO sms_answerers (sid, answerer) VALUES (?, ?)",
+                    (record.sid, by),
+                )
+            else:
+                taken = db.execute(
+                    "UPDATE sms_answerers SET answerer = ? WHERE sid = ? AND answerer = ?",
+                    (by, record.sid, record.answerer),
+                )
+        return taken.rowcount == 1
 
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None:
         with self._write() as db:

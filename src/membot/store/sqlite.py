@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -155,7 +156,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             # busy_timeout first: another process may hold the lock while it creates the store.
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
             self._refuse_a_stranger()  # before anything is written into it
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._into_wal()
             self._db.execute("PRAGMA foreign_keys = ON")
             # FULL: a line the caller was told is stored survives a power cut (about 0.25 ms
             # per commit here); forgotten text is overwritten, not left in free pages.
@@ -181,6 +182,20 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                     "read-only (membot writes beside it even to read: its log and locks)"
                 ) from error
             raise StoreError(f"{self.path} is not a membot store: {error}") from error
+
+    def _into_wal(self) -> None:
+        """The log in WAL mode. Switching needs the file to itself, and SQLite says "database
+        is locked" at once, without the busy timeout, while another process opening the
+        store holds it for a moment (it reads the schema first): tried again meanwhile."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _refuse_a_stranger(self) -> None:
         """``StoreError`` when the file is another program's SQLite database: membot made
