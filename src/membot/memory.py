@@ -135,6 +135,10 @@ class Memory(BotProfiles, SummariesAndExpertise):
     def close(self) -> None:
         self.store.close()
 
+    def check_store(self, timeout: float = 2.0) -> None:
+        """``StoreError`` unless the store answers within about ``timeout`` seconds."""
+        self.store.check_reachable(timeout)
+
     def warm_up(self, *, shared_memory: bool = False) -> None:
         """Load the embedder and tokenizer now, so the first turn's timings are its own.
         With ``shared_memory``, also the memory of every bot that shares it across people

@@ -22,10 +22,11 @@ def test_readyz_says_when_the_store_cannot_be_read(server: Server, monkeypatch):
     store, and says 503 without saying where it is."""
     from membot import StoreError
 
-    def down() -> list[str]:
+    def down(timeout: float) -> None:
+        assert timeout <= 2  # not the 30 s a request waits for a connection
         raise StoreError(f"the store at {server.memory.location} failed: connection refused")
 
-    monkeypatch.setattr(server.memory, "bots", down)
+    monkeypatch.setattr(server.memory.store, "check_reachable", down)
     answer = server.client.get("/readyz")
     assert answer.status_code == 503 and server.memory.location not in answer.text
     assert server.client.get("/healthz").status_code == 200

@@ -360,3 +360,21 @@ def test_a_bot_made_while_its_profile_is_saved_elsewhere_takes_the_same_locks(
         other.close()
     assert failures == []
     assert store.bot_settings("coach") == {"sms_number": "+15550100000", "bot_name": "Cy"}
+
+
+def test_a_readiness_check_gives_up_within_its_timeout(postgres_url: str) -> None:
+    """/readyz waited the pool's 30 s for a connection while the database was down (a
+    probe: a load balancer's check times out first). No connection to be had here: the
+    pool's one is held."""
+    from membot import StoreError
+
+    store = PostgresStore(postgres_url, pool_size=1)
+    try:
+        store.check_reachable(2)  # answers while a connection is to be had
+        with store._pool.connection():
+            started = time.monotonic()
+            with pytest.raises(StoreError):
+                store.check_reachable(0.5)
+            assert time.monotonic() - started < 5
+    finally:
+        store.close()

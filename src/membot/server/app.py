@@ -158,6 +158,7 @@ class RequestAccounting:
             service.metrics.count_request(scope["method"], route, status, state.get("error_type"))
 
 
+READY_SECONDS = 2.0  # how long /readyz waits for the store
 NUL_IN_ADDRESS = "the address holds a NUL character (%00), which no name holds: remove it"
 
 
@@ -181,7 +182,9 @@ def _add_health_routes(app: FastAPI) -> None:
         # /healthz answered 200 all the while PostgreSQL was down (a probe): a load balancer
         # asking it kept sending turns to a server that could only refuse them.
         service: Service = request.app.state.service
-        service.memory.bots()  # a store that fails is the usual 503, without its location
+        # A store that fails is the usual 503, without its location; within READY_SECONDS,
+        # not the 30 s a request waits for a connection (a probe: health checks time out).
+        service.memory.check_store(READY_SECONDS)
         return {"status": "ok"}
 
     @app.get(

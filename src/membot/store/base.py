@@ -446,6 +446,10 @@ class Store(
 
     def close(self) -> None: ...
 
+    def check_reachable(self, timeout: float) -> None:
+        """``StoreError`` unless the store answers within ``timeout`` seconds."""
+        ...
+
 
 def ranges_condition(ranges: Sequence[tuple[int, int, int]], mark: str) -> tuple[str, list]:
     """The WHERE condition matching the lines of any (thread id, first seq, last seq) range

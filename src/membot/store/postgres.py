@@ -252,6 +252,12 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         with self._errors(), self._pool.connection() as db:
             return db.execute(query, params).fetchall()
 
+    def check_reachable(self, timeout: float) -> None:
+        """``StoreError`` unless a connection answers within ``timeout`` seconds (a call
+        otherwise waits the pool's 30 s for one while the database is down)."""
+        with self._errors(), self._pool.connection(timeout=timeout) as db:
+            db.execute("SELECT 1").fetchall()
+
     # -- metadata -------------------------------------------------------------------------
 
     def get_meta(self, key: str) -> str | None:

@@ -219,6 +219,10 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         self._db.close()
         self._writers.close()
 
+    def check_reachable(self, timeout: float) -> None:
+        """``StoreError`` unless the file can be read (``timeout``: for PostgreSQL's sake)."""
+        self._query("SELECT 1 FROM meta LIMIT 1")
+
     def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]:
         """Held for a whole turn of the thread (see :class:`TurnLocks`)."""
         return self._turns.held(*((key.bot, key.person, key.thread) for key in keys))
