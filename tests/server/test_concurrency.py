@@ -192,3 +192,23 @@ def test_the_workers_socket_answers_kept_alive_connections_without_nagle():
             server.close()
 
     assert asyncio.run(accepted_nodelay()) != 0  # asyncio set TCP_NODELAY on the connection
+
+
+def test_workers_end_with_a_supervisor_killed_alone(cli, start_serve):
+    """SIGKILL of membot serve's own process left its workers serving the port, and a new
+    membot serve could not bind it (a probe of multi-worker serving)."""
+    import signal
+    import time
+
+    server = start_serve(cli.db, workers=2)
+    server.wait_until_up(120)
+    os.kill(server.process.pid, signal.SIGKILL)  # the supervisor alone, not its group
+    server.process.wait(10)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"{server.url}/healthz", timeout=1)
+        except httpx.TransportError:
+            return  # nobody serves the port any more
+        time.sleep(0.2)
+    raise AssertionError("the workers kept serving after their supervisor was killed")

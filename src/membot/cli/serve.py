@@ -73,6 +73,11 @@ def serve(
     config = uvicorn.Config(
         app, factory=True, host=host, port=port, workers=workers, log_level="warning"
     )
+    # Each worker ends with this process (membot.server.app.end_with_supervisor): killed
+    # alone, it left its workers serving the port, and a new membot serve could not bind it.
+    from membot.server.app import SUPERVISOR_VARIABLE  # the server only where it is served
+
+    os.environ[SUPERVISOR_VARIABLE] = str(os.getpid())
     _run_workers(config)
 
 

@@ -3,7 +3,12 @@ front end (REST, OpenAI-compatible, MCP) over one :class:`Service`."""
 
 from __future__ import annotations
 
+import ctypes
+import logging
 import os
+import signal
+import sys
+from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
@@ -17,6 +22,8 @@ from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.ratelimit import parse_rate
 from membot.server.service import MAX_BODY_BYTES, Service
 from membot.server.webapp import mount_web
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION = """\
 membot's memory over HTTP. Every request to `/v1/...` and `/mcp` carries a key:
@@ -73,10 +80,34 @@ def _declare_errors_in_schema(app: FastAPI) -> None:
     app.openapi = openapi
 
 
+# Set by ``membot serve --workers N`` to its own pid, for its workers to end with it.
+SUPERVISOR_VARIABLE = "MEMBOT_SUPERVISOR_PID"
+_PR_SET_PDEATHSIG = 1  # Linux's prctl option: a signal for this process when its parent dies
+
+
+def end_with_supervisor(env: Mapping[str, str]) -> None:
+    """In a worker of ``membot serve --workers N``, have Linux end this process (SIGTERM)
+    when the supervisor does: a supervisor killed alone (SIGKILL, the OOM killer) left its
+    workers serving the port, and a new ``membot serve`` could not bind it (a probe).
+    Elsewhere, and off Linux, nothing."""
+    supervisor = env.get(SUPERVISOR_VARIABLE, "")
+    if not supervisor.isdigit() or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        log.warning("this worker cannot be set to end with its supervisor")
+        return
+    if os.getppid() != int(supervisor):  # it died before the request took hold
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def app_from_environment() -> FastAPI:
     """The app ``membot serve`` starts in each worker, configured by the environment it
     sets (``MEMBOT_DB``, ``MEMBOT_EMBEDDER``, ``MEMBOT_LLM``, ...)."""
     env = os.environ
+    end_with_supervisor(env)
     rate_limit = parse_rate(env.get("MEMBOT_RATE_LIMIT") or "0", "MEMBOT_RATE_LIMIT")
     memory = Memory(
         env.get("MEMBOT_DB") or None,
