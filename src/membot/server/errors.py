@@ -182,19 +182,23 @@ def without_location(message: str, location: str) -> str:
 
 @dataclass(frozen=True)
 class Refusal:
-    """How the server answers one of membot's errors, whichever front end met it."""
+    """How the server answers one of membot's errors or its own, whichever front end met it."""
 
     status: int
     kind: str
     message: str
     stored: dict | None = None  # the person's line, kept before the turn failed
     headers: dict | None = None
+    param: str | None = None  # the request field at fault
 
 
-def refusal_of(error: MembotError, location: str) -> Refusal:
+def refusal_of(error: ApiError | MembotError, location: str) -> Refusal:
     """``error`` as an answer: its status and kind, its message without where the store is
     (``location``), and for a turn that failed once its line was stored, that line and
-    "do not retry"."""
+    "do not retry". The server's own refusals (:class:`ApiError`) are answered as made."""
+    if isinstance(error, ApiError):
+        return Refusal(error.status, error.kind, error.message, error.stored, error.headers,
+                       error.param)  # fmt: skip
     status, kind = status_of(error)
     message = without_location(str(error), location)
     if isinstance(error, TurnFailedError):
@@ -209,21 +213,7 @@ def field_path(item: dict) -> str:
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(ApiError)
-    async def _api(request: Request, error: ApiError):
-        request.state.error_type = error.kind
-        return error_response(
-            error.status,
-            error.kind,
-            error.message,
-            error.headers,
-            path=request.url.path,
-            param=error.param,
-            stored=error.stored,
-        )
-
-    @app.exception_handler(MembotError)
-    async def _membot(request: Request, error: MembotError):
+    async def _refused(request: Request, error: ApiError | MembotError):
         refused = refusal_of(error, request.app.state.service.memory.location)
         request.state.error_type = refused.kind
         return error_response(
@@ -232,8 +222,12 @@ def install_error_handlers(app: FastAPI) -> None:
             refused.message,
             refused.headers,
             path=request.url.path,
+            param=refused.param,
             stored=refused.stored,
         )
+
+    app.add_exception_handler(ApiError, _refused)
+    app.add_exception_handler(MembotError, _refused)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, error: RequestValidationError):

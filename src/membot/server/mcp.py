@@ -547,15 +547,12 @@ _NO_STREAM = "this MCP endpoint answers each POST as JSON and keeps no stream op
 
 
 def _refusal(request: Request, error: ApiError | MembotError) -> JSONResponse:
-    if isinstance(error, ApiError):
-        status, kind, message, headers = error.status, error.kind, error.message, error.headers
-    else:
-        refused = refusal_of(error, request.app.state.service.memory.location)
-        status, kind, message, headers = refused.status, refused.kind, refused.message, {}
-    if status == 401:
+    refused = refusal_of(error, request.app.state.service.memory.location)
+    headers = refused.headers or {}
+    if refused.status == 401:
         headers = {**headers, "WWW-Authenticate": "Bearer"}
-    request.state.error_type = kind  # counted in the metrics like any refused request
-    return error_response(status, kind, message, headers)
+    request.state.error_type = refused.kind  # counted in the metrics like any refused request
+    return error_response(refused.status, refused.kind, refused.message, headers)
 
 
 class CurrentSessions:
