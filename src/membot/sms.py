@@ -242,7 +242,7 @@ def claim_sms(memory: Memory, text: IncomingText) -> SmsRecord | None:
     store = _sms_store(memory)
     record = SmsRecord(text.sid, text.bot, text.sender, utc_now(), answerer=answering())
     seen = store.claim_sms_message(record, utc_now() - KEEP_RECORDS)
-    if seen is not None and orphaned(seen) and store.take_over_sms_message(seen, answering()):
+    if seen is not None and orphaned(seen) and store.take_over_sms_message(seen, record.answerer):
         log.warning("text %s: its answerer is gone; answering it again", text.sid)
         return None
     return seen

@@ -468,6 +468,11 @@ def test_sms_state_is_compare_and_set_and_a_text_is_claimed_once(store: Store) -
     assert store.take_over_sms_message(seen, "answering:h:2")
     assert not store.take_over_sms_message(seen, "answering:h:3")  # taken already
     assert store.claim_sms_message(claimed, when).answerer == "answering:h:2"
+    # An earlier membot's record notes no answerer: taken over all the same, once.
+    legacy = SmsRecord("SM3", "barista", "sms-ab12", when)
+    assert store.claim_sms_message(legacy, when) is None
+    assert store.take_over_sms_message(legacy, "answering:h:2")
+    assert not store.take_over_sms_message(legacy, "answering:h:3")
 
 
 def test_one_sms_number_is_saved_for_one_bot_only(store: Store) -> None:

@@ -15,7 +15,7 @@ from psycopg import Connection
 
 from membot.store.base import SmsRecord, SmsSender
 from membot.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
-from membot.store.sms import _RECORD_SQL, _SENDER_COLUMNS, _record, _sender
+from membot.store.sms import _RECORD_SQL, _SENDER_COLUMNS, _TAKE_OVER_SQL, _record, _sender
 
 _SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = %s AND sender = %s"
 
@@ -95,23 +95,9 @@ class PostgresSms:
 
     def take_over_sms_message(self, record: SmsRecord, by: str) -> bool:
         with self._write() as db:
-            unanswered = db.execute(
-                "SELECT 1 FROM sms_messages WHERE sid = %s AND via IS NULL FOR UPDATE",
-                (record.sid,),
-            ).fetchone()
-            if not unanswered:
-                return False
-            if record.answerer is None:  # an earlier membot's record: no answerer noted
-                taken = db.execute(
-                    "INSERT INTO sms_answerers (sid, answerer) VALUES (%s, %s) "
-                    "ON CONFLICT (sid) DO NOTHING",
-                    (record.sid, by),
-                )
-            else:
-                taken = db.execute(
-                    "UPDATE sms_answerers SET answerer = %s WHERE sid = %s AND answerer = %s",
-                    (by, record.sid, record.answerer),
-                )
+            taken = db.execute(
+                _TAKE_OVER_SQL.replace("?", "%s"), (record.sid, by, record.sid, record.answerer)
+            )
         return taken.rowcount == 1
 
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None:

@@ -23,6 +23,14 @@ _RECORD_SQL = (
     "FROM sms_messages m LEFT JOIN sms_answerers a ON a.sid = m.sid "
 )
 _SENDER_SQL = f"SELECT {_SENDER_COLUMNS} FROM sms_senders WHERE bot = ? AND sender = ?"
+# A text still unanswered goes to a new answerer if its answerer is still the one read
+# (none noted, in an earlier membot's record, or the one a retry found gone).
+_TAKE_OVER_SQL = (
+    "INSERT INTO sms_answerers (sid, answerer) SELECT ?, ? WHERE EXISTS "
+    "(SELECT 1 FROM sms_messages WHERE sid = ? AND via IS NULL) "
+    "ON CONFLICT (sid) DO UPDATE SET answerer = excluded.answerer "
+    "WHERE sms_answerers.answerer = ?"
+)
 
 
 def _sender(row: Sequence) -> SmsSender:
@@ -104,21 +112,7 @@ class StoreSms:
 
     def take_over_sms_message(self, record: SmsRecord, by: str) -> bool:
         with self._write() as db:
-            unanswered = db.execute(
-                "SELECT 1 FROM sms_messages WHERE sid = ? AND via IS NULL", (record.sid,)
-            ).fetchone()
-            if not unanswered:
-                return False
-            if record.answerer is None:  # an earlier membot's record: no answerer noted
-                taken = db.execute(
-                    "INSERT OR IGNORE INTO sms_answerers (sid, answerer) VALUES (?, ?)",
-                    (record.sid, by),
-                )
-            else:
-                taken = db.execute(
-                    "UPDATE sms_answerers SET answerer = ? WHERE sid = ? AND answerer = ?",
-                    (by, record.sid, record.answerer),
-                )
+            taken = db.execute(_TAKE_OVER_SQL, (record.sid, by, record.sid, record.answerer))
         return taken.rowcount == 1
 
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None:
