@@ -70,8 +70,9 @@ _INSTRUCTION = re.compile(
     r"|[{}]",  # JSON: a verdict or a reply, never a fact (markup may be what was said)
     re.I,
 )
-# A speaker's label before their own words: up to three words, then "said:".
-_SAID_LABEL = re.compile(r"^([\w.-]{1,40}(?: [\w.-]{1,40}){0,2}) said:\s*")
+# A speaker's label before their own words (membot.own_words): a name of up to three words
+# ("HUMAN said: ", "Alice Smith said: "), then "said:"; not a model's "Sam's doctor said: ".
+SAID_LABEL = re.compile(r"^([\w.-]{1,40}(?: [\w.-]{1,40}){0,2}) said:\s*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 # A capitalised word of three letters or more that does not open the text or a sentence.
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
@@ -167,7 +168,7 @@ def claim(point: str, ignore: frozenset[str]) -> str:
     "HUMAN said: My name is Priya" held one word of two ("name", not "said") and was
     left out."""
     text = undated(point)
-    label = _SAID_LABEL.match(text)
+    label = SAID_LABEL.match(text)
     if label and set(_WORD.findall(label.group(1).lower())) <= ignore | _ROLES:
         return text[label.end() :].strip() or text
     return text

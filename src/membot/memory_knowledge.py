@@ -4,7 +4,6 @@ bot knows beside its history, each embedded and searched by vector. A mixin of
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +13,7 @@ import numpy as np
 
 from membot.config import DEFAULT_BOT
 from membot.errors import ConfigError, MembotError, NotFoundError
-from membot.grounding import undated
+from membot.grounding import SAID_LABEL, undated
 from membot.model import ExpertiseChunk, Summary
 from membot.search import best_scored
 from membot.store import Store, ThreadKey
@@ -30,19 +29,13 @@ def summary_parts(text: str) -> list[str]:
     without its date and a "HUMAN said:" before the person's own words, so a question about
     one point meets that point, not an average of all nor a date ("Where do I work?" meets
     "I work as a nurse in Leeds" closer than its dated "HUMAN said:" point)."""
-    points = [_SAID.sub("", undated(row)).strip() for row in summary_points(text)]
+    points = [SAID_LABEL.sub("", undated(row)).strip() for row in summary_points(text)]
     return list(dict.fromkeys([text.strip(), *(point for point in points if point)]))
 
 
 def summary_points(text: str) -> list[str]:
     """A summary's key points as written: its "- " lines, without the dash."""
     return [line[2:].strip() for line in text.splitlines() if line.startswith("- ")]
-
-
-# The label before a point in the person's own words (membot.own_words): a speaker's name
-# of up to three words ("HUMAN said: ", "Alice Smith said: "), not a model's "Sam's
-# doctor said: ".
-_SAID = re.compile(r"^[\w.-]{1,40}(?: [\w.-]{1,40}){0,2} said:\s*")
 
 
 class SummariesAndExpertise:
