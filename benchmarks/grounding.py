@@ -22,11 +22,18 @@ keeps none of them there, and the sweep could not tell the settings apart.
 
     .venv/bin/python benchmarks/grounding.py              # report (about 2 minutes on 2 cores)
     .venv/bin/python benchmarks/grounding.py --calibrate  # the sweep, then the report
+    .venv/bin/python benchmarks/grounding.py --frontier   # the report, then its upper bound
+
+``--frontier`` asks what any rule of this check's kind could reach on the report: words
+found OR meaning close OR both past lower bars, every threshold in a grid, chosen on the
+report itself (so an upper bound, never a setting). For each number of invented points
+kept it prints the most true points kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import random
 import re
@@ -252,10 +259,49 @@ def report(cases: list[Case], embed) -> dict:
     }
 
 
+FRONTIER_COSINES = (0.5, 0.55, 0.6, 0.65, 0.7, 2.0)  # 2.0: that part of the rule off
+FRONTIER_SHARES = (0.5, 0.6, 0.7, 0.8, 2.0)
+BOTH_COSINES = (0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
+BOTH_SHARES = (0.2, 0.3, 0.4, 0.5, 0.6)
+
+
+def frontier(cases: list[Case], most_invented: int = 6) -> dict[int, tuple[float, str]]:
+    """For each count of invented points kept (0 .. ``most_invented``), the highest share of
+    true points any rule of the grid keeps with that few, and the rule. Cases measured."""
+    true = [c for c in cases if c.kind == "true"]
+    invented = [c for c in cases if c.kind not in ("true", "bot side") and not c.failure]
+    best: dict[int, tuple[float, str]] = {}
+    grid = itertools.product(SPANS, FRONTIER_SHARES, FRONTIER_COSINES, BOTH_SHARES, BOTH_COSINES)
+    for rule in grid:
+        count = sum(_frontier_keeps(case, *rule) for case in invented)
+        if count > most_invented:
+            continue
+        kept_true = sum(_frontier_keeps(case, *rule) for case in true) / len(true)
+        span, share, cosine, both_share, both_cosine = rule
+        said = (
+            f"WORD_SPAN {span}: share > {share} or cosine >= {cosine} or "
+            f"(share > {both_share} and cosine >= {both_cosine})"
+        )
+        for at_most in range(count, most_invented + 1):
+            if kept_true > best.get(at_most, (-1.0, ""))[0]:
+                best[at_most] = (kept_true, said)
+    return best
+
+
+def _frontier_keeps(
+    case: Case, span: int, share: float, cosine: float, both_share: float, both_cosine: float
+) -> bool:
+    found, close = case.shares[span], case.cosine
+    return not case.failure and (
+        found > share or close >= cosine or (found > both_share and close >= both_cosine)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--locomo", type=Path, default=LOCOMO_PATH)
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--frontier", action="store_true")
     args = parser.parse_args()
     started = time.perf_counter()
     data = json.loads(args.locomo.read_text())
@@ -277,6 +323,10 @@ def main() -> None:
     print(f"  invented points kept: {result['invented_kept']:.3f}  (goal 0)")
     for kind, row in result["by_kind"].items():
         print(f"    {kind:13} {row['points']:5d} points, kept {row['kept']:.3f}")
+    if args.frontier:
+        print("upper bound on the report (thresholds chosen on the report itself; 2.0: off):")
+        for count, (share, rule) in sorted(frontier(held_out).items()):
+            print(f"  {count} invented kept: at most {share:.3f} of true points  ({rule})")
     print(f"({time.perf_counter() - started:.0f} s)")
 
 
