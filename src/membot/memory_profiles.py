@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.errors import ConfigError, NotFoundError, StoreError
-from membot.line_checks import check_storable, check_url_part
+from membot.line_checks import check_bot_name
 from membot.recall.chat import check_strategy
 from membot.store.base import bot_taken
 
@@ -50,7 +50,8 @@ class BotProfiles:
         this one refuses (a timeout of inf minutes) is left at its default, with a warning,
         rather than failing every turn of the bot and every change that would mend it."""
         # A name this membot does not know (a newer one's) is kept as stored (configure_bot).
-        stored = {k: v for k, v in self._stored_values(bot).items() if k in SETTING_NAMES}
+        values = renamed_settings(self._stored_values(bot))
+        stored = {k: v for k, v in values.items() if k in SETTING_NAMES}
         try:
             return BotSettings().with_values(stored)
         except ConfigError:
@@ -129,9 +130,7 @@ class BotProfiles:
 
     def create_bot(self, bot: str, /, **values: object) -> BotSettings:
         """A new bot with ``values`` over the defaults; ConfigError if the name is taken."""
-        if not bot.strip():
-            raise ConfigError("a bot needs a name")
-        _check_bot_name(bot)  # before the store is asked: it cannot take every string
+        check_bot_name(bot)  # before the store is asked: it cannot take every string
         if self.has_bot(bot):
             raise bot_taken(bot)
         return self.replace_profile(bot, dict(values), new=True)
@@ -153,7 +152,7 @@ class BotProfiles:
         a single value cannot show: a strategy's numbers, a number another bot has, room in
         the prompt for the person's line (only where what sizes the prompt changes from
         ``before``: a profile an earlier membot kept may still change its other settings)."""
-        _check_bot_name(bot)
+        check_bot_name(bot)
         from membot.context import check_room, prompt_shape
         from membot.sms import check_number_free
 
@@ -170,5 +169,18 @@ class BotProfiles:
         return {k: v for k, v in settings.to_json().items() if defaults[k] != v}
 
 
-def _check_bot_name(bot: str) -> None:
-    check_url_part(check_storable(bot, "the bot's name"), "the bot's name")
+def renamed_settings(stored: dict[str, object]) -> dict[str, object]:
+    """``stored`` with the settings of the first membots (schema 1) under today's names,
+    where the profile holds no value of the new name: ``recent_window`` is ``window_size``;
+    ``prompt_budget`` was what ``context_size - reply_tokens`` is now."""
+    values = dict(stored)
+    if "recent_window" in values and "window_size" not in values:
+        values["window_size"] = values["recent_window"]
+    budget, reply = values.get("prompt_budget"), values.get("reply_tokens", 256)
+    if "context_size" not in values and _whole(budget) and _whole(reply):
+        values["context_size"] = budget + reply  # type: ignore[operator]
+    return values
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -305,30 +305,18 @@ def setting_value(name: str, value: str) -> object:
     return type(default)(value)
 
 
-# Names the earliest profiles had that later ones renamed (see the xfail below).
-RENAMED = {"prompt_budget"}
-
-
 def test_bot_settings_are_kept(upgraded: Upgraded) -> None:
     memory = upgraded.memory
     for bot, values in upgraded.manifest["settings_set"].items():
         settings = memory.bot_settings(bot)
-        for name, value in values.items():
-            if name not in RENAMED:
-                assert getattr(settings, name) == setting_value(name, value), name
+        for name, value in values.items():  # prompt_budget of schema 1 included
+            assert getattr(settings, name) == setting_value(name, value), name
         # What the old code stored is still there, names today's membot does not know too.
         stored = memory.store.bot_settings(bot)
         assert stored is not None
         assert stored.items() >= upgraded.manifest["settings_stored"][bot].items()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a profile of the first membots (schema 1) set prompt_budget, which profiles "
-    "later named context_size (prompt_budget = context_size - reply_tokens): today's membot "
-    "keeps the stored value but never reads it, so the bot's prompt budget silently goes back "
-    "to the default 1792",
-)
 @pytest.mark.parametrize("upgraded", ["sqlite_v1"], indirect=True)
 def test_a_setting_of_the_first_profiles_still_counts(upgraded: Upgraded) -> None:
     (value,) = [v["prompt_budget"] for v in upgraded.manifest["settings_set"].values()]
@@ -403,3 +391,15 @@ def test_a_new_turn_in_an_old_thread_follows_its_lines(upgraded: Upgraded) -> No
     bot_id, person_id = memory.store.bot_id("membot"), memory.store.person_id(person)
     found = memory.store.lexical_search(["gavotte"], bot_id, person_id, roles=ROLES)
     assert {line_id for line_id, _ in found} == {line.id for line in lines[len(old) :]}
+
+
+def test_the_first_profiles_settings_are_read_under_todays_names(memory) -> None:
+    """Schema 1's ``recent_window`` and ``prompt_budget`` (without ``context_size``)."""
+    memory.store.save_bot("old", {"recent_window": 5, "prompt_budget": 1000, "reply_tokens": 100})
+    settings = memory.bot_settings("old")
+    assert (settings.window_size, settings.prompt_budget, settings.context_size) == (5, 1000, 1100)
+    # A value under today's name wins over the old one.
+    memory.store.save_bot("new", {"recent_window": 5, "window_size": 3, "prompt_budget": 1000,
+                                  "context_size": 2048})  # fmt: skip
+    settings = memory.bot_settings("new")
+    assert (settings.window_size, settings.context_size) == (3, 2048)
