@@ -9,6 +9,7 @@ import pytest
 
 from membot import Block, BotSettings, ExpertiseChunk, Line, Role, Summary
 from membot.context import (
+    LEFT_OUT,
     MIN_FEED,
     Speakers,
     assemble,
@@ -165,8 +166,26 @@ def test_a_new_line_too_long_for_the_budget_is_shortened_not_dropped(lines, toke
     text = lines.text(900)
     prompt = assemble(settings, text, [], [], [], token_counter, now=NOW)
     kept = prompt.messages[1]["content"]
-    assert prompt.tokens <= 300 and kept and text.startswith(kept)
+    assert prompt.tokens <= 300 and kept_start_and_end(text, kept)
     assert prompt.cut["new_line_tokens"] == token_counter.count(text) - token_counter.count(kept)
+
+
+def kept_start_and_end(text: str, kept: str) -> bool:
+    """``kept`` is ``text``'s start and end with LEFT_OUT between, or a start alone."""
+    start, marker, end = kept.partition(LEFT_OUT)
+    if not marker:
+        return bool(kept) and text.startswith(kept)
+    return bool(start and end) and text.startswith(start) and text.endswith(end)
+
+
+def test_a_long_line_keeps_its_question_at_the_end(token_counter) -> None:
+    settings = PLAIN.with_values({"context_size": 300 + PLAIN.reply_tokens})
+    text = "Here is my whole story. " * 300 + "So: which city should I move to?"
+    kept = assemble(settings, text, [], [], [], token_counter, now=NOW).messages[1]["content"]
+    assert kept.startswith("Here is my whole story.") and kept.endswith(
+        "which city should I move to?"
+    )
+    assert LEFT_OUT in kept and token_counter.count(kept) <= 150
 
 
 def test_without_hints_the_hint_templates_take_no_room(token_counter) -> None:
@@ -203,7 +222,7 @@ def test_the_prompt_never_exceeds_the_budget(seed: int, token_counter) -> None:
         assert prompt.tokens == counted + 12
         assert prompt.feed == tuple(feed[len(feed) - len(prompt.feed) :])
         kept = prompt.messages[1]["content"]
-        assert kept and query.startswith(kept)
+        assert kept_start_and_end(query, kept)
         expected_cut = {
             "feed_lines": len(feed) - len(prompt.feed),
             "summary": int(bool(summary) and not prompt.summary_used),

@@ -31,11 +31,11 @@ from membot.context import (
 )
 from membot.conversations import Ending, end_conversation, end_idle_threads
 from membot.errors import ConfigError, MembotError, NotFoundError, TurnFailedError
-from membot.line_checks import storable
+from membot.line_checks import check_bot_name, check_moment, storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
 from membot.memory import LineInput, Memory
-from membot.model import Citation, Line, Role, Turn, aware, utc_now
+from membot.model import Citation, Line, Role, Turn, utc_now
 from membot.relevance import check_hints
 from membot.replies import (
     Reply,
@@ -80,10 +80,10 @@ class Bot:
     ) -> None:
         """``llm`` answers unless the bot's profile names its own model (``llm``), which
         ``llms`` makes once and shares; with neither, the bundled SmolLM2 answers."""
+        self.name = check_bot_name(name)
         self.memory = memory
         self.llms = llms or SHARED
         self.llm = llm if llm is not None else self.llms.get(DEFAULT_LLM)  # loads on first use
-        self.name = name
 
     def model_for(self, settings: BotSettings) -> LLM:
         """The model that answers under ``settings``: the profile's own, else the bot's."""
@@ -101,7 +101,9 @@ class Bot:
         the feed while recent, and is left out of recall unless the bot's ``recall_roles``
         include ``tool``: live data should be fetched again, not remembered. A turn of the
         thread under way, in any process, is answered first: the result follows the reply."""
-        if not tool.strip():  # the speaker would read "TOOL ": whose result, nobody could tell
+        if (
+            not isinstance(tool, str) or not tool.strip()
+        ):  # "TOOL ": whose result, nobody could tell
             raise ConfigError("a tool result needs the tool's name: weather, for example")
         return self.memory.add(
             text, user=user, thread=thread, role=Role.TOOL, bot=self.name, speaker=f"TOOL {tool}"
@@ -130,7 +132,7 @@ class Bot:
 
         ``now`` (default: the clock) is the moment of the turn: the prompt states it, time
         words in the line ("last week") are read from it, and both lines are stored with it
-        (a naive time is taken as local).
+        (it must carry its time zone: ``datetime.now(UTC)``).
 
         ``on_text``, when given, is called with each piece of the reply's text as the model
         writes it (never the JSON around it); the stored reply is exactly what it was given.
@@ -155,7 +157,7 @@ class Bot:
             profile = replace(profile, citations=False)
             notes.append(f"citations off: {llm.name} cannot write JSON reliably")
         given = now is not None
-        now = aware(now) if now is not None else utc_now()
+        now = check_moment(now, "now") if now is not None else utc_now()
         item = self.memory.validate_line(
             LineInput(
                 text, user, thread, Role.HUMAN, self.name, created_at=now, source_key=source_key
@@ -175,7 +177,7 @@ class Bot:
                 item = replace(item, created_at=now)
             with clock.step("store"):
                 line, vector = self.memory.add_with_vector(item, vector)
-            with _kept_on_failure(line):
+            with _kept_on_failure(line, self.memory):
                 with clock.step("search"):
                     feed = self.memory.recent(line, profile.window_size)
                     history_query = match_string(
@@ -218,6 +220,11 @@ class Bot:
                             expertise_hints=len(expertise) - len(prompt.expertise),
                         )
                         prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
+                if left_out := prompt.cut.get("new_line_tokens"):
+                    notes.append(
+                        f"the line is too long for the prompt's budget: the model was given its "
+                        f"start and its end, about {left_out:,} tokens of its middle left out"
+                    )
                 reply, error, reply_line = Reply("", ()), None, None
                 if not dry_run:
                     with clock.step("llm"):
@@ -421,14 +428,28 @@ class Bot:
 
 
 @contextmanager
-def _kept_on_failure(line: Line) -> Iterator[None]:
+def _kept_on_failure(line: Line, memory: Memory) -> Iterator[None]:
     """A failure after ``line`` was stored is raised as a TurnFailedError naming it: a
-    client told only "try again" would store the line a second time."""
+    client told only "try again" would store the line a second time. If the line is gone
+    (its thread forgotten meanwhile), NotFoundError says so instead."""
     try:
         yield
     except TurnFailedError:
         raise
     except Exception as failure:
+        if _forgotten(line, memory):
+            raise NotFoundError(
+                f"thread {line.thread!r} of {line.person!r} was forgotten while this turn ran: "
+                "the line is not kept"
+            ) from failure
         if not isinstance(failure, MembotError):  # a bug: its message says only "failed"
             log.error("a turn failed after its line was stored", exc_info=failure)
         raise TurnFailedError(line.thread, line.seq, failure) from failure
+
+
+def _forgotten(line: Line, memory: Memory) -> bool:
+    """Whether ``line`` is gone from the store; False when the store cannot tell now."""
+    try:
+        return not memory.is_stored(line)
+    except MembotError:
+        return False

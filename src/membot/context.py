@@ -288,6 +288,34 @@ def _frame(settings: BotSettings, counter: TokenCounter, *, history: bool, exper
     return counter.count(values["PROMPT"])
 
 
+# A new line too long for its prompt keeps its start and its end, this between them.
+LEFT_OUT = " [...] "
+MIN_EDGES = 16  # tokens of room under which only the line's start is kept
+
+
+def fit_line(line: str, room: int, counter: TokenCounter) -> str:
+    """``line`` within ``room`` tokens: whole if it fits; else its start and its end with
+    :data:`LEFT_OUT` between them, half the room each. A long message usually ends with what
+    it asks, so a cut that kept only the start lost the question."""
+    if counter.count(line) <= room:
+        return line
+    if room < MIN_EDGES:
+        return counter.truncate(line, room)
+    half = (room - counter.count(LEFT_OUT)) // 2
+    head = counter.truncate(line, half)
+    # The shortest start of the end that fits: the counts fall as the start moves right.
+    low, high = len(head), len(line)
+    while low < high:
+        middle = (low + high) // 2
+        if counter.count(line[middle:]) <= half:
+            high = middle
+        else:
+            low = middle + 1
+    fitted = head.rstrip() + LEFT_OUT + line[low:].lstrip()
+    # Joins can tokenise a token longer than the parts: give up a token of the end.
+    return fitted if counter.count(fitted) <= room else fit_line(line, room - 1, counter)
+
+
 def assemble(
     settings: BotSettings,
     query: str,
@@ -317,7 +345,7 @@ def assemble(
     # The new line: whole, unless it alone (twice: in the prompt and as the user's message)
     # overflows the budget.
     room = max((limit - frame) // 2 - 2, 0)
-    text = query if counter.count(query) <= room else counter.truncate(query, room)
+    text = fit_line(query, room, counter)
     speakers = Speakers(settings.human_name, settings.bot_name)
     keep_feed, keep_summary, keep_hints = _choose(
         feed, summary, [*history, *expertise], text, speakers, counter, limit - frame
@@ -340,7 +368,7 @@ def assemble(
                 excess -= counter.count(weakest.as_match) + 1
                 keep_hints.remove(weakest)
             elif text:
-                shorter = counter.truncate(text, max(counter.count(text) - excess // 2 - 2, 0))
+                shorter = fit_line(query, max(counter.count(text) - excess // 2 - 2, 0), counter)
                 excess -= 2 * (counter.count(text) - counter.count(shorter))
                 text = shorter
                 if not text:

@@ -9,6 +9,7 @@ store can write a lone surrogate (what a JSON ``"\\ud800"`` decodes to) as UTF-8
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -67,6 +68,17 @@ def check_name(value: object, label: str) -> str:
     return check_url_part(check_storable(value, what), what, slash=label != "bot")
 
 
+def check_bot_name(bot: object) -> str:
+    """``bot`` if it can name a bot (as :func:`check_name`, without "/"); else
+    ``ConfigError`` saying why, worded for a bot rather than a line."""
+    if not isinstance(bot, str) or not bot.strip():
+        raise ConfigError(f"a bot needs a name, not {bot!r}")
+    what = "the bot's name"
+    if len(bot) > MAX_NAME_CHARS:
+        raise ConfigError(f"{what} has {len(bot):,} characters; at most {MAX_NAME_CHARS}")
+    return check_url_part(check_storable(bot, what), what)
+
+
 def check_url_part(value: str, what: str, *, slash: bool = False) -> str:
     """``value`` if it can stand in a URL path and on one line of a prompt: no "." or ".."
     between slashes (a browser resolves those, so a request about a thread named ".." reached
@@ -81,6 +93,19 @@ def check_url_part(value: str, what: str, *, slash: bool = False) -> str:
     if bad := CONTROL.search(value):
         raise ConfigError(f"{what} {value!r} holds a control character ({bad[0]!r})")
     return value
+
+
+ROLES = tuple(role.value for role in Role)
+
+
+def check_roles(roles: object) -> tuple[str, ...]:
+    """``roles`` as a tuple of role names (human, bot, tool, system); else ``ConfigError``."""
+    if isinstance(roles, str) or not isinstance(roles, Iterable):
+        raise ConfigError(f"roles is a list of roles ({', '.join(ROLES)}), not {roles!r}")
+    found = tuple(roles)
+    if unknown := [role for role in found if not isinstance(role, str) or role not in ROLES]:
+        raise ConfigError(f"unknown role {unknown[0]!r}: use {', '.join(ROLES)}")
+    return tuple(str(role) for role in found)
 
 
 def checked_line(item: LineInput) -> LineInput:
@@ -110,8 +135,20 @@ def checked_line(item: LineInput) -> LineInput:
         role = Role(item.role)
     except ValueError as error:
         raise ConfigError(f"unknown role {item.role!r}: use human, bot, tool or system") from error
-    if item.created_at is not None and not isinstance(item.created_at, datetime):
-        raise ConfigError("created_at is a date and time")
-    if item.created_at is not None and item.created_at.tzinfo is None:
-        raise ConfigError("created_at needs a time zone (membot stores UTC)")
+    if item.created_at is not None:
+        check_moment(item.created_at, "created_at")
     return replace(item, role=role)
+
+
+def check_moment(value: object, what: str) -> datetime:
+    """``value`` if it is a date and time with a time zone; else ``ConfigError``. A time
+    without one is refused, not guessed: membot stores UTC, and local time on a server is
+    not the person's (a date written in an imported file without a zone is read as UTC)."""
+    if not isinstance(value, datetime):
+        raise ConfigError(f"{what} is a date and time (datetime), not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ConfigError(
+            f"{what} needs a time zone (membot stores UTC): datetime.now(UTC), or "
+            "datetime(..., tzinfo=ZoneInfo('Europe/Paris'))"
+        )
+    return value

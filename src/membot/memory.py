@@ -19,6 +19,7 @@ import numpy as np
 
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings, cache_dir, default_db_path
 from membot.embed import CachedEmbedder, Embedder, resolve_embedder, spec_of
+from membot.embed.base import checked_vectors
 from membot.errors import (
     ConfigError,
     ConflictError,
@@ -26,7 +27,7 @@ from membot.errors import (
     NotFoundError,
     StoreError,
 )
-from membot.line_checks import checked_line
+from membot.line_checks import check_moment, check_roles, checked_line
 from membot.memory_knowledge import SummariesAndExpertise, summary_parts
 from membot.memory_profiles import BotProfiles
 from membot.model import (
@@ -106,6 +107,10 @@ class Memory(BotProfiles, SummariesAndExpertise):
         cache: bool = True,
         embedder_key_env: str | None = None,
     ) -> None:
+        if isinstance(db, str) and not db.strip():
+            raise ConfigError("db is an empty path: name the store's file or database URL")
+        if db is not None and not isinstance(db, str | Path) and not hasattr(db, "add_lines"):
+            raise ConfigError(f"db is a path or a membot Store, not {type(db).__name__}")
         self.store: Store = (
             open_store(db or default_db_path()) if db is None or isinstance(db, str | Path) else db
         )
@@ -134,6 +139,12 @@ class Memory(BotProfiles, SummariesAndExpertise):
 
     def close(self) -> None:
         self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def check_store(self, timeout: float = 2.0) -> None:
         """``StoreError`` unless the store answers within about ``timeout`` seconds."""
@@ -173,6 +184,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
             vectors = self.embedder.embed_transient(list(texts))
         else:
             vectors = self.embedder.embed(list(texts))
+        vectors = checked_vectors(vectors, len(texts), self.embedder.name)
         self.store.check_embedder(self.embedder.name, int(vectors.shape[1]))
         return vectors
 
@@ -255,13 +267,29 @@ class Memory(BotProfiles, SummariesAndExpertise):
         run again, an import adds only what is missing. A batch waits for the turns under
         way in its threads (the store's turn lock), so it never comes between a line and
         its reply. Returns the number of lines added; ``progress`` is told of every line
-        read, added or skipped."""
+        read, added or skipped.
+
+        A bad line is ``ConfigError`` naming its place (counted from 0). A list or other
+        sequence is checked whole first, so then nothing is stored; lines from any other
+        iterable (a generator, read as it goes) are checked as they come, and the batches
+        before the bad one stay stored."""
+        if isinstance(items, Sequence):
+            items = [self._checked_item(item, place) for place, item in enumerate(items)]
         added = 0
         # The next batch is embedded while this one is stored (token counts, inserts,
         # commit): the cores the embedder leaves idle meanwhile get work.
         with ThreadPoolExecutor(1, thread_name_prefix="membot-embed") as embedding:
             pending = None
-            for batch in self._batches(items, batch_size):
+            batches = self._batches(items, batch_size)
+            while True:
+                try:
+                    batch = next(batches, None)
+                except ConfigError:  # a bad line: the whole batches before its own are kept
+                    if pending:
+                        self._store_batch(*pending, progress)
+                    raise
+                if batch is None:
+                    break
                 missing = self._not_stored(batch)
                 upcoming = (batch, missing, embedding.submit(self._embed_lines, missing))
                 if pending:
@@ -273,13 +301,21 @@ class Memory(BotProfiles, SummariesAndExpertise):
 
     def _batches(self, items: Iterable[LineInput], size: int) -> Iterator[list[LineInput]]:
         batch: list[LineInput] = []
-        for item in items:
-            batch.append(self.validate_line(item))
+        for place, item in enumerate(items):
+            batch.append(self._checked_item(item, place))
             if len(batch) >= size:
                 yield batch
                 batch = []
         if batch:
             yield batch
+
+    def _checked_item(self, item: object, place: int) -> LineInput:
+        if not isinstance(item, LineInput):
+            raise ConfigError(f"line {place}: a LineInput, not {type(item).__name__}")
+        try:
+            return self.validate_line(item)
+        except ConfigError as error:
+            raise ConfigError(f"line {place}: {error}") from None
 
     def _embed_lines(self, lines: list[LineInput]) -> np.ndarray | None:
         # The embedder sorts the lines by length itself: less padding, same order out.
@@ -337,6 +373,15 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """The ``k`` stored lines most similar to ``query``: one person's, one thread's, or
         (``user=None``) every person's of the bot — the operator's view of the store; a bot's
         recall never crosses people unless it shares memory. The query itself is not stored."""
+        if not isinstance(query, str) or not query.strip():
+            raise ConfigError("nothing to search for: the query is blank")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k is how many lines, a whole number from 1; not {k!r}")
+        roles = check_roles(roles)
+        for label, name in (("user", user), ("thread", thread)):
+            if name is not None and not (isinstance(name, str) and name.strip()):
+                # "" would read as None: every person's lines, where one person's were meant.
+                raise ConfigError(f"a blank {label} name: pass None to search every {label}'s")
         bot_id = self.store.bot_id(bot)
         person_id = self.store.person_id(user) if user else None
         if bot_id is None or (user and person_id is None):
@@ -362,6 +407,10 @@ class Memory(BotProfiles, SummariesAndExpertise):
         self, *, user: str, bot: str | None = None, thread: str | None = None
     ) -> list[Line]:
         return self.store.history(user, bot, thread)
+
+    def is_stored(self, line: Line) -> bool:
+        """Whether ``line`` is still in the store (not forgotten since it was read)."""
+        return bool(self.store.lines([line.id]))
 
     def count_lines(self) -> int:
         return self.store.count_lines()
@@ -438,7 +487,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """Match ``line`` (or ``match_text``, the bot's history match string) against earlier
         lines with the bot's strategy, update the thread's buffer, and return the buffer's
         blocks (lines of the feed left out: they are in the prompt already). Time words in
-        the line itself ("last week") are read from ``now`` (a naive time is local), by
+        the line itself ("last week") are read from ``now`` (with its time zone), by
         default when the line was said."""
         started = time.perf_counter()
         settings = settings or self.bot_settings(line.bot)
@@ -455,7 +504,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
             window_from_seq=window_from,
             roles=settings.recall_roles,
         )
-        asked = aware(now) if now is not None else line.created_at
+        asked = check_moment(now, "now") if now is not None else line.created_at
         with self._recall_lock:
             chosen = recall_for_turn(self, settings, query, vector, scope, asked, said=line.text)
         fresh = list(chosen.blocks)
@@ -510,7 +559,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
             roles=settings.recall_roles,
         )
         vector = self.embed([text], keep=False)[0]  # recall without storing: a query
-        asked = aware(now) if now is not None else utc_now()
+        asked = check_moment(now, "now") if now is not None else utc_now()
         with self._recall_lock:
             chosen = recall_for_turn(self, settings, text, vector, scope, asked, said=text)
         owner = None if settings.share_across_people else user
@@ -554,7 +603,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
     ) -> dict[str, int]:
         """Remove a person's threads (or one): lines, vectors, lexical rows, buffer entries,
         summaries, what this process holds of them in memory, and their cached embeddings
-        (a vector can be turned back into text); the store overwrites what it freed."""
+        (a vector can be turned back into text); the store overwrites what it freed.
+
+        Without ``bot`` it reaches every bot: all the person's threads, or each bot's thread
+        named ``thread`` (unlike :meth:`add` and :meth:`search`, whose ``bot`` defaults to
+        the default bot). Returns counts of what was removed (``threads``, ``lines``, ...)."""
         from membot.forgetting import derived_texts, drop_removed
 
         history = self.store.history(user, bot, thread)
@@ -581,7 +634,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         vectors: list[tuple[int, np.ndarray]] = []
         for start in range(0, len(rows), batch_size):
             chunk = rows[start : start + batch_size]
-            embedded = embedder.embed(self._embedding_texts(chunk))
+            texts = self._embedding_texts(chunk)
+            embedded = _embedded(embedder, texts)
             vectors.extend((line_id, v) for (line_id, _), v in zip(chunk, embedded, strict=True))
             if progress:
                 progress(len(chunk))
@@ -589,11 +643,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
         for table, texts in self.store.all_extra_texts().items():  # summaries, expertise
             extras[table] = []
             if table == "memories":  # a summary's vectors: the whole, then each key point
-                extras[table] = [(i, embedder.embed(summary_parts(text))) for i, text in texts]
+                extras[table] = [(i, _embedded(embedder, summary_parts(text))) for i, text in texts]
                 continue
             for start in range(0, len(texts), batch_size):
                 chunk = texts[start : start + batch_size]
-                embedded = embedder.embed([text for _, text in chunk])
+                embedded = _embedded(embedder, [text for _, text in chunk])
                 extras[table] += [(i, v) for (i, _), v in zip(chunk, embedded, strict=True)]
         dimension = embedder.dimension if not vectors else int(vectors[0][1].shape[0])
         meta = {"embedder": embedder.name, "dimension": str(dimension)}
@@ -603,3 +657,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         )
         self.embedder = embedder
         return len(vectors)
+
+
+def _embedded(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    return checked_vectors(embedder.embed(texts), len(texts), embedder.name)

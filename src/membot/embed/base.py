@@ -7,6 +7,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from membot.errors import ConfigError
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -30,3 +32,27 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return vectors / norms
+
+
+def checked_vectors(vectors: object, count: int, name: str) -> np.ndarray:
+    """An embedder's answer for ``count`` texts as the ``(count, dimension)`` float32 array
+    of unit rows membot works with: rows of another length are scaled to unit length (a
+    score is then a cosine, as every threshold assumes); anything else is ``ConfigError``
+    naming the embedder, before a vector is stored."""
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"embedder {name!r} returned no array of numbers: {error}") from None
+    if array.ndim != 2 or array.shape[0] != count or array.shape[1] == 0:
+        raise ConfigError(
+            f"embedder {name!r} returned an array of shape {array.shape} for {count} texts; "
+            f"it must be ({count}, dimension)"
+        )
+    if not np.isfinite(array).all():
+        raise ConfigError(f"embedder {name!r} returned a vector holding NaN or infinity")
+    norms = np.linalg.norm(array, axis=1)
+    if (norms == 0).any():
+        raise ConfigError(f"embedder {name!r} returned a vector of zeros, which matches nothing")
+    if np.abs(norms - 1.0).max() > 1e-3:
+        array = array / norms[:, None]
+    return array

@@ -11,7 +11,7 @@ Spec strings, resolved by :func:`resolve_llm`:
 from __future__ import annotations
 
 from membot.errors import ConfigError
-from membot.llm.base import LLM, Message
+from membot.llm.base import LLM, JsonSchema, Message
 from membot.llm.bundled import TRY_OUT_NOTICE, BundledSmolLM2
 from membot.llm.openai_compat import OpenAICompatibleLLM
 from membot.llm.scripted import ScriptedLLM
@@ -34,6 +34,7 @@ __all__ = [
     "LLM",
     "TRY_OUT_NOTICE",
     "BundledSmolLM2",
+    "JsonSchema",
     "Message",
     "OpenAICompatibleLLM",
     "ScriptedLLM",

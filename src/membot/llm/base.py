@@ -11,6 +11,24 @@ JsonSchema = dict[str, Any]
 
 @runtime_checkable
 class LLM(Protocol):
+    """What membot asks of a model. Any class with these members will do: membot calls
+    :meth:`complete` or :meth:`stream` for a reply, and for the running summary, key points
+    and checks at the end of a thread. A failure to answer (the endpoint down, a timeout, a
+    bad key) is ``ProviderError``: a turn then reports it in ``Turn.error`` with the
+    person's line kept. Any other exception is taken for a bug and the turn raises
+    ``TurnFailedError``.
+
+    Optional attributes, each read with ``getattr`` and ``True`` when absent, say what a
+    model cannot do well (the bundled SmolLM2 sets all three false):
+
+    - ``writes_json``: it keeps to a JSON schema; if false, a bot with citations answers in
+      plain text, without them;
+    - ``writes_summaries``: it summarises faithfully; if false, the running summary and the
+      key points kept at the end of a thread are the person's own lines instead;
+    - ``checks_remember_policy``: it can judge notes against a bot's remember-policy; if
+      false, a bot with a policy keeps nothing (the check fails closed).
+    """
+
     name: str
 
     def complete(

@@ -1,5 +1,9 @@
 """A scripted LLM for deterministic tests: replies are queued, calls are recorded.
 
+Every call takes the next reply, whatever asked: a turn, and also a relevance check, the
+running summary (when lines scroll out of a long thread's feed) and the key points at a
+thread's end. Queue a reply for each, or look at ``history`` to see what took which.
+
 With a ``path`` the queue lives in a JSON file (a list of strings), so separate processes —
 ``membot say`` run several times by a test — take replies from one script. A reply that
 starts with ``!error`` makes the call fail with ``ProviderError``; when streamed, a reply with

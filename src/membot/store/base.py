@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from membot.errors import ConflictError
+from membot.errors import ConflictError, EmbedderMismatchError
 from membot.model import ExpertiseChunk, Line, Role, Summary, ThreadInfo, ThreadState
 
 ROLE_CODES: dict[str, int] = {"human": 0, "bot": 1, "tool": 2, "system": 3}
@@ -498,3 +498,23 @@ def bot_taken(bot: str) -> ConflictError:
 def number_taken(owner: str, number: str) -> ConflictError:
     """The error for an SMS number another bot answers already."""
     return ConflictError(f"bot {owner!r} answers texts to {number} already: one number, one bot")
+
+
+def check_embedder_meta(meta: dict[str, str], name: str, dimension: int | None) -> None:
+    """``EmbedderMismatchError`` unless vectors by embedder ``name`` (of ``dimension``) may
+    join a store whose ``embedder`` and ``dimension`` meta are ``meta``: both stores' check,
+    worded for the command line and for Python alike."""
+    made_by = meta.get("embedder")
+    if made_by is not None and made_by != name:
+        raise EmbedderMismatchError(
+            f"this store's vectors were made by {made_by}, not {name}: open it with the "
+            "embedder that made them (`membot --embedder SPEC`, or `Memory(db, embedder=...)` "
+            "in Python; naming none takes the store's own where a spec makes it), or run "
+            f"`membot --embedder SPEC reindex` to re-embed everything with {name}; a server "
+            "started before the store was re-embedded must be restarted"
+        )
+    if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
+        raise EmbedderMismatchError(
+            f"embedder dimension {dimension} does not match the store's {meta['dimension']}: "
+            "run `membot --embedder SPEC reindex`"
+        )

@@ -33,13 +33,14 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
-from membot.errors import EmbedderMismatchError, StoreError, StoreFullError
+from membot.errors import StoreError, StoreFullError
 from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import (
     NewLine,
     SourceKey,
     ThreadKey,
     bot_taken,
+    check_embedder_meta,
     number_owner,
     number_taken,
     ranges_condition,
@@ -125,18 +126,7 @@ def _redacted(url: str) -> str:
 
 def _check_embedder(db: Connection, name: str, dimension: int | None) -> None:
     meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"))
-    if "embedder" in meta and meta["embedder"] != name:
-        raise EmbedderMismatchError(
-            f"this store's vectors were made by {meta['embedder']}, not {name}: use --embedder "
-            "matching the store (or name none: the store's own is used), or run "
-            f"`membot --embedder SPEC reindex` to re-embed everything with {name}; a server "
-            "started before the store was re-embedded must be restarted"
-        )
-    if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
-        raise EmbedderMismatchError(
-            f"embedder dimension {dimension} does not match the store's {meta['dimension']}: "
-            "run `membot --embedder SPEC reindex`"
-        )
+    check_embedder_meta(meta, name, dimension)
 
 
 def _owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str, list[str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from membot.errors import EmbedderMismatchError, StoreError, StoreFullError
+from membot.errors import StoreError, StoreFullError
 from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import (
     BufferEntry,
@@ -29,6 +29,7 @@ from membot.store.base import (
     VectorRows,
     VectorSnapshot,
     bot_taken,
+    check_embedder_meta,
     number_owner,
     number_taken,
     ranges_condition,
@@ -105,18 +106,7 @@ def _line_id_marks(db: sqlite3.Connection) -> tuple[int, int]:
 
 def _check_embedder(db: sqlite3.Connection, name: str, dimension: int | None) -> None:
     meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"))
-    if "embedder" in meta and meta["embedder"] != name:
-        raise EmbedderMismatchError(
-            f"this store's vectors were made by {meta['embedder']}, not {name}: use --embedder "
-            "matching the store (or name none: the store's own is used), or run "
-            f"`membot --embedder SPEC reindex` to re-embed everything with {name}; a server "
-            "started before the store was re-embedded must be restarted"
-        )
-    if dimension is not None and "dimension" in meta and int(meta["dimension"]) != dimension:
-        raise EmbedderMismatchError(
-            f"embedder dimension {dimension} does not match the store's {meta['dimension']}: "
-            "run `membot --embedder SPEC reindex`"
-        )
+    check_embedder_meta(meta, name, dimension)
 
 
 def _owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str, list[str]]:
