@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from playwright.sync_api import expect, sync_playwright
@@ -28,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "web"
 DESKTOP = {"width": 1440, "height": 960}
 PHONE = {"width": 360, "height": 740}
+# Key points are dated within the conversation they come from, or they are left out (the
+# grounding check): the conversation is today's.
+TODAY = datetime.now(UTC).date().isoformat()
 REPLIES = [
     {"response": "Nice to meet you, Sam! Flat whites are a **fine** choice.", "citation_ids": []},
     {
@@ -36,8 +40,8 @@ REPLIES = [
     },
     {
         "points": [
-            "2026-03-02: Sam's birthday is on 14 March.",
-            "2026-03-02: Sam loves flat whites.",
+            f"{TODAY}: Sam's birthday is on 14 March.",
+            f"{TODAY}: Sam loves flat whites.",
         ],
         "categories": ["preferences", "events"],
     },
