@@ -19,8 +19,10 @@ from membot import (
     LineInput,
     Memory,
     NotFoundError,
+    ProviderError,
     Role,
     ScriptedLLM,
+    StoreError,
 )
 from tests.conftest import HashingEmbedder
 
@@ -39,6 +41,8 @@ def test_a_store_that_is_no_path_or_store_is_refused(tmp_path: Path) -> None:
 def test_memory_closes_its_store_as_a_context_manager(tmp_path: Path) -> None:
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder()) as memory:
         memory.add("I keep bees.", user="ana", thread="t")
+    with pytest.raises(StoreError):
+        memory.count_lines()  # closed
     with Memory(tmp_path / "m.db", embedder=HashingEmbedder()) as again:
         assert [line.text for line in again.history(user="ana")] == ["I keep bees."]
 
@@ -50,6 +54,7 @@ def test_memory_closes_its_store_as_a_context_manager(tmp_path: Path) -> None:
         ({"query": "   "}, "nothing to search for"),
         ({"k": "3"}, "k is how many lines"),
         ({"k": 0}, "k is how many lines"),
+        ({"k": True}, "k is how many lines"),
         ({"roles": "human"}, "roles is a list"),
         ({"roles": ["assistant"]}, "unknown role 'assistant'"),
         ({"user": ""}, "blank user name"),
@@ -65,7 +70,7 @@ def test_search_says_which_argument_is_wrong(memory: Memory, arguments: dict, sa
 def test_search_takes_roles_as_names_or_as_roles(memory: Memory) -> None:
     memory.add("I keep bees.", user="ana", thread="t")
     memory.add("Bees are lovely.", user="ana", thread="t", role=Role.BOT)
-    found = memory.search("bees", user="ana", roles=[Role.BOT])
+    found = memory.search("bees", user="ana", roles=[Role.BOT], k=np.int64(3))
     assert [match.line.text for match in found] == ["Bees are lovely."]
 
 
@@ -137,6 +142,7 @@ def test_a_custom_embedders_rows_are_scaled_to_unit_length(tmp_path: Path) -> No
     memory.add("I keep bees in the garden.", user="ana", thread="t")
     (match,) = memory.search("bees in the garden", user="ana")
     assert match.score == pytest.approx(4 / np.sqrt(6 * 4), abs=1e-5)  # a cosine, not 49 times it
+    assert memory.embed([]).shape[0] == 0  # nothing asked is no error
     memory.close()
 
 
@@ -145,7 +151,7 @@ def test_a_custom_embedders_bad_answer_is_refused_before_storing(
     tmp_path: Path, mode: str, said: str
 ) -> None:
     memory = Memory(tmp_path / "m.db", embedder=Careless(mode))
-    with pytest.raises(ConfigError, match=said):
+    with pytest.raises(ProviderError, match=said):  # the embedder's fault: a 503, not a 400
         memory.add_many(lines(3))
     assert memory.count_lines() == 0
     memory.close()
@@ -187,5 +193,12 @@ def test_a_line_too_long_for_the_prompt_keeps_its_end_and_says_so(memory: Memory
     text = "Here is my whole story. " * 400 + "So: which city should I move to?"
     turn = Bot(memory, ScriptedLLM(["Lisbon."]), "small").turn(text, user="ana", thread="t")
     assert turn.messages[-1]["content"].endswith("which city should I move to?")
-    assert any("middle left out" in note for note in turn.notes)
+    assert any("its start and its end" in note for note in turn.notes)
     assert memory.history(user="ana")[0].text == text  # stored whole
+
+
+def test_a_document_of_headings_only_is_added_with_no_passages(memory: Memory, tmp_path: Path):
+    path = tmp_path / "empty.md"
+    path.write_text("# Title\n\n## Sub\n")
+    added = memory.add_document(path)
+    assert added.chunks == 0

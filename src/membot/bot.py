@@ -19,6 +19,7 @@ from typing import Any
 
 from membot.config import DEFAULT_BOT, DEFAULT_LLM, BotSettings
 from membot.context import (
+    LEFT_OUT,
     Hint,
     Prompt,
     Speakers,
@@ -30,7 +31,13 @@ from membot.context import (
     without_repeats,
 )
 from membot.conversations import Ending, end_conversation, end_idle_threads
-from membot.errors import ConfigError, MembotError, NotFoundError, TurnFailedError
+from membot.errors import (
+    ConfigError,
+    MembotError,
+    NotFoundError,
+    StoreError,
+    TurnFailedError,
+)
 from membot.line_checks import check_bot_name, check_moment, storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
@@ -221,9 +228,11 @@ class Bot:
                         )
                         prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
                 if left_out := prompt.cut.get("new_line_tokens"):
+                    kept = prompt.messages[-1]["content"]
+                    parts = "its start and its end" if LEFT_OUT in kept else "its start"
                     notes.append(
-                        f"the line is too long for the prompt's budget: the model was given its "
-                        f"start and its end, about {left_out:,} tokens of its middle left out"
+                        f"the line is too long for the prompt's budget: the model was given "
+                        f"{parts}, about {left_out:,} of its tokens left out"
                     )
                 reply, error, reply_line = Reply("", ()), None, None
                 if not dry_run:
@@ -437,13 +446,15 @@ def _kept_on_failure(line: Line, memory: Memory) -> Iterator[None]:
     except TurnFailedError:
         raise
     except Exception as failure:
-        if _forgotten(line, memory):
+        # A store that failed is not asked again (a pool waits its whole timeout); a bug is
+        # logged whatever else is true.
+        if not isinstance(failure, MembotError):  # a bug: its message says only "failed"
+            log.error("a turn failed after its line was stored", exc_info=failure)
+        if not isinstance(failure, StoreError) and _forgotten(line, memory):
             raise NotFoundError(
                 f"thread {line.thread!r} of {line.person!r} was forgotten while this turn ran: "
                 "the line is not kept"
             ) from failure
-        if not isinstance(failure, MembotError):  # a bug: its message says only "failed"
-            log.error("a turn failed after its line was stored", exc_info=failure)
         raise TurnFailedError(line.thread, line.seq, failure) from failure
 
 

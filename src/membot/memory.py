@@ -6,6 +6,7 @@ front end goes through these two classes.
 
 from __future__ import annotations
 
+import numbers
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -185,7 +186,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         else:
             vectors = self.embedder.embed(list(texts))
         vectors = checked_vectors(vectors, len(texts), self.embedder.name)
-        self.store.check_embedder(self.embedder.name, int(vectors.shape[1]))
+        if len(vectors):  # an empty answer may not know its width
+            self.store.check_embedder(self.embedder.name, int(vectors.shape[1]))
         return vectors
 
     def _vectors_by(self, vectors: np.ndarray) -> tuple[str, int]:
@@ -273,18 +275,20 @@ class Memory(BotProfiles, SummariesAndExpertise):
         sequence is checked whole first, so then nothing is stored; lines from any other
         iterable (a generator, read as it goes) are checked as they come, and the batches
         before the bad one stay stored."""
-        if isinstance(items, Sequence):
+        checked = isinstance(items, Sequence)
+        if checked:
             items = [self._checked_item(item, place) for place, item in enumerate(items)]
         added = 0
         # The next batch is embedded while this one is stored (token counts, inserts,
         # commit): the cores the embedder leaves idle meanwhile get work.
         with ThreadPoolExecutor(1, thread_name_prefix="membot-embed") as embedding:
             pending = None
-            batches = self._batches(items, batch_size)
+            batches = self._batches(items, batch_size, checked=checked)
             while True:
                 try:
                     batch = next(batches, None)
-                except ConfigError:  # a bad line: the whole batches before its own are kept
+                except Exception:  # a bad line, or the lines' source failed: the whole
+                    # batches read before it are kept, as the docstring says
                     if pending:
                         self._store_batch(*pending, progress)
                     raise
@@ -299,10 +303,12 @@ class Memory(BotProfiles, SummariesAndExpertise):
                 added += self._store_batch(*pending, progress)
         return added
 
-    def _batches(self, items: Iterable[LineInput], size: int) -> Iterator[list[LineInput]]:
+    def _batches(
+        self, items: Iterable[LineInput], size: int, *, checked: bool = False
+    ) -> Iterator[list[LineInput]]:
         batch: list[LineInput] = []
         for place, item in enumerate(items):
-            batch.append(self._checked_item(item, place))
+            batch.append(item if checked else self._checked_item(item, place))
             if len(batch) >= size:
                 yield batch
                 batch = []
@@ -375,7 +381,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         recall never crosses people unless it shares memory. The query itself is not stored."""
         if not isinstance(query, str) or not query.strip():
             raise ConfigError("nothing to search for: the query is blank")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
             raise ConfigError(f"k is how many lines, a whole number from 1; not {k!r}")
         roles = check_roles(roles)
         for label, name in (("user", user), ("thread", thread)):

@@ -86,7 +86,14 @@ class BotProfiles:
         before = self.bot_settings(bot)
         settings = before.with_values(values)
         self._check_profile(bot, settings, before)
-        others = {k: v for k, v in self._stored_values(bot).items() if k not in SETTING_NAMES}
+        # The first profiles' names are read as today's (renamed_settings), so they are saved
+        # under today's names: kept as they were, they would undo a value set back to its
+        # default (only what differs from the defaults is saved).
+        others = {
+            k: v
+            for k, v in self._stored_values(bot).items()
+            if k not in SETTING_NAMES and k not in FIRST_NAMES
+        }
         self.store.save_bot(bot, {**others, **self._changed_from_defaults(settings)})
         return settings
 
@@ -169,6 +176,9 @@ class BotProfiles:
         return {k: v for k, v in settings.to_json().items() if defaults[k] != v}
 
 
+FIRST_NAMES = ("recent_window", "prompt_budget")  # settings of schema 1, since renamed
+
+
 def renamed_settings(stored: dict[str, object]) -> dict[str, object]:
     """``stored`` with the settings of the first membots (schema 1) under today's names,
     where the profile holds no value of the new name: ``recent_window`` is ``window_size``;
@@ -176,7 +186,8 @@ def renamed_settings(stored: dict[str, object]) -> dict[str, object]:
     values = dict(stored)
     if "recent_window" in values and "window_size" not in values:
         values["window_size"] = values["recent_window"]
-    budget, reply = values.get("prompt_budget"), values.get("reply_tokens", 256)
+    budget = values.get("prompt_budget")
+    reply = values.get("reply_tokens", BotSettings().reply_tokens)
     if "context_size" not in values and _whole(budget) and _whole(reply):
         values["context_size"] = budget + reply  # type: ignore[operator]
     return values

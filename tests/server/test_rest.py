@@ -235,6 +235,13 @@ def test_tool_results_search_threads_and_lines(server: Server, admin):
         "/v1/bots/coach/search", params={"q": "live", "k": 5}, headers=admin
     ).json()["matches"]
     assert {match["user"] for match in everyone} == {"sam", "kim"}
+    blank = server.client.get(  # empty parameters are none given, as HTTP forms send them
+        "/v1/bots/coach/search", params={"q": "live", "k": 5, "thread": "", "user": ""},
+        headers=admin,
+    )  # fmt: skip
+    assert blank.status_code == 200 and blank.json()["matches"] == everyone
+    spaces = server.client.get("/v1/bots/coach/search", params={"q": "   "}, headers=admin)
+    assert spaces.status_code == 400 and "nothing to search for" in spaces.text
 
     threads = server.client.get("/v1/bots/coach/users/sam/threads", headers=sam).json()
     assert [(t["thread"], t["lines"]) for t in threads["threads"]] == [("t1", 3)]

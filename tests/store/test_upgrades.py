@@ -403,3 +403,13 @@ def test_the_first_profiles_settings_are_read_under_todays_names(memory) -> None
                                   "context_size": 2048})  # fmt: skip
     settings = memory.bot_settings("new")
     assert (settings.window_size, settings.context_size) == (3, 2048)
+
+
+def test_a_first_profiles_setting_set_back_to_its_default_stays_so(memory) -> None:
+    memory.store.save_bot("old", {"recent_window": 5, "prompt_budget": 1000})
+    memory.configure_bot("old", window_size=BotSettings().window_size)
+    settings = memory.bot_settings("old")
+    assert settings.window_size == BotSettings().window_size and settings.prompt_budget == 1000
+    stored = memory.store.bot_settings("old")
+    assert "recent_window" not in stored and "prompt_budget" not in stored
+    assert stored["context_size"] == 1000 + BotSettings().reply_tokens

@@ -7,7 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from membot.errors import ConfigError
+from membot.errors import ProviderError
 
 
 @runtime_checkable
@@ -37,22 +37,25 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
 def checked_vectors(vectors: object, count: int, name: str) -> np.ndarray:
     """An embedder's answer for ``count`` texts as the ``(count, dimension)`` float32 array
     of unit rows membot works with: rows of another length are scaled to unit length (a
-    score is then a cosine, as every threshold assumes); anything else is ``ConfigError``
-    naming the embedder, before a vector is stored."""
+    score is then a cosine, as every threshold assumes); anything else is ``ProviderError``
+    naming the embedder (a fault of the embedder, not of the request), before a vector is
+    stored."""
     try:
         array = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError) as error:
-        raise ConfigError(f"embedder {name!r} returned no array of numbers: {error}") from None
+        raise ProviderError(f"embedder {name!r} returned no array of numbers: {error}") from None
+    if count == 0:  # nothing asked: an embedder may not know its width yet
+        return array.reshape(0, array.shape[-1] if array.ndim == 2 else 0)
     if array.ndim != 2 or array.shape[0] != count or array.shape[1] == 0:
-        raise ConfigError(
+        raise ProviderError(
             f"embedder {name!r} returned an array of shape {array.shape} for {count} texts; "
             f"it must be ({count}, dimension)"
         )
     if not np.isfinite(array).all():
-        raise ConfigError(f"embedder {name!r} returned a vector holding NaN or infinity")
+        raise ProviderError(f"embedder {name!r} returned a vector holding NaN or infinity")
     norms = np.linalg.norm(array, axis=1)
     if (norms == 0).any():
-        raise ConfigError(f"embedder {name!r} returned a vector of zeros, which matches nothing")
+        raise ProviderError(f"embedder {name!r} returned a vector of zeros, which matches nothing")
     if np.abs(norms - 1.0).max() > 1e-3:
         array = array / norms[:, None]
     return array

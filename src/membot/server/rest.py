@@ -289,6 +289,7 @@ def search(
     """The stored lines most similar to ``q`` (not stored): one person's, or with an admin or
     bot key and no ``user``, every person's of the bot."""
     need_bot(key, bot)
+    user, thread = user or None, thread or None  # "?thread=" is no thread named, as HTTP reads
     if key.user is not None or user is not None:
         user = person_of(key, bot, user)
     matches = service_of(request).memory.search(q, user=user, bot=bot, thread=thread, k=k)
