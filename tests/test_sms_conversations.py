@@ -228,6 +228,16 @@ def test_a_text_is_a_turn_under_the_hashed_sender(texter: Texter, tmp_path):
     assert texter.sender.encode() in stored
 
 
+def test_a_text_whose_sender_is_forgotten_while_it_is_answered_gets_no_answer(texter: Texter):
+    def forgotten_then_failed(messages, max_tokens, *, schema=None):  # type: ignore[no-untyped-def]
+        texter.memory.forget(user=texter.sender)
+        raise RuntimeError("a bug met after the forget")
+
+    texter.llm.complete = texter.llm.stream = forgotten_then_failed  # type: ignore[method-assign]
+    assert texter.text("Hi, I'm Sam.") == []  # no traceback, no apology for a kept line
+    assert texter.lines() == []
+
+
 def test_the_next_text_goes_on_in_the_same_thread(texter: Texter):
     texter.llm.enqueue("One.", "Two.")
     texter.text("first")

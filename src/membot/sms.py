@@ -450,6 +450,9 @@ class TextConversations:
             # Answered then, or its answerer died before the reply (the thread ends with it).
             lines = self.memory.history(user=user, bot=self.bot.name, thread=thread)
             return [UNANSWERED] if lines and lines[-1].role == Role.HUMAN else []
+        except NotFoundError as gone:  # forgotten (or its bot deleted) while it was answered
+            log.info("a text's thread is gone: %s", gone)
+            return []
         except TurnFailedError as failed:  # the text is kept, as the answer says
             log.warning("a text's turn failed after it was stored: %s", failed)
             return [UNANSWERED]
