@@ -148,8 +148,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
         self.close()
 
     def check_store(self, timeout: float = 2.0) -> None:
-        """``StoreError`` unless the store answers within about ``timeout`` seconds."""
+        """``StoreError`` unless the store answers within about ``timeout`` seconds;
+        ``EmbedderMismatchError`` (one) if its vectors are no longer this memory's
+        embedder's (re-embedded by another process: ``membot reindex``)."""
         self.store.check_reachable(timeout)
+        self.store.check_embedder(self.embedder.name)
 
     def warm_up(self, *, shared_memory: bool = False) -> None:
         """Load the embedder and tokenizer now, so the first turn's timings are its own.

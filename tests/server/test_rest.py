@@ -32,6 +32,19 @@ def test_readyz_says_when_the_store_cannot_be_read(server: Server, monkeypatch):
     assert server.client.get("/healthz").status_code == 200
 
 
+def test_readyz_says_when_another_process_re_embedded_the_store(
+    server: Server, make_memory, make_embedder
+):
+    """After `membot reindex` elsewhere every search was a 409 while /readyz said 200."""
+    server.memory.add("I keep bees.", user="ana", thread="t")
+    other = make_memory(make_embedder(name="hash-other", dimension=128))
+    other.reindex(other.embedder)
+    answer = server.client.get("/readyz")
+    assert answer.status_code == 503
+    said = _error(answer)
+    assert said["type"] == "embedder_mismatch" and "reindex" in said["message"]
+
+
 def test_health_openapi_and_docs_answer(server: Server):
     assert server.client.get("/healthz").json() == {"status": "ok"}
     assert server.client.get("/readyz").json() == {"status": "ok"}

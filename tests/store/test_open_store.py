@@ -31,13 +31,49 @@ def test_a_postgresql_url_opens_the_postgres_store(postgres_url, embedder, monke
     again = Memory(embedder=embedder)
     assert isinstance(again.store, PostgresStore)
     assert [line.text for line in again.history(user="ann")] == ["hello"]
-    assert "@" not in again.store.location and "postgresql://" in again.store.location
+    shown = again.store.location  # the user and the database, never a password
+    assert shown.startswith("postgresql://") and "/membot_test" in shown
+    assert ":" not in shown.removeprefix("postgresql://").partition("@")[0]
     again.close()
 
 
 def test_a_postgresql_store_that_cannot_be_reached_is_a_store_error(tmp_path):
     with pytest.raises(StoreError, match="cannot open the store at postgresql://"):
         open_store(f"postgresql://membot:secret@/membot?host={tmp_path}&connect_timeout=2")
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        " postgresql://membot:s3cr3t-pw@/membot?host={folder}&connect_timeout=2",
+        "Postgresql://membot:s3cr3t-pw@/membot?host={folder}&connect_timeout=2",
+        "POSTGRES://membot:s3cr3t-pw@/membot?host={folder}&connect_timeout=2",
+    ],
+)
+def test_a_postgresql_url_written_loosely_is_read_and_its_password_never_shown(tmp_path, written):
+    """A leading space or a capital in the scheme reached libpq as it was, whose error
+    echoed the whole string, password and all (an operator's probe)."""
+    with pytest.raises(StoreError) as error:
+        open_store(written.format(folder=tmp_path))
+    shown = str(error.value)
+    assert "s3cr3t-pw" not in shown
+    assert f"postgresql://membot@/membot?host={tmp_path}" in shown  # the URL, its password out
+
+
+def test_a_key_value_connection_string_is_refused_not_made_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError, match="key=value connection string") as error:
+        open_store(f"host={tmp_path} dbname=membot user=membot password=s3cr3t-pw")
+    assert "s3cr3t-pw" not in str(error.value)
+    assert list(tmp_path.iterdir()) == []  # no folder "host=…", no store named by a password
+
+
+def test_a_drivers_error_loses_the_password_wherever_it_shows() -> None:
+    from membot.store.postgres import without_secrets
+
+    url = "postgresql://membot:p%40ss@db/membot"
+    said = 'bad "postgresql://membot:p%40ss@db" and p@ss and password=p@ss'
+    assert without_secrets(said, url) == 'bad "postgresql://membot:***@db" and *** and password=***'
 
 
 def test_other_urls_are_refused_with_what_is_known(tmp_path):

@@ -15,9 +15,14 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from membot import LLM, LLMPool, Memory, resolve_llm
+from membot import LLM, EmbedderMismatchError, LLMPool, Memory, resolve_llm
 from membot.server import openai_api, rest, sms
-from membot.server.errors import declare_errors, error_response, install_error_handlers
+from membot.server.errors import (
+    ApiError,
+    declare_errors,
+    error_response,
+    install_error_handlers,
+)
 from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.ratelimit import parse_rate
 from membot.server.service import MAX_BODY_BYTES, Service
@@ -201,7 +206,9 @@ def _holds_nul(scope: Scope) -> bool:
 
 def _add_health_routes(app: FastAPI) -> None:
     @app.get("/healthz", tags=["operations"], summary="Liveness: the process answers.")
-    def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, str]:
+        # On the event loop, not a worker thread: while the store is down every thread may
+        # wait on it, and a liveness probe stalled 27 s behind them (an operator's probe).
         return {"status": "ok"}
 
     @app.get(
@@ -215,7 +222,10 @@ def _add_health_routes(app: FastAPI) -> None:
         service: Service = request.app.state.service
         # A store that fails is the usual 503, without its location; within READY_SECONDS,
         # not the 30 s a request waits for a connection (a probe: health checks time out).
-        service.memory.check_store(READY_SECONDS)
+        try:
+            service.memory.check_store(READY_SECONDS)
+        except EmbedderMismatchError as error:  # re-embedded by another process: restart
+            raise ApiError(503, f"{error}", "embedder_mismatch") from error
         return {"status": "ok"}
 
     @app.get(

@@ -3,6 +3,7 @@ opening a store by URL."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -26,7 +27,20 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def is_postgres_url(location: str | Path) -> bool:
-    return str(location).split("://", 1)[0] in POSTGRES_SCHEMES and "://" in str(location)
+    scheme, marker, _ = str(location).strip().partition("://")
+    return bool(marker) and scheme.lower() in POSTGRES_SCHEMES
+
+
+def postgres_url(location: str | Path) -> str:
+    """A ``postgresql://`` URL as libpq reads it: spaces around it dropped, its scheme in
+    lower case (" postgresql://…" and "Postgresql://…" reached libpq as they were, which
+    echoed the whole string, password and all, in its error)."""
+    scheme, _, rest = str(location).strip().partition("://")
+    return f"{scheme.lower()}://{rest}"
+
+
+# libpq's other form, "host=… dbname=… password=…": not taken (a URL is), and never echoed.
+_KEYWORD_CONNINFO = re.compile(r"^\s*(host|hostaddr|dbname|user|password|port|service)\s*=")
 
 
 def open_postgres(url: str, schema: str | None = None) -> Store:
@@ -49,8 +63,13 @@ def open_store(location: str | Path, *, existing: bool = False) -> Store:
     if not isinstance(location, str | Path):
         raise TypeError(f"a store's location is a path or URL, got {type(location).__name__}")
     text = str(location)
-    if "://" in text and urlparse(text).scheme in POSTGRES_SCHEMES:
-        return open_postgres(text)
+    if is_postgres_url(text):
+        return open_postgres(postgres_url(text))
+    if _KEYWORD_CONNINFO.match(text):
+        raise ConfigError(
+            "that looks like a PostgreSQL key=value connection string: membot takes a URL, "
+            "postgresql://USER:PASSWORD@HOST/DATABASE (a socket folder: ?host=/FOLDER)"
+        )
     path = sqlite_path(text)
     if existing and not path.exists():
         raise NotFoundError(f"no store at {path}")
@@ -83,7 +102,7 @@ def temporary_store(near: str | Path | None = None) -> Iterator[Store]:
     """A store of its own, removed afterwards: with a ``postgresql://`` URL, a new schema in
     that database (dropped after); otherwise a SQLite file in a temporary folder."""
     if near is not None and is_postgres_url(near):
-        store = open_postgres(str(near), schema=f"membot_scratch_{uuid.uuid4().hex[:12]}")
+        store = open_postgres(postgres_url(near), schema=f"membot_scratch_{uuid.uuid4().hex[:12]}")
         try:
             yield store
         finally:

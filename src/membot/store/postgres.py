@@ -21,11 +21,13 @@ import json
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 import psycopg
@@ -116,12 +118,30 @@ def _line(row: Sequence) -> Line:
 
 
 def _redacted(url: str) -> str:
-    """The URL without its password, for messages."""
+    """The URL without its password, for messages: ``postgresql://USER@HOST:PORT/DB``, a
+    socket folder as ``?host=``."""
     try:
         info = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         return "postgresql://…"
-    return f"postgresql://{info.get('host') or 'localhost'}/{info.get('dbname') or ''}"
+    user = f"{info['user']}@" if info.get("user") else ""
+    host, port, database = info.get("host") or "", info.get("port"), info.get("dbname") or ""
+    if host.startswith("/"):
+        return f"postgresql://{user}/{database}?host={host}"
+    return f"postgresql://{user}{host or 'localhost'}{f':{port}' if port else ''}/{database}"
+
+
+_PASSWORD_IN_URL = re.compile(r"(://[^:/@\s]*):[^@\s]*@")
+_PASSWORD_SETTING = re.compile(r"(password\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
+def without_secrets(message: str, url: str) -> str:
+    """``message`` (a driver's error) with the URL's password taken out, wherever it shows."""
+    password = urlparse(url).password
+    if password:
+        message = message.replace(password, "***").replace(unquote(password), "***")
+    message = _PASSWORD_IN_URL.sub(r"\1:***@", message)
+    return _PASSWORD_SETTING.sub(r"\1***", message)
 
 
 def _check_embedder(db: Connection, name: str, dimension: int | None) -> None:
@@ -168,7 +188,8 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 migrate(connection)
                 warn_of_short_idle_timeout(connection)
         except psycopg.Error as error:
-            raise StoreError(f"cannot open the store at {self.location}: {error}") from error
+            said = without_secrets(str(error), url)
+            raise StoreError(f"cannot open the store at {self.location}: {said}") from error
         size = pool_size or int(os.environ.get("MEMBOT_PG_POOL", DEFAULT_POOL_SIZE))
         # Checked as handed out (an empty query: one round trip, about 75 µs on a local
         # socket): after PostgreSQL restarted, every pooled connection was dead, and the

@@ -198,7 +198,8 @@ def _ensure_vector_extension(connection: psycopg.Connection) -> None:
     except psycopg.Error as error:
         raise StoreError(
             "the PostgreSQL database lacks the pgvector extension and this role cannot create "
-            f"it ({error}): run `CREATE EXTENSION vector;` as its owner"
+            f"it ({error}): run `CREATE EXTENSION vector;` in it as a superuser (pgvector is "
+            "not a trusted extension)"
         ) from error
 
 
