@@ -45,7 +45,7 @@ from membot.recall import push_to_buffer
 from membot.recall.chat import recall_for_turn
 from membot.search import Scope, VectorIndex
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
-from membot.store.base import lines_between
+from membot.store.base import check_embedder_meta, lines_between
 from membot.tokens import TokenCounter, default_token_counter
 
 
@@ -151,8 +151,9 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """``StoreError`` unless the store answers within about ``timeout`` seconds;
         ``EmbedderMismatchError`` (one) if its vectors are no longer this memory's
         embedder's (re-embedded by another process: ``membot reindex``)."""
-        self.store.check_reachable(timeout)
-        self.store.check_embedder(self.embedder.name)
+        made_by = self.store.check_reachable(timeout)
+        if made_by is not None:
+            check_embedder_meta({"embedder": made_by}, self.embedder.name, None)
 
     def warm_up(self, *, shared_memory: bool = False) -> None:
         """Load the embedder and tokenizer now, so the first turn's timings are its own.

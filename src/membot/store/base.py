@@ -446,8 +446,9 @@ class Store(
 
     def close(self) -> None: ...
 
-    def check_reachable(self, timeout: float) -> None:
-        """``StoreError`` unless the store answers within ``timeout`` seconds."""
+    def check_reachable(self, timeout: float) -> str | None:
+        """``StoreError`` unless the store answers within ``timeout`` seconds; else the
+        embedder its vectors were made by (None before the first), read in the same call."""
         ...
 
 

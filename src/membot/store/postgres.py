@@ -263,11 +263,13 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         with self._errors(), self._pool.connection() as db:
             return db.execute(query, params).fetchall()
 
-    def check_reachable(self, timeout: float) -> None:
+    def check_reachable(self, timeout: float) -> str | None:
         """``StoreError`` unless a connection answers within ``timeout`` seconds (a call
-        otherwise waits the pool's 30 s for one while the database is down)."""
+        otherwise waits the pool's 30 s for one while the database is down); the store's
+        embedder."""
         with self._errors(), self._pool.connection(timeout=timeout) as db:
-            db.execute("SELECT 1").fetchall()
+            rows = db.execute("SELECT value FROM meta WHERE key = 'embedder'").fetchall()
+        return rows[0][0] if rows else None
 
     # -- metadata -------------------------------------------------------------------------
 

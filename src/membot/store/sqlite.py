@@ -209,9 +209,11 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         self._db.close()
         self._writers.close()
 
-    def check_reachable(self, timeout: float) -> None:
-        """``StoreError`` unless the file can be read (``timeout``: for PostgreSQL's sake)."""
-        self._query("SELECT 1 FROM meta LIMIT 1")
+    def check_reachable(self, timeout: float) -> str | None:
+        """``StoreError`` unless the file can be read (``timeout``: for PostgreSQL's sake);
+        the store's embedder."""
+        rows = self._query("SELECT value FROM meta WHERE key = 'embedder'")
+        return rows[0][0] if rows else None
 
     def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]:
         """Held for a whole turn of the thread (see :class:`TurnLocks`)."""
