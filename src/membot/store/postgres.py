@@ -52,7 +52,11 @@ from membot.store.postgres_extras import PostgresExtras
 from membot.store.postgres_lexical import bm25_query, word_count
 from membot.store.postgres_schema import migrate
 from membot.store.postgres_sms import PostgresSms
-from membot.store.postgres_turns import PostgresTurnLocks, warn_of_short_idle_timeout
+from membot.store.postgres_turns import (
+    RECONNECT_SECONDS,
+    PostgresTurnLocks,
+    warn_of_short_idle_timeout,
+)
 from membot.store.postgres_vectors import PostgresVectors, hnsw_index_sql
 
 log = logging.getLogger(__name__)
@@ -201,6 +205,7 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
             kwargs=kwargs,
             configure=_configure,
             check=ConnectionPool.check_connection,
+            reconnect_timeout=RECONNECT_SECONDS,
             open=True,
         )
         self._turns = PostgresTurnLocks(url, kwargs, schema)

@@ -36,6 +36,12 @@ from membot.store.sqlite_lock import ALL_OR_NONE_ROUNDS, TURN_WAIT_SECONDS, thre
 
 log = logging.getLogger(__name__)
 
+# How long the pools go on trying one connection while the database is down, with pauses
+# that double each time. psycopg's 300 s let a pause grow to minutes: after a 4-minute outage
+# the first request waited 20 s past the database's return (benchmarks/pg_outage.py). Past
+# this the attempt ends, and the next request begins a new one at once.
+RECONNECT_SECONDS = 10.0
+
 DEFAULT_TURN_POOL = 8
 # The first of the two keys of every turn lock: membot's turns, apart from other programs'
 # advisory locks on the database (the migrations' one-key lock is another space already).
@@ -92,6 +98,7 @@ class PostgresTurnLocks:
                     max_size=self.size,
                     kwargs=self.kwargs,
                     check=ConnectionPool.check_connection,
+                    reconnect_timeout=RECONNECT_SECONDS,
                     open=True,
                 )
             return self._pool
