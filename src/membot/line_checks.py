@@ -55,13 +55,13 @@ def storable(text: str) -> str:
     return SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
-def check_name(value: object, label: str) -> str:
+def check_name(value: object, label: str, *, missing: str | None = None) -> str:
     """A name (bot, person, thread): a non-blank string a store can keep, that can stand in
     the server's URLs (:func:`check_url_part`). A thread's or a person's may hold "/"
     (LoCoMo's imported threads are named "conv-26/session_1"; an OpenAI client's ``user``
     may be "org/42"); a bot's, which opens every route about it, may not."""
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"a line needs a {label} name")
+        raise ConfigError(missing or f"a line needs a {label} name")
     what = f"the {label} name"
     if len(value) > MAX_NAME_CHARS:
         raise ConfigError(f"{what} has {len(value):,} characters; at most {MAX_NAME_CHARS}")
@@ -69,14 +69,8 @@ def check_name(value: object, label: str) -> str:
 
 
 def check_bot_name(bot: object) -> str:
-    """``bot`` if it can name a bot (as :func:`check_name`, without "/"); else
-    ``ConfigError`` saying why, worded for a bot rather than a line."""
-    if not isinstance(bot, str) or not bot.strip():
-        raise ConfigError(f"a bot needs a name, not {bot!r}")
-    what = "the bot's name"
-    if len(bot) > MAX_NAME_CHARS:
-        raise ConfigError(f"{what} has {len(bot):,} characters; at most {MAX_NAME_CHARS}")
-    return check_url_part(check_storable(bot, what), what)
+    """``bot`` if it can name a bot (:func:`check_name`), said of a bot rather than a line."""
+    return check_name(bot, "bot", missing=f"a bot needs a name, not {bot!r}")
 
 
 def check_url_part(value: str, what: str, *, slash: bool = False) -> str:

@@ -66,6 +66,14 @@ class Upgraded:
         """What the old code could store: the SQLite schema version with its tables."""
         return self.manifest["level"]
 
+    def held(self, key: str, since: int, came: str) -> list[dict[str, Any]]:
+        """The manifest's ``key``, which the fixture must hold; the test is skipped for a
+        schema before ``since``, which had no such thing (``came``: when it came)."""
+        if self.level < since:
+            pytest.skip(came)
+        assert self.manifest[key], f"the fixture should hold {key}"
+        return self.manifest[key]
+
     def lines_of(self, bot: str, person: str) -> list[dict[str, Any]]:
         return [
             line
@@ -247,11 +255,8 @@ def test_every_line_keeps_its_full_text_row(upgraded: Upgraded) -> None:
 
 
 def test_remembered_summaries_and_ended_threads_are_kept(upgraded: Upgraded) -> None:
-    if upgraded.level < 2:
-        pytest.skip("schema 1 had no summaries")
     memory = upgraded.memory
-    assert upgraded.manifest["summaries"], "the fixture should hold a summary"
-    for expected in upgraded.manifest["summaries"]:
+    for expected in upgraded.held("summaries", 2, "schema 1 had no summaries"):
         (summary,) = [
             summary
             for summary in memory.summaries(user=expected["person"], bot=expected["bot"])
@@ -281,11 +286,8 @@ def test_remembered_summaries_and_ended_threads_are_kept(upgraded: Upgraded) -> 
 
 
 def test_expertise_documents_are_kept(upgraded: Upgraded) -> None:
-    if upgraded.level < 2:
-        pytest.skip("schema 1 had no expertise")
     memory = upgraded.memory
-    assert upgraded.manifest["documents"], "the fixture should hold a document"
-    for expected in upgraded.manifest["documents"]:
+    for expected in upgraded.held("documents", 2, "schema 1 had no expertise"):
         bot = expected["bot"]
         (info,) = [info for info in memory.documents(bot) if info.name == expected["name"]]
         assert (info.title, info.sha256) == (expected["title"], expected["sha256"])
@@ -324,10 +326,7 @@ def test_a_setting_of_the_first_profiles_still_counts(upgraded: Upgraded) -> Non
 
 
 def test_api_keys_still_authenticate(upgraded: Upgraded) -> None:
-    if upgraded.level < 3:
-        pytest.skip("API keys came with schema 3")
-    assert upgraded.manifest["keys"], "the fixture should hold keys"
-    for expected in upgraded.manifest["keys"]:
+    for expected in upgraded.held("keys", 3, "API keys came with schema 3"):
         key = authenticate(upgraded.memory, expected["secret"])
         assert (key.id, key.bot, key.user, key.label) == (
             expected["id"],
@@ -339,11 +338,9 @@ def test_api_keys_still_authenticate(upgraded: Upgraded) -> None:
 
 
 def test_sms_conversations_are_kept(upgraded: Upgraded) -> None:
-    if upgraded.level < 6:
-        pytest.skip("text conversations came with SQLite schema 6 (PostgreSQL 2)")
     store = upgraded.memory.store
-    assert upgraded.manifest["sms_senders"], "the fixture should hold SMS senders"
-    for expected in upgraded.manifest["sms_senders"]:
+    came = "text conversations came with SQLite schema 6 (PostgreSQL 2)"
+    for expected in upgraded.held("sms_senders", 6, came):
         state = store.sms_sender(expected["bot"], expected["sender"])
         assert state is not None
         assert {name: getattr(state, name) for name in expected} == expected
