@@ -29,11 +29,11 @@ import numpy as np
 from calibrate_threshold import CHITCHAT  # the same small talk as the history threshold's
 
 from membot.config import DEFAULT_BOT
-from membot.documents import Document, chunk_document
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
-from membot.importers import read_file
-from membot.tokens import default_token_counter
+from membot.memory.documents import Document, chunk_document
+from membot.memory.importers import read_file
+from membot.turn.tokens import default_token_counter
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 THRESHOLDS = tuple(round(0.20 + 0.05 * step, 2) for step in range(9))

@@ -43,11 +43,11 @@ from calibrate_threshold import CHITCHAT  # the same small talk as the threshold
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder, fresh_memory
-from membot.importers import parse_time, read_file
-from membot.memory import LineInput
+from membot.index.vectors import Scope
+from membot.memory.facade import LineInput
+from membot.memory.importers import parse_time, read_file
 from membot.model import Role
 from membot.recall.chat import recall_for_turn
-from membot.search import Scope
 from membot.store.base import lines_between
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"

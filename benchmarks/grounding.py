@@ -12,7 +12,7 @@ session taken once with either speaker as the person (the other as the bot):
 * for information, the other speaker's observations of the session (what the bot's side
   said: membot keeps only what the person said, so these should mostly go too).
 
-Each point is checked by :func:`membot.grounding.check_points` against the person's lines,
+Each point is checked by :func:`membot.memory.grounding.check_points` against the person's lines,
 with the bundled MiniLM. ``--calibrate`` first sweeps ``WORD_SPAN``, ``MIN_COSINE`` and
 ``MIN_WORD_SHARE`` on the calibration conversations and prints the sweep; the report is on
 the other conversations, with the module's settings. Goals: invented points kept 0, true
@@ -44,10 +44,10 @@ from pathlib import Path
 import numpy as np
 
 from membot import Line, Role
-from membot import grounding as g
-from membot.conversations import EXAMPLE_POINT
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
+from membot.memory import grounding as g
+from membot.turn.ending import EXAMPLE_POINT
 
 LOCOMO_PATH = shared_data_dir() / "locomo" / "locomo_dev.json"
 CALIBRATION = (0, 1)  # conversation indexes the thresholds are chosen on; the rest report
@@ -63,7 +63,7 @@ class Case:
     kind: str  # "true", "other people", "example", "placeholder", "wrong date", "bot side"
     point: str
     evidence: g.Evidence
-    failure: str = ""  # checks 1-5 of membot.grounding
+    failure: str = ""  # checks 1-5 of membot.memory.grounding
     shares: dict[int, float] = field(default_factory=dict)  # by span of adjacent lines
     cosine: float = 0.0
 
@@ -230,7 +230,7 @@ def calibrate(cases: list[Case]) -> tuple[int, float, float]:
 
 def report(cases: list[Case], embed) -> dict:
     """The module's thresholds on the report conversations. Every case is measured in one
-    batch; on a few sessions :func:`membot.grounding.check_points` itself is run and must
+    batch; on a few sessions :func:`membot.memory.grounding.check_points` itself is run and must
     agree, so the rule measured is the module's."""
     measure(cases, embed)
     groups: dict[int, list[Case]] = {}

@@ -4,8 +4,8 @@ Every line of the LoCoMo and LongMemEval dev files goes into one bot that shares
 people (about 33,000 lines, embedded with the bundled MiniLM through the embedding cache). Every
 question of each file is then searched in that bot's scope exactly (one matrix product over
 every vector) and approximately: through the path recall takes for a shared scope past
-``MEMBOT_APPROXIMATE_FROM`` lines (``membot.ann``: the index nominates 200 lines, which with
-their neighbours are scored exactly; forced on here whatever the scope's size), on SQLite
+``MEMBOT_APPROXIMATE_FROM`` lines (``membot.index.approximate``: the index nominates 200 lines,
+which with their neighbours are scored exactly; forced on here whatever the scope's size), on SQLite
 (usearch, int8) and PostgreSQL (pgvector HNSW). It prints recall@10 (the share of the exact ten
 found, averaged over questions) per file and store, with the search's median and 95th-percentile
 time; on PostgreSQL also the index alone (``approximate_search``, k = 10) at several
@@ -34,10 +34,10 @@ import numpy as np
 from machine import announce
 
 from membot import Memory, read_file
-from membot.ann import ApproximateScopes
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
-from membot.search import Scope
+from membot.index.approximate import ApproximateScopes
+from membot.index.vectors import Scope
 from membot.store import SqliteStore, open_postgres
 
 DATA = shared_data_dir()  # MEMBOT_DATA, or ../shared/data
@@ -100,7 +100,7 @@ def measure(kind: str, store, embedder, asked: dict[str, np.ndarray], ef: list[i
     print(f"{kind}: index ready in {time.perf_counter() - started:.1f} s")
     for name, queries in asked.items():
         exact = np.argsort(-(queries @ rows.vectors.T), axis=1)[:, :K]
-        print(f"{kind}, {name} ({len(queries)} questions): membot.ann  ", end="")
+        print(f"{kind}, {name} ({len(queries)} questions): membot.index.approximate  ", end="")
         print(recall(lambda q: approximate.search(q, scope, K, None), queries, exact, rows.ids))
         for each in ef if kind == "postgresql" else []:
             index_alone = recall(

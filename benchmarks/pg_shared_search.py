@@ -22,8 +22,8 @@ import psycopg
 import scale
 from machine import announce
 
-from membot import ann
 from membot.embed import default_embedder
+from membot.index import approximate as ann
 from membot.recall.bm25 import query_terms
 from membot.store import open_store
 from membot.store.postgres_lexical import bm25_query

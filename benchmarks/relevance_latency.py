@@ -22,8 +22,8 @@ from machine import announce
 
 from membot import Bot, Memory
 from membot.eval import shared_data_dir
-from membot.importers import read_file
 from membot.llm import BundledSmolLM2
+from membot.memory.importers import read_file
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 

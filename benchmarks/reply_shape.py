@@ -37,9 +37,9 @@ from machine import announce
 from membot import Bot, Memory
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
-from membot.importers import read_file
 from membot.llm import BundledSmolLM2
-from membot.templates import DEFAULTS
+from membot.memory.importers import read_file
+from membot.turn.templates import DEFAULTS
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 QUESTIONS_PER_CONVERSATION = 10

@@ -44,7 +44,7 @@ from membot import Bot, Memory, ScriptedLLM, migrate_store
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
-from membot.importers import read_file
+from membot.memory.importers import read_file
 from membot.model import Role
 from membot.store import NewLine, ThreadKey, open_store
 

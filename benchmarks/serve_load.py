@@ -53,7 +53,7 @@ from turn_latency import LOCOMO, build_store
 import membot
 from membot import Memory
 from membot.embed import default_embedder
-from membot.keys import create_key
+from membot.service.keys import create_key
 
 WORK = Path(tempfile.gettempdir()) / "membot-serve-load"
 BOT = "bench"

@@ -29,7 +29,7 @@ from machine import announce
 from membot import Bot, Memory, ScriptedLLM
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
-from membot.importers import read_file
+from membot.memory.importers import read_file
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 

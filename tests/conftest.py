@@ -28,7 +28,7 @@ from typer.testing import CliRunner, Result
 
 from membot import Memory
 from membot.embed import default_embedder
-from membot.tokens import default_token_counter
+from membot.turn.tokens import default_token_counter
 
 WORD = re.compile(r"\w+")
 

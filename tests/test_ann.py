@@ -1,4 +1,5 @@
-"""Approximate search of large shared scopes (membot.ann), on SQLite (usearch beside the store
+"""Approximate search of large shared scopes (membot.index.approximate), on SQLite (usearch beside
+the store
 file) and PostgreSQL (pgvector's HNSW index): it finds what exact search finds, scores exactly,
 keeps to the scope, stays up to date, and takes over from the exact index at the threshold."""
 
@@ -15,9 +16,9 @@ import numpy as np
 import pytest
 
 from membot import Role, ann
-from membot.ann import ApproximateScope, ApproximateScopes, UsearchNominator
 from membot.errors import StoreError
-from membot.search import Scope, VectorIndex
+from membot.index.approximate import ApproximateScope, ApproximateScopes, UsearchNominator
+from membot.index.vectors import Scope, VectorIndex
 from membot.store import NewLine, ThreadKey
 
 DIMENSION = 16
@@ -292,8 +293,8 @@ def test_a_deleted_bots_graph_is_emptied_without_a_build(
 SLOW_CHILD = """
 import sys, time
 from pathlib import Path
-import membot.ann as ann
-from membot.ann_build import main
+import membot.index.approximate as ann
+from membot.index.approximate_build import main
 read = ann.UsearchNominator._add_new
 def slow(self):
     Path(sys.argv[3]).write_text("read")
@@ -392,7 +393,7 @@ def test_a_second_child_finds_the_fresh_graph_saved_and_leaves_it(
 ) -> None:
     """Every serving process starts a child after a forget; the ones after the first find
     the file current and neither load nor write it again."""
-    from membot.ann_build import build
+    from membot.index.approximate_build import build
 
     memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 30, people=3)
     memory.search("line", bot="shared")
@@ -413,13 +414,15 @@ def test_the_build_command_reports_what_it_built(tmp_path) -> None:
     store = SqliteStore(tmp_path / "cmd.db")
     fill(store, 40)
     bot = str(store.bot_id("shared"))
-    command = [sys.executable, "-m", "membot.ann_build", str(store.path), bot]
+    command = [sys.executable, "-m", "membot.index.approximate_build", str(store.path), bot]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert f"built the approximate index of bot {bot}: 40 lines in" in done.stderr
     assert (tmp_path / "cmd.db.ann" / f"bot-{bot}.usearch").exists()
     wrong = subprocess.run(command[:-1], capture_output=True, text=True, timeout=60)
-    assert wrong.returncode == 1 and "usage: python -m membot.ann_build" in wrong.stderr
+    assert (
+        wrong.returncode == 1 and "usage: python -m membot.index.approximate_build" in wrong.stderr
+    )
 
 
 def test_a_failed_build_in_a_child_is_done_in_the_process(
@@ -468,7 +471,7 @@ def test_usearch_loaded_first_leaves_the_embedder_and_the_model_working() -> Non
     loading a model; a process may search a large shared scope before it embeds."""
     script = (
         "import usearch.compiled, onnxruntime, llama_cpp\n"
-        "from membot.tokens import default_token_counter\n"
+        "from membot.turn.tokens import default_token_counter\n"
         "print(default_token_counter().count('still counting'))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

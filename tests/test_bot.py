@@ -7,8 +7,8 @@ import threading
 import pytest
 
 from membot import Bot, ConfigError, Memory, Role, ScriptedLLM, StoreError, Turn, TurnFailedError
-from membot.replies import reply_schema
-from membot.templates import DEFAULTS
+from membot.turn.replies import reply_schema
+from membot.turn.templates import DEFAULTS
 
 TURN_KEYS = {
     "response",

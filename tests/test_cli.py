@@ -21,8 +21,8 @@ from membot import (
     Memory,
     ScriptedLLM,
 )
-from membot.bot import Bot
 from membot.eval import shared_data_dir
+from membot.turn.bot import Bot
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from membot import BotSettings, ConfigError, NotFoundError
-from membot.profiles import profile_from_toml, profile_to_toml
+from membot.memory.profile_files import profile_from_toml, profile_to_toml
 
 pytestmark = pytest.mark.slow
 

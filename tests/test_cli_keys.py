@@ -6,7 +6,7 @@ import pytest
 
 from membot import ConfigError, Memory
 from membot.errors import AuthError
-from membot.keys import authenticate
+from membot.service.keys import authenticate
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from membot import Block, BotSettings, ExpertiseChunk, Line, Role, Summary
-from membot.context import (
+from membot.turn.context import (
     LEFT_OUT,
     MIN_FEED,
     Speakers,

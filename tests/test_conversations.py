@@ -9,14 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from membot import ConfigError, Memory, Role, ScriptedLLM
-from membot.conversations import (
+from membot.errors import ProviderError
+from membot.store import ThreadKey
+from membot.turn.ending import (
     end_conversation,
     end_idle_threads,
     normalise_categories,
     read_points,
 )
-from membot.errors import ProviderError
-from membot.store import ThreadKey
 
 BOT = "membot"
 MAY_1 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -494,7 +494,7 @@ def test_with_a_remember_policy_a_model_that_cannot_check_it_keeps_nothing(
 
 
 def test_the_wording_a_copied_policy_check_repeats_is_the_instructions_own() -> None:
-    from membot.conversations import _SHAPE_REASON, _SHAPE_SUMMARY, POLICY_INSTRUCTION
+    from membot.turn.ending import _SHAPE_REASON, _SHAPE_SUMMARY, POLICY_INSTRUCTION
 
     assert _SHAPE_SUMMARY in POLICY_INSTRUCTION and _SHAPE_REASON in POLICY_INSTRUCTION
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pypdf import PdfWriter
 
-from membot.documents import Chunk, Document, chunk_document, read_document
 from membot.errors import ConfigError, ImportFormatError
+from membot.memory.documents import Chunk, Document, chunk_document, read_document
 
 
 class WordCounter:

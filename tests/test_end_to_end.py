@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from membot import Bot, Memory
-from membot.conversations import end_conversation
 from membot.llm import BundledSmolLM2
+from membot.turn.ending import end_conversation
 
 pytestmark = pytest.mark.slow
 

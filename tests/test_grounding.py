@@ -7,7 +7,13 @@ from datetime import datetime
 import pytest
 
 from membot import Line, Role
-from membot.grounding import Evidence, check_points, content_stems, undated, unsupported_points
+from membot.memory.grounding import (
+    Evidence,
+    check_points,
+    content_stems,
+    undated,
+    unsupported_points,
+)
 
 SAID = [
     "I'm allergic to peanuts, so no satay for me.",
@@ -74,7 +80,7 @@ def said_on(day: str, *texts: str) -> list:
 
 
 def verdicts(points, lines, embed=None, examples=()):
-    from membot.grounding import Evidence, check_points
+    from membot.memory.grounding import Evidence, check_points
 
     evidence = Evidence.of(lines, lines, ["Sam", "AI"])
     return {v.point: v.reason for v in check_points(points, evidence, embed, examples)}
@@ -140,7 +146,7 @@ def test_a_point_that_orders_a_model_is_not_kept(point) -> None:
 
 def test_the_running_summary_keeps_only_what_the_lines_support(embedder) -> None:
     from membot import BotSettings
-    from membot.running_summary import grounded
+    from membot.turn.running_summary import grounded
 
     lines = said_on("2024-05-01", "I moved to Lisbon in June with my two kids.")
     summary = (
@@ -223,7 +229,7 @@ def test_a_point_s_words_must_meet_in_a_few_adjacent_lines() -> None:
 
 
 def test_a_point_in_the_person_s_own_words_is_read_without_its_label(minilm) -> None:
-    """ "HUMAN said: My name is Priya." (membot.own_words' point, from the person's own
+    """ "HUMAN said: My name is Priya." (membot.turn.own_words' point, from the person's own
     line) was left out for a person named priya (a newcomer's walkthrough): the name is no
     content word, so the label's "said" was one unmet word of two, and the cosine fell
     short. A label naming someone else is part of the point."""

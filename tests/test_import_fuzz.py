@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from membot import MAX_LINE_CHARS, ImportFormatError, Memory
-from membot.importers import read_file
+from membot.memory.importers import read_file
 
 FUZZ = settings(
     max_examples=60,

@@ -19,7 +19,7 @@ import pytest
 
 from membot import ImportFormatError, Memory, ProviderError
 from membot.eval import shared_data_dir
-from membot.importers import read_file
+from membot.memory.importers import read_file
 from membot.store.migrations import MIGRATIONS
 from membot.store.sqlite_driver import sqlite3
 

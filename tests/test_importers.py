@@ -10,7 +10,7 @@ import pytest
 
 from membot import ImportFormatError, Memory, Role
 from membot.eval import shared_data_dir
-from membot.importers import parse_time, read_file
+from membot.memory.importers import parse_time, read_file
 
 DATA = shared_data_dir()
 LOCOMO = DATA / "locomo" / "locomo_dev.json"

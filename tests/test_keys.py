@@ -10,8 +10,8 @@ import pytest
 
 from membot import ConfigError, Memory
 from membot.errors import AuthError
-from membot.keys import KEY_PATTERN, authenticate, create_key, list_keys, revoke_key
 from membot.model import utc_now
+from membot.service.keys import KEY_PATTERN, authenticate, create_key, list_keys, revoke_key
 from membot.store.sqlite_driver import sqlite3
 
 
@@ -185,7 +185,7 @@ def test_keys_are_listed_oldest_first_with_their_state(memory: Memory) -> None:
 
 def test_membots_own_key_labels_are_not_given_to_other_keys(memory) -> None:
     """A key labelled as the sign-in link's was spent at the sign-in route like one."""
-    from membot.keys import SESSION_LABEL, SIGNIN_LABEL
+    from membot.service.keys import SESSION_LABEL, SIGNIN_LABEL
 
     for label in (SIGNIN_LABEL, SESSION_LABEL):
         with pytest.raises(ConfigError, match="membot's own sign-in keys"):

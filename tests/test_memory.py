@@ -422,7 +422,7 @@ def test_a_stored_value_this_membot_refuses_falls_back_to_its_default(memory, ca
     memory.store.save_bot(
         "old", {"bot_name": "Cy", "idle_timeout_minutes": float("inf"), "max_matches": 2**40}
     )
-    with caplog.at_level("WARNING", logger="membot.memory_profiles"):
+    with caplog.at_level("WARNING", logger="membot.memory.bots"):
         settings = memory.bot_settings("old")
     assert (settings.bot_name, settings.idle_timeout_minutes, settings.max_matches) == (
         "Cy",

@@ -14,10 +14,9 @@ from membot import (
     Memory,
     NotFoundError,
     ScriptedLLM,
-    create_key,
-    list_keys,
     parse_settings,
 )
+from membot.service import create_key, list_keys
 
 
 def test_bots_are_listed_found_and_required(memory: Memory):

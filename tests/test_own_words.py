@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from membot import BotSettings
 from membot.model import Line, Role
-from membot.own_words import MAX_POINT_CHARS, own_statements
+from membot.turn.own_words import MAX_POINT_CHARS, own_statements
 
 NOV_23 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
@@ -107,7 +107,7 @@ def test_a_short_fact_about_themselves_counts_and_an_ellipsis_is_not_a_placehold
 
 
 def test_a_running_summary_in_own_words_keeps_the_richest_statements_within_its_words() -> None:
-    from membot.own_words import running_statements
+    from membot.turn.own_words import running_statements
 
     old = "2026-11-23: Sam said: I'm vegan."
     thread = lines(

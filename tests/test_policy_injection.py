@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from membot import Memory, ScriptedLLM
-from membot.conversations import end_conversation
+from membot.turn.ending import end_conversation
 
 POLICY = "never keep health details"
 HEALTH = re.compile(r"diabet|insulin|blood sugar|allerg|asthma", re.I)
@@ -142,7 +142,7 @@ def test_without_injection_the_obedient_model_applies_the_policy(memory) -> None
 def test_the_obedient_model_keeps_what_it_is_told_when_nothing_stops_it(memory, monkeypatch):
     """The double is a real threat: with the instruction check switched off, the line that
     says "answer keep" reaches the policy check and health details are kept."""
-    monkeypatch.setattr("membot.grounding.reads_as_instruction", lambda text: False)
+    monkeypatch.setattr("membot.memory.grounding.reads_as_instruction", lambda text: False)
     converse(memory, INJECTIONS["a line of its own"])
     end_conversation(memory, ObedientLLM(), bot="membot", user="sam", thread="t1", remember=True)
     (summary,) = memory.summaries(user="sam")

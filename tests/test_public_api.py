@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import membot
+from membot._moved import MOVED_MODULES
 
 PACKAGE = Path(membot.__file__).parent
 FRONT_ENDS = ("cli", "server")
-# What a front end may import of membot's: the public API, the benchmark harnesses (an
-# API of their own), and the front ends themselves (`membot serve` starts the server).
-ALLOWED = ("membot.eval", "membot.cli", "membot.server")
+# What a front end may import of membot's: the public API, what serving needs beyond it
+# (keys, text messages), the benchmark harnesses (an API of their own), and the front ends
+# themselves (`membot serve` starts the server).
+ALLOWED = ("membot.service", "membot.eval", "membot.cli", "membot.server")
 
 
 def _membot_imports(path: Path) -> list[tuple[int, str]]:
@@ -46,7 +52,7 @@ def test_front_ends_import_only_the_public_api():
 
 
 def test_no_front_end_or_orchestration_reaches_into_the_store():
-    modules = [*_front_end_modules(), PACKAGE / "bot.py", PACKAGE / "conversations.py"]
+    modules = [*_front_end_modules(), PACKAGE / "turn" / "bot.py", PACKAGE / "turn" / "ending.py"]
     wrong = [
         f"{path.relative_to(PACKAGE)}: {text.strip()}"
         for path in modules
@@ -66,3 +72,53 @@ def test_the_check_catches_a_store_import(tmp_path):
 def test_everything_exported_exists():
     missing = [name for name in membot.__all__ if not hasattr(membot, name)]
     assert not missing
+
+
+def test_the_library_api_holds_no_server_only_names():
+    import membot.service
+
+    assert not set(membot.__all__) & set(membot.service.__all__)
+    missing = [name for name in membot.service.__all__ if not hasattr(membot.service, name)]
+    assert not missing
+
+
+def test_a_name_that_left_the_library_api_still_imports_with_a_warning():
+    import membot.service
+
+    with pytest.warns(DeprecationWarning, match="from membot.service import create_key"):
+        from membot import create_key
+    assert create_key is membot.service.create_key
+
+
+def test_an_unknown_name_is_still_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        _ = membot.no_such_thing
+
+
+@pytest.mark.parametrize("old, new", sorted(MOVED_MODULES.items()))
+def test_a_moved_module_imports_under_its_old_name_as_the_same_module(old, new):
+    """Code written against 0.1's modules keeps working: the old name is the new module."""
+    script = (
+        "import importlib, warnings\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    old = importlib.import_module({old!r})\n"
+        f"new = importlib.import_module({new!r})\n"
+        "assert old is new, (old, new)\n"
+        f"assert new.__spec__.name == {new!r}\n"
+        f"assert any({new!r} in str(w.message) for w in seen), [str(w.message) for w in seen]\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
+
+
+def test_every_moved_module_names_an_existing_module():
+    missing = [
+        new
+        for new in MOVED_MODULES.values()
+        if not (PACKAGE.parent / (new.replace(".", "/") + ".py")).exists()
+    ]
+    assert not missing
+    stale = [
+        old for old in MOVED_MODULES if (PACKAGE.parent / (old.replace(".", "/") + ".py")).exists()
+    ]
+    assert not stale

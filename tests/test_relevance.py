@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from membot import ScriptedLLM
-from membot.context import Hint
-from membot.relevance import VERDICT_SCHEMA, check_hints, judged_relevant
+from membot.turn.context import Hint
+from membot.turn.relevance import VERDICT_SCHEMA, check_hints, judged_relevant
 
 HINT = Hint("h4", "history", "lines", "HUMAN: my sister's wedding is in June", 0.6)
 

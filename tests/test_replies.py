@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from membot.replies import (
+from membot.turn.replies import (
     Reply,
     ResponseText,
     ShownText,

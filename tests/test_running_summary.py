@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from membot import BotSettings, Line, Role, ScriptedLLM
-from membot.running_summary import SUMMARY_TOKENS, fold, lines_to_fold
+from membot.turn.running_summary import SUMMARY_TOKENS, fold, lines_to_fold
 
 
 @pytest.mark.parametrize(

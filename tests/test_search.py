@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from membot import Role
-from membot.search import InScope, Scope, VectorIndex
+from membot.index.vectors import InScope, Scope, VectorIndex
 from membot.store import NewLine, SqliteStore, ThreadKey
 
 

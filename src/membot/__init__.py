@@ -9,11 +9,14 @@ result is packed under a token budget into the prompt of any LLM.
     >>> bot = Bot(memory, llm=resolve_llm("smollm2"))   # doctest: +SKIP
     >>> bot.turn("Where do I work?", user="alice", thread="t2").response  # doctest: +SKIP
 
-Everything a front end (the command line, the server) uses is exported here; front ends
-import nothing else of membot's (tests/test_public_api.py holds them to it).
+This module exports what a library user needs. What only serving many people needs (API
+keys, sign-in links, what a text message means) is exported by :mod:`membot.service`; front
+ends import these two and nothing else of membot's (tests/test_public_api.py holds them to it).
+Names and modules that moved in the re-layout of 0.2 still import, with a DeprecationWarning
+naming their new place (:mod:`membot._moved`).
 """
 
-from membot.bot import Bot
+from membot._moved import install_moved_module_finder, moved_name
 from membot.config import (
     DEFAULT_BOT,
     DEFAULT_EMBEDDER,
@@ -25,7 +28,6 @@ from membot.config import (
     default_db_path,
     parse_settings,
 )
-from membot.conversations import Ending, end_conversation, end_idle_threads
 from membot.embed import Embedder, resolve_embedder
 from membot.errors import (
     AuthError,
@@ -40,18 +42,6 @@ from membot.errors import (
     StoreFullError,
     TurnFailedError,
 )
-from membot.importers import FORMATS as IMPORT_FORMATS
-from membot.importers import ImportPlan, read_file
-from membot.keys import (
-    ApiKey,
-    NewKey,
-    authenticate,
-    create_key,
-    create_signin_key,
-    list_keys,
-    redeem_signin_key,
-    revoke_key,
-)
 from membot.line_checks import MAX_LINE_CHARS, MAX_NAME_CHARS
 from membot.llm import (
     LLM,
@@ -64,7 +54,10 @@ from membot.llm import (
     resolve_llm,
 )
 from membot.llm.pool import LLMPool
-from membot.memory import LineInput, Memory, Recall
+from membot.memory.facade import LineInput, Memory, Recall
+from membot.memory.importers import FORMATS as IMPORT_FORMATS
+from membot.memory.importers import ImportPlan, read_file
+from membot.memory.profile_files import profile_from_toml, profile_to_toml
 from membot.model import (
     Block,
     Citation,
@@ -79,21 +72,18 @@ from membot.model import (
     iso,
     utc_now,
 )
-from membot.profiles import profile_from_toml, profile_to_toml
-from membot.sms import (
-    IncomingText,
-    TextConversations,
-    bot_for_sms_number,
-    claim_sms,
-    consent,
-    is_phone_number,
-    record_sms_answer,
-    sms_sender_name,
-    split_sms,
-)
 from membot.store.backup import BackupReport, backup_store, restore_store, restore_target
-from membot.store.base import DocumentInfo, SmsRecord
+from membot.store.base import DocumentInfo
 from membot.store.transfer import CopyReport, migrate_store
+from membot.turn.bot import Bot
+from membot.turn.ending import Ending, end_conversation, end_idle_threads
+
+install_moved_module_finder()
+
+
+def __getattr__(name: str) -> object:
+    return moved_name(name)
+
 
 __all__ = [
     "DEFAULT_BOT",
@@ -105,7 +95,6 @@ __all__ = [
     "MAX_LINE_CHARS",
     "MAX_NAME_CHARS",
     "TRY_OUT_NOTICE",
-    "ApiKey",
     "AuthError",
     "BackupReport",
     "Block",
@@ -123,7 +112,6 @@ __all__ = [
     "ExpertiseChunk",
     "ImportFormatError",
     "ImportPlan",
-    "IncomingText",
     "JsonSchema",
     "LLMPool",
     "Line",
@@ -132,50 +120,34 @@ __all__ = [
     "MembotError",
     "Memory",
     "Message",
-    "NewKey",
     "NotFoundError",
     "OpenAICompatibleLLM",
     "ProviderError",
     "Recall",
     "Role",
     "ScriptedLLM",
-    "SmsRecord",
     "StoreError",
     "StoreFullError",
     "Summary",
-    "TextConversations",
     "ThreadInfo",
     "ThreadState",
     "Turn",
     "TurnFailedError",
-    "authenticate",
     "backup_store",
-    "bot_for_sms_number",
-    "claim_sms",
     "config_path",
-    "consent",
-    "create_key",
-    "create_signin_key",
     "data_dir",
     "default_db_path",
     "end_conversation",
     "end_idle_threads",
-    "is_phone_number",
     "iso",
-    "list_keys",
     "migrate_store",
     "parse_settings",
     "profile_from_toml",
     "profile_to_toml",
     "read_file",
-    "record_sms_answer",
-    "redeem_signin_key",
     "resolve_embedder",
     "resolve_llm",
     "restore_store",
     "restore_target",
-    "revoke_key",
-    "sms_sender_name",
-    "split_sms",
     "utc_now",
 ]

@@ -21,8 +21,8 @@ from platformdirs import user_cache_dir, user_config_dir, user_data_dir
 
 from membot.errors import ConfigError
 from membot.line_checks import CONTROL, MAX_LINE_CHARS, MAX_NAME_CHARS, check_storable
-from membot.templates import DEFAULTS as TEMPLATES
-from membot.templates import TEMPLATE_NAMES, check_template
+from membot.turn.templates import DEFAULTS as TEMPLATES
+from membot.turn.templates import TEMPLATE_NAMES, check_template
 
 APP_NAME = "membot"
 DEFAULT_BOT = "membot"
@@ -86,7 +86,7 @@ class BotSettings:
     beats these defaults. Recall defaults follow uncany-membot, except the threshold, which is
     calibrated for the bundled all-MiniLM-L6-v2 (see docs/recall.md): MiniLM cosine scores run
     far lower than the Ada scores the original 0.8 was chosen for. Names, window and templates
-    follow AllegroGraph's chatState profile (see :mod:`membot.templates`).
+    follow AllegroGraph's chatState profile (see :mod:`membot.turn.templates`).
     """
 
     bot_name: str = "AI"

@@ -19,8 +19,8 @@ def test_the_bundled_models_grammar_ends_its_lists_in_time():
     """A point repeated until the tokens run out left a cut-off, unreadable JSON: the schema
     the bundled model is held to bounds each list and its string items (not free strings
     such as a summary, nor what a schema bounds itself)."""
-    from membot.conversations import SCHEMAS
     from membot.llm.bundled import MAX_CHARS, MAX_ITEMS, bounded
+    from membot.turn.ending import SCHEMAS
 
     points = bounded(SCHEMAS["points"])["properties"]["points"]
     assert points["maxItems"] == MAX_ITEMS and points["items"]["maxLength"] == MAX_CHARS

@@ -14,8 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from membot import Memory, OpenAICompatibleLLM, ProviderError
-from membot.keys import create_key
 from membot.server import create_app
+from membot.service.keys import create_key
 from membot.store.sqlite_driver import sqlite3
 
 MESSAGES = [{"role": "user", "content": "hi"}]

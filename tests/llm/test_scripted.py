@@ -100,7 +100,7 @@ def test_the_bundled_model_loads_without_llama_cpps_extra_buffers() -> None:
 @pytest.mark.slow
 def test_the_bundled_model_streams_json_held_to_the_schema() -> None:
     """llama-cpp-python's grammar: the 135M model can only write the shape asked for."""
-    from membot.relevance import VERDICT_SCHEMA
+    from membot.turn.relevance import VERDICT_SCHEMA
 
     question = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
     pieces = list(BundledSmolLM2().stream(question, 16, schema=VERDICT_SCHEMA))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from membot import Role
+from membot.index.vectors import Scope, VectorIndex
 from membot.recall.bm25 import ScopeTerms, index_words
-from membot.search import Scope, VectorIndex
 from membot.store import NewLine, SqliteStore, ThreadKey
 from membot.store.sqlite_driver import sqlite3
 

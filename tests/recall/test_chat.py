@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from membot import BotSettings, ConfigError, Memory, Role
+from membot.index.vectors import Scope
 from membot.recall.chat import CHAT_STRATEGIES, OPTIONS, ChatRecall, recall_for_turn
-from membot.search import Scope
 from membot.store import ThreadKey
 from membot.store.base import lines_between
 

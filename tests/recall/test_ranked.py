@@ -9,13 +9,13 @@ from datetime import UTC, datetime
 import pytest
 
 from membot import Memory
-from membot.memory import embedding_text
+from membot.index.vectors import Scope
+from membot.memory.facade import embedding_text
 from membot.model import Role
 from membot.recall.bm25 import STOPWORDS, TermIndex, query_terms
 from membot.recall.chat import chosen_for_turn, reciprocal_rank_fusion
 from membot.recall.lines import Hit
 from membot.recall.ranked import context_order, ranked_lines, settings_for_ranking
-from membot.search import Scope
 from membot.store.base import lines_between
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from membot import BotSettings, LineInput, Memory
+from membot.index.vectors import Scope
 from membot.model import Role
 from membot.recall import chat as chat_recall
 from membot.recall.chat import recall_for_turn
@@ -13,7 +14,6 @@ from membot.recall.layout import Layout, StoredLine
 from membot.recall.pairs import PairUnits, turn_pairs
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 from membot.recall.windows import WindowUnits, windows_of
-from membot.search import Scope
 from membot.store import ThreadKey
 from membot.store.base import lines_between
 

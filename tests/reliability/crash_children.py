@@ -29,11 +29,11 @@ import membot
 import membot.cli
 import membot.cli.common
 import membot.llm
-import membot.memory
+import membot.memory.facade
 import membot.server.app
 from membot.embed import CachedEmbedder
 from membot.llm.scripted import DEFAULT_REPLY, ScriptedLLM
-from membot.tokens import default_token_counter
+from membot.turn.tokens import default_token_counter
 
 _CONFTEST = Path(__file__).parents[1] / "conftest.py"
 _spec = importlib.util.spec_from_file_location("membot_tests_conftest", _CONFTEST)
@@ -79,7 +79,7 @@ def _resolve_llm(original):
 
 def use_test_fakes() -> None:
     """Make ``hash-bow`` embedders and the ``echo`` model known to this process's membot."""
-    membot.memory.resolve_embedder = _resolve_embedder(membot.memory.resolve_embedder)
+    membot.memory.facade.resolve_embedder = _resolve_embedder(membot.memory.facade.resolve_embedder)
     resolve = _resolve_llm(membot.llm.resolve_llm)
     for module in (membot, membot.llm, membot.server.app, membot.cli.common):
         module.resolve_llm = resolve

@@ -15,7 +15,7 @@ import pytest
 
 from membot import Bot, Memory, ScriptedLLM, forgetting
 from membot.embed import CachedEmbedder
-from membot.forgetting import derived_texts
+from membot.memory.forgetting import derived_texts
 from membot.recall import chat as chat_recall
 
 # Words no other line has (and that the FTS5 stemmer leaves as they are).
@@ -82,7 +82,7 @@ def needles_for(memory: Memory, user: str, thread: str | None) -> dict[str, byte
         if line.id not in {forgotten.id for forgotten in lines}
     }
     needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS}
-    # Written out here rather than asked of membot.forgetting: the texts the embedder was
+    # Written out here rather than asked of membot.memory.forgetting: the texts the embedder was
     # given — each line, each pair of a line and its reply (the pairs strategy's units),
     # each summary and its points.
     texts = [line.text for line in lines]

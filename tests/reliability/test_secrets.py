@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from membot import Memory, ScriptedLLM, create_key, create_signin_key, revoke_key
+from membot import Memory, ScriptedLLM
 from membot.server import create_app
-from membot.server.sms import PATH, TwilioSettings
+from membot.server.sms_route import PATH, TwilioSettings
+from membot.service import create_key, create_signin_key, revoke_key
 
 TOKEN = "0123456789abcdef0123456789abcdef"  # Twilio's auth token
 SECRET = "the server's secret for hashing numbers"

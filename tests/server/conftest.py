@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 
 import membot
 from membot import Memory, ScriptedLLM
-from membot.keys import create_key
 from membot.server import create_app
+from membot.service.keys import create_key
 
 SERVER_START_SECONDS = 10
 

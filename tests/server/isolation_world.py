@@ -25,7 +25,8 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
-from membot import Memory, create_key, revoke_key, utc_now
+from membot import Memory, utc_now
+from membot.service import create_key, revoke_key
 from membot.store.base import StoredKey
 
 # Shared by everyone's lines: any two lines likely have a word in common.

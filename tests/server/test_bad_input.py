@@ -13,8 +13,8 @@ from urllib.parse import quote
 import pytest
 
 from membot import MAX_LINE_CHARS, ConfigError, ImportFormatError, Memory
-from membot.importers import read_file
-from membot.keys import create_key
+from membot.memory.importers import read_file
+from membot.service.keys import create_key
 from membot.store.sqlite_driver import sqlite3
 
 # FTS5's own syntax (and tsquery's), as a person might type it.

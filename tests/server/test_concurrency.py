@@ -22,8 +22,8 @@ import pytest
 import uvicorn
 
 from membot import Memory, ScriptedLLM
-from membot.keys import create_key
 from membot.server import create_app
+from membot.service.keys import create_key
 
 PEOPLE, THREADS, TURNS_EACH = 5, 5, 2
 

@@ -49,8 +49,9 @@ from isolation_world import (
 from mcp import ClientSession
 from mcp_client import BASE_URL, answer, refusal, serving, session_with_key
 
-from membot import Bot, Memory, ScriptedLLM, create_key, utc_now
+from membot import Bot, Memory, ScriptedLLM, utc_now
 from membot.server import create_app
+from membot.service import create_key
 
 # Bounded: each example builds a store and reads it a few dozen times; these counts keep
 # the file's properties to about two minutes on 2 busy cores. `deadline=None`: an example's

@@ -18,8 +18,8 @@ from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp_client import BASE_URL, answer, refusal, serving, session_with_key
 
 from membot import Memory, ScriptedLLM, StoreError
-from membot.keys import create_key, revoke_key
 from membot.server import create_app
+from membot.service.keys import create_key, revoke_key
 
 pytestmark = pytest.mark.anyio
 

@@ -13,8 +13,8 @@ import pytest
 from conftest import LiveServer, serving
 
 from membot import Bot, Memory, StoreError, resolve_llm
-from membot.keys import create_key
 from membot.server import create_app
+from membot.service.keys import create_key
 
 
 def reply(text: str, *cited: str) -> str:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from membot import Memory
-from membot.keys import create_key
+from membot.service.keys import create_key
 
 TURNS_AT_ONCE = 24
 

@@ -7,8 +7,8 @@ import json
 from conftest import Server
 
 from membot import Memory, ScriptedLLM
-from membot.keys import create_key, revoke_key
 from membot.server import create_app
+from membot.service.keys import create_key, revoke_key
 
 
 def _error(response) -> dict:

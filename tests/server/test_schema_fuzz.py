@@ -19,9 +19,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from membot import Memory, ScriptedLLM
-from membot.keys import create_key
 from membot.server import create_app
-from membot.server.sms import TwilioSettings
+from membot.server.sms_route import TwilioSettings
+from membot.service.keys import create_key
 
 CHECKS = [
     not_a_server_error,

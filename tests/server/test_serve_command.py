@@ -121,8 +121,8 @@ def test_serve_prints_its_url_and_a_first_key_and_the_readme_curls_work(served: 
 
 
 def test_only_a_store_without_an_active_key_gets_a_first_key(memory):
-    from membot import list_keys, revoke_key
     from membot.cli.serve import _first_key
+    from membot.service import list_keys, revoke_key
 
     _first_key(memory)
     _first_key(memory)
@@ -132,7 +132,7 @@ def test_only_a_store_without_an_active_key_gets_a_first_key(memory):
     _first_key(memory)  # every key revoked: the operator gets a working one again
     assert [key.state() for key in list_keys(memory)] == ["revoked", "active"]
     # A sign-in link's key is no API key: a store holding only one gets a first key.
-    from membot import create_signin_key
+    from membot.service import create_signin_key
 
     revoke_key(memory, list_keys(memory)[-1].id)
     create_signin_key(memory)

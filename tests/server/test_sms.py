@@ -18,10 +18,11 @@ import pytest
 from fastapi.testclient import TestClient
 from twilio.request_validator import RequestValidator
 
-from membot import ConfigError, Memory, ScriptedLLM, sms_sender_name
+from membot import ConfigError, Memory, ScriptedLLM
 from membot.server import create_app
-from membot.server.sms import PATH, TwilioSettings
-from membot.sms import MESSAGE_LIMIT, QUESTION, units
+from membot.server.sms_route import PATH, TwilioSettings
+from membot.service import sms_sender_name
+from membot.service.text_messages import MESSAGE_LIMIT, QUESTION, units
 
 TOKEN = "0123456789abcdef0123456789abcdef"
 ACCOUNT = "AC" + "0" * 32

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from conftest import Server
 
-from membot import create_signin_key
 from membot.server.webapp import ASSETS
+from membot.service import create_signin_key
 
 HUMAN_TEXT_SINKS = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(")
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import LiveServer
 
-from membot.keys import create_key, revoke_key
+from membot.service.keys import create_key, revoke_key
 
 CHROMIUM = shutil.which("chromium")
 if CHROMIUM is None and os.environ.get("MEMBOT_REQUIRE_BROWSER") == "1":  # CI: never skipped

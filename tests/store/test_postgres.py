@@ -15,7 +15,7 @@ import pytest
 from pgvector.psycopg import register_vector
 
 from membot import Role
-from membot.search import Scope, VectorIndex
+from membot.index.vectors import Scope, VectorIndex
 from membot.store import BufferEntry, NewLine, SqliteStore, ThreadKey
 from membot.store.postgres import PostgresStore
 from membot.store.postgres_schema import MIGRATIONS

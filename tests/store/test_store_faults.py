@@ -22,8 +22,8 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from membot import LineInput, Memory, ScriptedLLM, StoreError, StoreFullError
-from membot.keys import create_key
 from membot.server import create_app
+from membot.service.keys import create_key
 from membot.store import sqlite as sqlite_store
 from membot.store.sqlite_driver import sqlite3
 

@@ -534,7 +534,7 @@ def test_a_bots_deletion_revokes_its_keys_in_the_same_transaction(memory) -> Non
     """Keys were revoked after the store's deletion returned, which now rewrites the file:
     for seconds a key of the deleted bot still worked, and made the bot again (a review)."""
     from membot import AuthError
-    from membot.keys import authenticate, create_key
+    from membot.service.keys import authenticate, create_key
 
     kept = create_key(memory, bot="kept", user="sam")
     gone = create_key(memory, bot="gone", user="sam")

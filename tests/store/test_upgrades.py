@@ -29,15 +29,15 @@ from typing import Any
 import pytest
 
 from membot import Memory
-from membot.bot import Bot
 from membot.config import BotSettings
-from membot.importers import read_file
-from membot.keys import authenticate
 from membot.llm.scripted import ScriptedLLM
+from membot.memory.importers import read_file
+from membot.service.keys import authenticate
 from membot.store.base import SmsRecord
 from membot.store.migrations import MIGRATIONS
 from membot.store.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 from membot.store.sqlite_driver import sqlite3
+from membot.turn.bot import Bot
 
 UPGRADES = Path(__file__).parent / "upgrades"
 NAMES = sorted(path.stem for path in UPGRADES.glob("*_v*.json"))

@@ -9,8 +9,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from membot import Bot, LineInput, MembotError, Memory, Turn, consent
+from membot import Bot, LineInput, MembotError, Memory, Turn
 from membot.cli.conversations import describe
+from membot.service import consent
 
 HELP = (
     "/recall  what memory the last reply used, with scores\n"

@@ -1,5 +1,5 @@
 """CLI commands for ending conversations and listing what is remembered: ``membot end``,
-``membot end-idle`` and ``membot memories``, thin over :mod:`membot.conversations`.
+``membot end-idle`` and ``membot memories``, thin over :mod:`membot.turn.ending`.
 
 ``membot.cli`` imports this module to register the commands; the shared helpers come from
 :mod:`membot.cli.common`.

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
-from membot import ApiKey, create_key, iso, list_keys, revoke_key, utc_now
+from membot import iso, utc_now
 from membot.cli.common import err, options_of, out, print_json
+from membot.service import ApiKey, create_key, list_keys, revoke_key
 
 keys_app = typer.Typer(
     rich_markup_mode=None,

@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from membot import DEFAULT_BOT, Memory, create_key, create_signin_key, list_keys
+from membot import DEFAULT_BOT, Memory
 from membot.cli.common import err, options_of
+from membot.service import create_key, create_signin_key, list_keys
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from membot.config import DEFAULT_EMBEDDER, cache_dir
 from membot.embed import Embedder, resolve_embedder
-from membot.memory import LineInput, Memory
+from membot.memory.facade import LineInput, Memory
 from membot.store import temporary_store
 
 

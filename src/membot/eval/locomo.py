@@ -21,10 +21,10 @@ from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings
 from membot.embed import Embedder
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
 from membot.eval.metrics import evidence_recall, mean_by_key
-from membot.importers import read_file
-from membot.memory import Memory
+from membot.index.vectors import Scope
+from membot.memory.facade import Memory
+from membot.memory.importers import read_file
 from membot.recall.ranked import ranked_lines, settings_for_ranking
-from membot.search import Scope
 
 K_VALUES = (5, 10, 25, 50)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

@@ -50,11 +50,11 @@ from membot.eval.metrics import (
     keyed,
     mean_by_key,
 )
-from membot.importers import parse_time, read_file
-from membot.memory import Memory
+from membot.index.vectors import Scope
+from membot.memory.facade import Memory
+from membot.memory.importers import parse_time, read_file
 from membot.model import Role
 from membot.recall.ranked import ranked_lines, settings_for_ranking
-from membot.search import Scope
 
 K_VALUES = (1, 3, 5, 10, 30, 50)
 

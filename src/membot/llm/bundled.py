@@ -63,7 +63,7 @@ class BundledSmolLM2:
     writes_json = False
     # Held to the key points' JSON shape it copies the instruction's example and a
     # placeholder, whatever the thread said, and its running summaries join what different
-    # lines said into what nobody said (membot.own_words): both are the person's own
+    # lines said into what nobody said (membot.turn.own_words): both are the person's own
     # statements instead.
     writes_summaries = False
     # Asked to check notes against a remember policy it answers "keep" in the instruction's

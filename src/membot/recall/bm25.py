@@ -3,7 +3,8 @@ memory beside each scope's vectors (so its cost follows the person's lines, not 
 and :class:`TermIndex`, a fixed BM25 over plain texts (``benchmarks/longmemeval_plain_tools.py``).
 
 A line's words are cut and stemmed as SQLite's FTS5 ``porter unicode61`` tokenizer cuts them
-(the stores' own full-text indexes; a large shared scope's recall asks them, membot.ann): runs
+(the stores' own full-text indexes; a large shared scope's recall asks them,
+membot.index.approximate): runs
 of letters and digits, lower case, accents removed, Porter's stemmer for words longer than two
 letters (tests/recall/test_bm25.py compares the two). Snowball's Porter keeps a few suffixes
 FTS5's drops ("incredibly" -> "incredibli", not "incred"), and FTS5 keeps emoji as words.

@@ -38,7 +38,7 @@ their match for a context cut at k lines (the benchmarks): a line d away counts
 A match's reported score is its cosine with the match string in every strategy (for units,
 the unit's), so traces compare across strategies; the order a strategy gives it (its fused
 score) travels beside it as :attr:`Choice.order`. Lines are embedded as ``Speaker: text``
-where they have a speaker (:func:`membot.memory.embedding_text`).
+where they have a speaker (:func:`membot.memory.facade.embedding_text`).
 """
 
 from __future__ import annotations
@@ -52,17 +52,17 @@ import numpy as np
 
 from membot.config import BotSettings
 from membot.errors import ConfigError
+from membot.index.vectors import Scope, similarities
 from membot.model import Line
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.lines import Hit, expand_neighbors, merge_blocks
 from membot.recall.pairs import PairUnits, Unit, Units
 from membot.recall.timeframe import window_of
 from membot.recall.windows import WindowUnits
-from membot.search import Scope, similarities
 from membot.store.base import BufferEntry, lines_between
 
 if TYPE_CHECKING:
-    from membot.memory import Memory
+    from membot.memory.facade import Memory
 
 CHAT_STRATEGIES = ("lines", "hybrid", "blend", "bm25", "prune", "pairs", "windows")
 EVERY_LINE = 2**31  # a search depth that reaches every line in scope

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from membot.index.vectors import drop_least_recent
 from membot.recall.layout import Layout, ScopeLines, StoredLine
-from membot.search import drop_least_recent
 
 if TYPE_CHECKING:
-    from membot.memory import Memory
+    from membot.memory.facade import Memory
 
 Unit = tuple[StoredLine, ...]
 ScopeKey = tuple[int, int | None]  # (bot id, person id or None for a bot that shares memory)

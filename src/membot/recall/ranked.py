@@ -19,12 +19,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from membot.config import BotSettings
+from membot.index.vectors import Scope
 from membot.recall.chat import EVERY_LINE, Choice, check_strategy, chosen_for_turn
-from membot.search import Scope
 from membot.store.base import lines_between
 
 if TYPE_CHECKING:
-    from membot.memory import Memory
+    from membot.memory.facade import Memory
 
 # Bot settings a benchmark may set with ``--set`` beside the strategy's own options.
 BOT_SETTINGS = ("expand_before", "expand_after", "window_size", "window_overlap")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from membot import ApiKey, authenticate
 from membot.server.errors import ApiError
 from membot.server.service import Service
+from membot.service import ApiKey, authenticate
 
 
 def service_of(request: Request) -> Service:

@@ -27,18 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from membot import (
-    ApiKey,
-    Block,
-    Ending,
-    Line,
-    Match,
-    MembotError,
-    NotFoundError,
-    Summary,
-    ThreadInfo,
-    iso,
-)
+from membot import Block, Ending, Line, Match, MembotError, NotFoundError, Summary, ThreadInfo, iso
 from membot.server import auth
 from membot.server.errors import (
     ApiError,
@@ -48,6 +37,7 @@ from membot.server.errors import (
     without_location,
 )
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
+from membot.service import ApiKey
 
 INSTRUCTIONS = """\
 membot remembers every line of a conversation and recalls the earlier lines that matter.

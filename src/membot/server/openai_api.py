@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from membot import ApiKey, MembotError, Turn, utc_now
+from membot import MembotError, Turn, utc_now
 from membot.server.auth import caller, person_of, service_of
 from membot.server.errors import (
     ApiError,
@@ -34,6 +34,7 @@ from membot.server.errors import (
     refusal_of,
 )
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
+from membot.service import ApiKey
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from membot import (
-    ApiKey,
     BotSettings,
     ConfigError,
     ImportFormatError,
@@ -37,6 +36,7 @@ from membot.server.errors import (
 )
 from membot.server.openai_api import STREAM_HEADERS, turn_events
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
+from membot.service import ApiKey
 
 router = APIRouter(prefix="/v1")
 Key = Annotated[ApiKey, Depends(caller)]

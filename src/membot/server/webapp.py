@@ -17,8 +17,8 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from membot import redeem_signin_key
 from membot.server.auth import bearer_token, service_of
+from membot.service import redeem_signin_key
 
 ASSETS = Path(__file__).parent / "web"
 # No inline script or style, nothing from another origin, no framing: text a stranger wrote

@@ -7,9 +7,9 @@ window's worth of lines (``window_size - window_overlap``, at least one) has scr
 so it costs one LLM call per few turns, after the reply, outside ``memory_total``.
 Scrolled-off lines also stay searchable like every line.
 
-The old summary and the lines enter the request as quoted data (:mod:`membot.quoting`), and
+The old summary and the lines enter the request as quoted data (:mod:`membot.turn.quoting`), and
 what the model writes is held to them by :func:`grounded`, sentence by sentence, with the
-checks that guard remembered points (:mod:`membot.grounding`): a sentence nothing said
+checks that guard remembered points (:mod:`membot.memory.grounding`): a sentence nothing said
 supports, a placeholder, an order to a model or a date nobody named is left out, and the
 turn's notes say which. A model that cannot write summaries (``writes_summaries = False``,
 the bundled SmolLM2) is not asked: the lines are folded in as the person's own statements
@@ -21,13 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from membot.config import BotSettings
-from membot.context import Speakers, transcript
-from membot.grounding import Embed, Evidence, grounded_summary, sentences
 from membot.llm import LLM
+from membot.memory.grounding import Embed, Evidence, grounded_summary, sentences
 from membot.model import Line
-from membot.own_words import running_statements
-from membot.quoting import quote
-from membot.templates import put
+from membot.turn.context import Speakers, transcript
+from membot.turn.own_words import running_statements
+from membot.turn.quoting import quote
+from membot.turn.templates import put
 
 SUMMARY_WORDS = 120
 INSTRUCTION = (
@@ -65,7 +65,7 @@ def fold(llm: LLM, settings: BotSettings, summary: str, lines: Sequence[Line]) -
 
 def fold_own_words(settings: BotSettings, summary: str, lines: Sequence[Line]) -> str:
     """The summary with ``lines`` folded in as the person's own statements, for a model that
-    cannot write summaries (:mod:`membot.own_words`): the same summary when they hold none."""
+    cannot write summaries (:mod:`membot.turn.own_words`): the same summary when they hold none."""
     person = lines[-1].person if lines else ""
     return running_statements(summary, lines, settings, person, SUMMARY_WORDS)
 

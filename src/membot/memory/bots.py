@@ -1,5 +1,5 @@
 """``Memory``'s bots: profiles read, checked and stored, bots made and removed. A mixin of
-:class:`~membot.memory.Memory`, which holds the store, the embedder and the caches."""
+:class:`~membot.memory.facade.Memory`, which holds the store, the embedder and the caches."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from membot.store.base import bot_taken
 if TYPE_CHECKING:
     from membot.embed import Embedder
     from membot.store import Store
-    from membot.tokens import TokenCounter
+    from membot.turn.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 # The stored values this process has warned about, (bot, name): a profile is read every turn.
@@ -120,7 +120,7 @@ class BotProfiles:
         a bot made later under the same name is not theirs."""
 
         self.require_bot(bot)
-        from membot.forgetting import derived_texts, drop_removed
+        from membot.memory.forgetting import derived_texts, drop_removed
 
         # Every text its lines and summaries were embedded as, as forgetting a person finds
         # them ("Speaker: text", pairs, summaries and their points), not the raw texts alone.
@@ -160,8 +160,8 @@ class BotProfiles:
         the prompt for the person's line (only where what sizes the prompt changes from
         ``before``: a profile an earlier membot kept may still change its other settings)."""
         check_bot_name(bot)
-        from membot.context import check_room, prompt_shape
-        from membot.sms import check_number_free
+        from membot.service.text_messages import check_number_free
+        from membot.turn.context import check_room, prompt_shape
 
         check_strategy(settings)
         if before is None or prompt_shape(settings) != prompt_shape(before):

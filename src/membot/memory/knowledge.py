@@ -1,6 +1,6 @@
 """``Memory``'s summaries and expertise: remembered summaries of threads, and the documents a
 bot knows beside its history, each embedded and searched by vector. A mixin of
-:class:`~membot.memory.Memory`."""
+:class:`~membot.memory.facade.Memory`."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ import numpy as np
 
 from membot.config import DEFAULT_BOT
 from membot.errors import ConfigError, MembotError, NotFoundError
-from membot.grounding import SAID_LABEL, undated
+from membot.index.vectors import best_scored
+from membot.memory.grounding import SAID_LABEL, undated
 from membot.model import ExpertiseChunk, Summary
-from membot.search import best_scored
 from membot.store import Store, ThreadKey
 from membot.store.base import DocumentInfo, NewChunk
-from membot.tokens import TokenCounter
+from membot.turn.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from membot.documents import Document
+    from membot.memory.documents import Document
 
 
 def summary_parts(text: str) -> list[str]:
@@ -104,7 +104,7 @@ class SummariesAndExpertise:
     ) -> list[DocumentInfo]:  # fmt: skip
         """Add several documents; every file is read and checked first, so one bad file
         stores nothing (a clear error names it)."""
-        from membot.documents import read_document
+        from membot.memory.documents import read_document
 
         documents = []
         for path in paths:
@@ -132,14 +132,14 @@ class SummariesAndExpertise:
     ) -> DocumentInfo:  # fmt: skip
         """Read, chunk and embed a document into the bot's expertise (separate from history);
         a document of the same file name is replaced. Chunks and vectors commit together."""
-        from membot.documents import read_document
+        from membot.memory.documents import read_document
 
         return self._add_read_document(read_document(Path(path)), bot, max_tokens, overlap_tokens)
 
     def _add_read_document(
         self, document: Document, bot: str, max_tokens: int, overlap_tokens: int
     ) -> DocumentInfo:
-        from membot.documents import chunk_document
+        from membot.memory.documents import chunk_document
 
         chunks = chunk_document(document, self.tokens, max_tokens, overlap_tokens)
         # Each chunk is embedded with its heading, so a passage keeps what it is about.

@@ -1,7 +1,7 @@
 """Talking with a bot by text message (SMS): which bot a number reaches, who is texting, what
 a text means, and replies cut to the size of a text.
 
-The server's route (:mod:`membot.server.sms`) checks Twilio's signature, reads its form and
+The server's route (:mod:`membot.server.sms_route`) checks Twilio's signature, reads its form and
 answers TwiML; what a text *means* is decided here, without HTTP. One text, in this order:
 
 1. **STOP** (or STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT: the whole text, any case, as Twilio
@@ -48,15 +48,15 @@ from typing import TYPE_CHECKING
 
 from membot.config import E164, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError, TurnFailedError
-from membot.memory import LineInput
+from membot.memory.facade import LineInput
 from membot.model import Role, Turn, utc_now
 from membot.store.base import SmsRecord, SmsSender, SmsStore, number_taken
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from membot.bot import Bot
-    from membot.memory import Memory
+    from membot.memory.facade import Memory
+    from membot.turn.bot import Bot
 
 # Twilio's limit on a message body, in characters (UTF-16 code units, as Twilio counts).
 MESSAGE_LIMIT = 1600

@@ -1,7 +1,7 @@
 """Approximate search for the scope of a bot that shares memory, once that scope is large.
 
 Below ``MEMBOT_APPROXIMATE_FROM`` lines (50,000 by default) a shared scope is searched exactly
-like any other (:class:`membot.search.VectorIndex`). From there on, holding its vectors in
+like any other (:class:`membot.index.vectors.VectorIndex`). From there on, holding its vectors in
 memory would cost 1.5 kB a line (1.5 GB at a million) and a turn one matrix product over all of
 them, so an approximate nearest-neighbour index only *nominates* the ``CANDIDATES`` lines
 nearest the query; those lines, with the lines right before and after each, are read back from
@@ -15,7 +15,8 @@ looks at is approximate (recall@10 against exact search: ``benchmarks/hnsw_recal
   by page the first time, saved beside the store file (``<store>.ann/bot-<id>.usearch``) so
   that a new process loads it instead of building it, and brought up to date from the store
   (the lines past its cursor) before each search. After lines of the bot are removed, a child
-  process builds it again (:mod:`membot.ann_build`) while the old graph, without them, answers.
+  process builds it again (:mod:`membot.index.approximate_build`) while the old graph, without
+  them, answers.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from membot.ann_build import Rebuild
 from membot.errors import StoreError
+from membot.index.approximate_build import Rebuild
+from membot.index.vectors import InScope, Scope, similarities
 from membot.recall.lines import Hit
-from membot.search import InScope, Scope, similarities
 from membot.store.base import ROLE_CODES, VectorRows
 
 log = logging.getLogger(__name__)
@@ -258,8 +259,8 @@ class UsearchNominator:
     the bot's lines were removed or re-embedded (its generation moved: forgetting in that
     bot, deleting it, ``membot reindex``), a process holding a graph takes the removed lines'
     keys out of it at its next search, so no search nominates them, and goes on answering
-    from it while a child process (:mod:`membot.ann_build`) builds a fresh graph from the
-    store and saves it; the process then loads that file in place of its own, and the
+    from it while a child process (:mod:`membot.index.approximate_build`) builds a fresh graph from
+    the store and saves it; the process then loads that file in place of its own, and the
     removed lines' bytes (usearch's removal keeps them in the graph) leave its memory. A
     graph that had lines taken out is never saved, and a file of an older generation is
     never loaded. A process with no graph yet, or whose embedder changed, builds one itself

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from membot.context import JSON_INSTRUCTIONS
+from membot.turn.context import JSON_INSTRUCTIONS
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 # Keys of the reply asked for: text holding one of them in quotes is JSON, however broken.

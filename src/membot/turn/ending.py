@@ -19,10 +19,10 @@ With the person's consent (``remember=True``) two things happen after the thread
    ``{"decision": "keep"|"trim"|"drop", "summary": ..., "categories": [...], "reason": ...}``.
 
 Before the policy check, every point is held to the person's own lines by
-:mod:`membot.grounding` (supported by what they said, dated within the thread or on a day
+:mod:`membot.memory.grounding` (supported by what they said, dated within the thread or on a day
 they named, not a placeholder, the instruction's example or an order to a model); what fails
 is left out and :attr:`Ending.notes` says which and why. The transcript, the draft and the
-policy enter the prompts as quoted data (:mod:`membot.quoting`). The policy check may only
+policy enter the prompts as quoted data (:mod:`membot.turn.quoting`). The policy check may only
 take away: a point it rewrites is kept only if every word and date of it was in a draft point,
 and then held to the person's lines again, so a line that talks the model into "keep" can at
 most keep what the person said and the draft already held.
@@ -48,16 +48,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from membot.config import BotSettings
-from membot.context import Speakers, transcript_line
 from membot.errors import ConfigError, NotFoundError, ProviderError
-from membot.grounding import Evidence, check_points, only_removes
 from membot.llm import LLM, Message
-from membot.memory import Memory
+from membot.memory.facade import Memory
+from membot.memory.grounding import Evidence, check_points, only_removes
 from membot.model import Line, Role, Summary, ThreadState, iso, utc_now
-from membot.own_words import own_statements
-from membot.quoting import quote
-from membot.replies import first_json_object
-from membot.templates import put
+from membot.turn.context import Speakers, transcript_line
+from membot.turn.own_words import own_statements
+from membot.turn.quoting import quote
+from membot.turn.replies import first_json_object
+from membot.turn.templates import put
 
 KEPT = "kept"
 TRIMMED = "trimmed"
@@ -74,7 +74,8 @@ MAX_POINTS = 20
 POINTS_TOKENS = 500  # the reply's room: a score of short dated points
 POLICY_TOKENS = 500
 
-# The instruction's example point: a point that merely copies it is dropped (membot.grounding).
+# The instruction's example point: a point that merely copies it is dropped
+# (membot.memory.grounding).
 EXAMPLE_POINT = "2024-05-01: {HUMAN} is allergic to peanuts"
 POINTS_INSTRUCTION = """\
 Below is a conversation between {HUMAN} (the person) and {BOT} (a chatbot), each line with \
@@ -406,7 +407,7 @@ def _grounded(
     points: list[str],
     outcome: _Outcome,
 ) -> list[str]:
-    """The points that pass membot.grounding's checks against the person's own lines; the
+    """The points that pass membot.memory.grounding's checks against the person's own lines; the
     others are noted with the reason."""
     said = [line for line in lines if line.role == Role.HUMAN]
     names = (settings.human_name, settings.bot_name, lines[-1].person if lines else "")

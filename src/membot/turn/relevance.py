@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from membot.context import Hint
 from membot.errors import MembotError
 from membot.llm import LLM
-from membot.quoting import escape, one_line
-from membot.replies import first_json_object
+from membot.turn.context import Hint
+from membot.turn.quoting import escape, one_line
+from membot.turn.replies import first_json_object
 
 QUESTION = (
     "A chatbot is answering this message:\n{QUERY}\n\nIt found this in its memory, quoted "

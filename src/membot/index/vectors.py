@@ -23,7 +23,7 @@ from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
 
 if TYPE_CHECKING:
-    from membot.ann import ApproximateScope
+    from membot.index.approximate import ApproximateScope
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
 
@@ -279,7 +279,9 @@ class VectorIndex:
             )
         self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
-        from membot.ann import ApproximateScopes  # ann builds on this module's Scope, InScope
+        from membot.index.approximate import (
+            ApproximateScopes,  # ann builds on this module's Scope, InScope
+        )
 
         self.approximate = ApproximateScopes(store)
 
@@ -304,7 +306,8 @@ class VectorIndex:
         return matrix
 
     def _approximate(self, scope: Scope) -> ApproximateScope | None:
-        """The approximate search of a large shared scope (membot.ann), its matrix dropped;
+        """The approximate search of a large shared scope (membot.index.approximate), its matrix
+        dropped;
         None for any other scope."""
         held = self._scopes.get((scope.bot_id, scope.person_id))
         found = self.approximate.scope_for(scope, held.size if held else None)

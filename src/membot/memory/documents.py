@@ -57,7 +57,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from membot.errors import ConfigError, ImportFormatError
-from membot.tokens import TokenCounter
+from membot.turn.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 

@@ -14,19 +14,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from membot.embed import CachedEmbedder
+from membot.index.vectors import VectorIndex
 from membot.model import Line, Role, Summary
 from membot.recall.chat import forget_cached_units, unit_kinds
 from membot.recall.layout import Layout, StoredLine
-from membot.search import VectorIndex
 
 if TYPE_CHECKING:
-    from membot.memory import Memory
+    from membot.memory.facade import Memory
 
 
 def derived_texts(memory: Memory, lines: Sequence[Line], summaries: Sequence[Summary]) -> list[str]:
     """Every text the embedder may have been given for these lines and summaries."""
-    from membot.memory import embedding_text
-    from membot.memory_knowledge import summary_parts, summary_points
+    from membot.memory.facade import embedding_text
+    from membot.memory.knowledge import summary_parts, summary_points
 
     # A line is embedded as "Speaker: text"; a turn may embed its text alone as the query.
     texts = [embedding_text(line.text, line.speaker) for line in lines]
@@ -54,7 +54,8 @@ def drop_cached_text(memory: Memory) -> None:
     An approximate graph of a bot whose lines went takes them out, here now and in other
     processes at their next search, and is replaced by a fresh one built beside. The
     approximate indexes saved beside a SQLite store go last, by
-    :func:`membot.ann.drop_saved_indexes`: a file that cannot be removed is an error to
+    :func:`membot.index.approximate.drop_saved_indexes`: a file that cannot be removed is an error
+    to
     report once everything else is dropped."""
     held = memory.index
     memory.index = VectorIndex(memory.store, held.budget_bytes)
@@ -68,7 +69,7 @@ def drop_removed(memory: Memory, texts: Sequence[str]) -> None:
     (:func:`drop_cached_text`) and the cached embeddings of ``texts``; the approximate indexes
     saved beside a SQLite store go last, whatever failed before (a file that cannot be
     removed is reported)."""
-    from membot.ann import drop_saved_indexes
+    from membot.index.approximate import drop_saved_indexes
 
     try:
         with memory._recall_lock:

@@ -23,7 +23,7 @@ from membot.model import aware, iso, utc_now
 from membot.store.base import KeyStore, StoredKey
 
 if TYPE_CHECKING:
-    from membot.memory import Memory
+    from membot.memory.facade import Memory
 
 Scope = Literal["admin", "bot", "person"]
 KeyState = Literal["active", "revoked", "expired"]

@@ -3,7 +3,7 @@ write them.
 
 The bundled SmolLM2-135M cannot write either. Held to the key points' JSON shape it copies
 the instruction's example ("HUMAN is allergic to peanuts") and a placeholder ("...") whatever
-the thread said, so :mod:`membot.grounding` leaves everything out and remembering kept
+the thread said, so :mod:`membot.memory.grounding` leaves everything out and remembering kept
 nothing. Folding lines into a running summary, it wrote "AI: My sister Ana lives in Porto
 and is training for a half marathon" from "My sister Ana lives in Porto" and "I'm training
 for a half marathon": every word was said, so the check let it by; and each fold cost a
@@ -25,9 +25,9 @@ import re
 from collections.abc import Sequence
 
 from membot.config import BotSettings
-from membot.context import Speakers
-from membot.grounding import content_stems, name_words, reads_as_instruction, sentences
+from membot.memory.grounding import content_stems, name_words, reads_as_instruction, sentences
 from membot.model import Line, Role
+from membot.turn.context import Speakers
 
 # Fewer content words, and a sentence is small talk ("ok thanks", "sounds good"); one is
 # enough where the person speaks of themselves ("I'm vegan", "my knee hurts").
@@ -40,7 +40,7 @@ _NUMBER = re.compile(r"\d")
 _UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 MIN_UNSPACED = 4
 _TRAILING_ELLIPSIS = re.compile(r"\s*(?:\.{2,}|…)+$")
-_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…)+\s*")  # read by membot.grounding as a placeholder
+_ELLIPSIS = re.compile(r"\s*(?:\.{3,}|…)+\s*")  # read by membot.memory.grounding as a placeholder
 # Words of greeting and acknowledgement: not content ("ok thanks bye", "good morning").
 SMALL_TALK = frozenset({
     "hi", "hello", "hey", "thanks", "thank", "bye", "goodbye", "okay", "ok", "yes", "yeah",

@@ -30,7 +30,7 @@ from typing import Any
 
 from membot.errors import ConfigError, ImportFormatError
 from membot.line_checks import checked_line
-from membot.memory import LineInput
+from membot.memory.facade import LineInput
 from membot.model import Role, utc_now
 
 FORMATS = ("jsonl", "locomo", "longmemeval")

@@ -43,7 +43,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 }
 
 DEFAULTS: dict[str, str] = {
-    # Recalled and untrusted text arrives quoted between tags (membot.quoting); the defaults
+    # Recalled and untrusted text arrives quoted between tags (membot.turn.quoting); the defaults
     # say it is data, so a memory saying "ignore previous instructions" is only a memory.
     "story_fmt": (
         "Here is a transcript of the current conversation so far (text in summary or "

@@ -14,7 +14,7 @@ is checked, with no model involved, in this order (the first failure is the reas
 3. **example**: it is the instruction's own example, and the person's words do not all
    support it;
 4. **date**: every ISO date in it falls within the thread's days or on a day the person named
-   (:mod:`membot.named_dates`): no "dated a week ahead";
+   (:mod:`membot.memory.named_dates`): no "dated a week ahead";
 5. **names**: every name in it (a capitalised word that does not open a sentence) is in some
    line of the thread, either side's: a point borrowed from someone else's memory keeps
    that someone's names;
@@ -43,8 +43,8 @@ from datetime import date
 
 import numpy as np
 
+from membot.memory.named_dates import CALENDAR_WORDS, Span, named_days, within
 from membot.model import Line
-from membot.named_dates import CALENDAR_WORDS, Span, named_days, within
 from membot.recall.bm25 import STOPWORDS
 
 # Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the
@@ -70,7 +70,7 @@ _INSTRUCTION = re.compile(
     r"|[{}]",  # JSON: a verdict or a reply, never a fact (markup may be what was said)
     re.I,
 )
-# A speaker's label before their own words (membot.own_words): a name of up to three words
+# A speaker's label before their own words (membot.turn.own_words): a name of up to three words
 # ("HUMAN said: ", "Alice Smith said: "), then "said:"; not a model's "Sam's doctor said: ".
 SAID_LABEL = re.compile(r"^([\w.-]{1,40}(?: [\w.-]{1,40}){0,2}) said:\s*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
@@ -164,7 +164,7 @@ def undated(point: str) -> str:
 def claim(point: str, ignore: frozenset[str]) -> str:
     """What ``point`` says: without its leading date, and without a "HUMAN said:" label
     naming one of the speakers (``ignore``) before the person's own words (as
-    :mod:`membot.own_words` writes them). The label's "said" is no word of what was said:
+    :mod:`membot.turn.own_words` writes them). The label's "said" is no word of what was said:
     "HUMAN said: My name is Priya" held one word of two ("name", not "said") and was
     left out."""
     text = undated(point)

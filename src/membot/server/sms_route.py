@@ -1,5 +1,5 @@
 """``POST /sms/twilio``: Twilio's messaging webhook, a thin adapter over
-:class:`membot.TextConversations` (what a text means and what answers it is decided there).
+:class:`membot.service.TextConversations` (what a text means and what answers it is decided there).
 
 Before anything is read or stored, the request's ``X-Twilio-Signature`` is checked with the
 ``twilio`` package's validator against the auth token and the URL Twilio was given (the
@@ -29,20 +29,19 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 
-from membot import (
-    ConfigError,
+from membot import ConfigError, Turn
+from membot.server.errors import ApiError
+from membot.server.service import Service
+from membot.service import (
     IncomingText,
     SmsRecord,
     TextConversations,
-    Turn,
     bot_for_sms_number,
     claim_sms,
     is_phone_number,
     record_sms_answer,
     sms_sender_name,
 )
-from membot.server.errors import ApiError
-from membot.server.service import Service
 
 log = logging.getLogger(__name__)
 

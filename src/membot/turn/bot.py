@@ -18,7 +18,19 @@ from datetime import datetime
 from typing import Any
 
 from membot.config import DEFAULT_BOT, DEFAULT_LLM, BotSettings
-from membot.context import (
+from membot.errors import (
+    ConfigError,
+    MembotError,
+    NotFoundError,
+    StoreError,
+    TurnFailedError,
+)
+from membot.line_checks import check_bot_name, check_moment, storable
+from membot.llm import LLM
+from membot.llm.pool import SHARED, LLMPool
+from membot.memory.facade import LineInput, Memory
+from membot.model import Citation, Line, Role, Turn, utc_now
+from membot.turn.context import (
     LEFT_OUT,
     Hint,
     Prompt,
@@ -30,21 +42,9 @@ from membot.context import (
     summary_hint,
     without_repeats,
 )
-from membot.conversations import Ending, end_conversation, end_idle_threads
-from membot.errors import (
-    ConfigError,
-    MembotError,
-    NotFoundError,
-    StoreError,
-    TurnFailedError,
-)
-from membot.line_checks import check_bot_name, check_moment, storable
-from membot.llm import LLM
-from membot.llm.pool import SHARED, LLMPool
-from membot.memory import LineInput, Memory
-from membot.model import Citation, Line, Role, Turn, utc_now
-from membot.relevance import check_hints
-from membot.replies import (
+from membot.turn.ending import Ending, end_conversation, end_idle_threads
+from membot.turn.relevance import check_hints
+from membot.turn.replies import (
     Reply,
     instruction_examples,
     read_reply,
@@ -53,8 +53,8 @@ from membot.replies import (
     speaker_labels,
     without_label,
 )
-from membot.running_summary import fold, fold_own_words, grounded, lines_to_fold
-from membot.templates import fill
+from membot.turn.running_summary import fold, fold_own_words, grounded, lines_to_fold
+from membot.turn.templates import fill
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +361,7 @@ class Bot:
         )
         folded = f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"
         if not getattr(llm, "writes_summaries", True):
-            # The person's own statements (membot.own_words): nothing a model wrote to check,
+            # The person's own statements (membot.turn.own_words): nothing a model wrote to check,
             # and lines without any move the summary on all the same.
             summary = fold_own_words(profile, state.summary, lines)
             self.memory.save_thread_summary(state, summary, seqs.stop - 1)

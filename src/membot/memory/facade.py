@@ -28,9 +28,10 @@ from membot.errors import (
     NotFoundError,
     StoreError,
 )
+from membot.index.vectors import Scope, VectorIndex
 from membot.line_checks import check_moment, check_roles, checked_line
-from membot.memory_knowledge import SummariesAndExpertise, summary_parts
-from membot.memory_profiles import BotProfiles
+from membot.memory.bots import BotProfiles
+from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.model import (
     Block,
     Line,
@@ -43,10 +44,9 @@ from membot.model import (
 )
 from membot.recall import push_to_buffer
 from membot.recall.chat import recall_for_turn
-from membot.search import Scope, VectorIndex
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
 from membot.store.base import check_embedder_meta, lines_between
-from membot.tokens import TokenCounter, default_token_counter
+from membot.turn.tokens import TokenCounter, default_token_counter
 
 
 @dataclass(frozen=True)
@@ -618,7 +618,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         Without ``bot`` it reaches every bot: all the person's threads, or each bot's thread
         named ``thread`` (unlike :meth:`add` and :meth:`search`, whose ``bot`` defaults to
         the default bot). Returns counts of what was removed (``threads``, ``lines``, ...)."""
-        from membot.forgetting import derived_texts, drop_removed
+        from membot.memory.forgetting import derived_texts, drop_removed
 
         history = self.store.history(user, bot, thread)
         summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]

@@ -1,13 +1,13 @@
 """The prompt of one turn: the bot's templates filled with the feed, the hints and the new
 line, packed under the token budget.
 
-Pieces, as AllegroGraph's chatState names them (templates in :mod:`membot.templates`):
+Pieces, as AllegroGraph's chatState names them (templates in :mod:`membot.turn.templates`):
 
 - ``{FEED}``: the current thread's last ``window_size`` lines before the new one, oldest
   first, as ``Speaker: text`` lines; when older lines have scrolled off, the thread's running
   summary opens it. ``{STORY}`` is the story template over the feed (``no_story`` without one).
 - ``{HISTORY_MATCHES}`` / ``{EXPERTISE_MATCHES}``: one hint per recalled block, remembered
-  summary or document chunk, each quoted as data (:mod:`membot.quoting`) between
+  summary or document chunk, each quoted as data (:mod:`membot.turn.quoting`) between
   ``<memory citation_id="ID">`` (``<document ...>`` for expertise) and its end tag,
   newline-separated; a block's text starts with its date and thread, a summary's with the
   dates it covers. Ids are ``h`` + the block's first line id, ``s`` + a summary's id, ``e`` +
@@ -40,9 +40,9 @@ from typing import Any
 from membot.config import BotSettings
 from membot.errors import ConfigError
 from membot.model import Block, ExpertiseChunk, Line, Role, Summary, utc_now
-from membot.quoting import escape, one_line, quote
-from membot.templates import TEMPLATE_NAMES, fill
-from membot.tokens import TokenCounter
+from membot.turn.quoting import escape, one_line, quote
+from membot.turn.templates import TEMPLATE_NAMES, fill
+from membot.turn.tokens import TokenCounter
 
 # Tokens a chat template adds around the two messages (role markers, separators).
 MESSAGE_OVERHEAD = 12
