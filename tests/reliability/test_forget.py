@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from membot import Bot, Memory, ScriptedLLM, forgetting
+from membot import Bot, Memory, ScriptedLLM
 from membot.embed import CachedEmbedder
+from membot.memory import forgetting
 from membot.memory.forgetting import derived_texts
 from membot.recall import chat as chat_recall
 

@@ -513,7 +513,7 @@ def test_a_late_reply_twilio_is_too_busy_for_is_sent_again(
 ):
     """A late reply that Twilio answered 503 was logged and never sent: the person did not
     get it, and a retry of the text gets no TwiML (it went through the Messages API)."""
-    from membot.server import sms
+    from membot.server import sms_route as sms
 
     monkeypatch.setattr(sms, "SEND_PAUSES", (0.01, 0.01))
     messages_api.busy = 1
@@ -528,7 +528,7 @@ def test_a_late_reply_twilio_is_too_busy_for_is_sent_again(
 def test_a_late_reply_twilio_stays_too_busy_for_is_given_up_on_after_three_tries(
     memory: Memory, messages_api: MessagesApi, serve, caplog, monkeypatch
 ):
-    from membot.server import sms
+    from membot.server import sms_route as sms
 
     monkeypatch.setattr(sms, "SEND_PAUSES", (0.01, 0.01))
     messages_api.busy = 5

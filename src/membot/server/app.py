@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, EmbedderMismatchError, LLMPool, Memory, resolve_llm
-from membot.server import openai_api, rest, sms
+from membot.server import openai_api, rest, sms_route
 from membot.server.errors import (
     ApiError,
     declare_errors,
@@ -46,7 +46,7 @@ def create_app(
     llms: LLMPool | None = None,
     rate_limit: int = 0,
     public_url: str | None = None,
-    twilio: sms.TwilioSettings | None = None,
+    twilio: sms_route.TwilioSettings | None = None,
 ) -> FastAPI:
     """The server over ``memory``; ``llm`` answers for bots whose profile names no model
     (default: the bundled SmolLM2); ``rate_limit``: requests a minute per key (0: none);
@@ -60,13 +60,13 @@ def create_app(
         redirect_slashes=False,
     )  # fmt: skip
     app.state.service = service
-    app.state.sms = sms.SmsGateway(twilio, public_url)
+    app.state.sms = sms_route.SmsGateway(twilio, public_url)
     install_error_handlers(app)
     app.add_middleware(RequestAccounting)
     _add_health_routes(app)
     app.include_router(rest.router)
     app.include_router(openai_api.router)
-    app.include_router(sms.router)
+    app.include_router(sms_route.router)
     mount_mcp(app, service)
     mount_web(app)
     _declare_errors_in_schema(app)
@@ -127,7 +127,7 @@ def app_from_environment() -> FastAPI:
         llm=llm,
         rate_limit=rate_limit,
         public_url=env.get("MEMBOT_PUBLIC_URL") or None,
-        twilio=sms.TwilioSettings.from_environment(env),
+        twilio=sms_route.TwilioSettings.from_environment(env),
     )
 
 

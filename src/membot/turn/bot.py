@@ -13,9 +13,11 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from membot.config import DEFAULT_BOT, DEFAULT_LLM, BotSettings
 from membot.errors import (
@@ -28,7 +30,7 @@ from membot.errors import (
 from membot.line_checks import check_bot_name, check_moment, storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
-from membot.memory.facade import LineInput, Memory
+from membot.memory.facade import LineInput, Memory, Recall
 from membot.model import Citation, Line, Role, Turn, utc_now
 from membot.turn.context import (
     LEFT_OUT,
@@ -72,6 +74,44 @@ class _Clock:
             yield
         finally:
             self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+
+@dataclass(frozen=True)
+class _Recalled:
+    """What a turn recalled, and what it matched with: the makings of its prompt."""
+
+    line: Line
+    profile: BotSettings
+    feed: list[Line]
+    history_query: str
+    expertise_query: str
+    recall: Recall
+    history: list[Hint]
+    expertise: list[Hint]
+    summary: str  # the thread's running summary, once lines have scrolled off the feed
+
+
+@dataclass
+class _Answer:
+    """The model's reply and the bot's line that stores it (none on a dry run or a failure)."""
+
+    reply: Reply = field(default_factory=lambda: Reply("", ()))
+    line: Line | None = None
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _long_line_note(prompt: Prompt) -> list[str]:
+    """Where the person's line did not fit the budget whole, a note saying what was kept."""
+    left_out = prompt.cut.get("new_line_tokens")
+    if not left_out:
+        return []
+    kept = prompt.messages[-1]["content"]
+    parts = "its start and its end" if LEFT_OUT in kept else "its start"
+    return [
+        f"the line is too long for the prompt's budget: the model was given {parts}, "
+        f"about {left_out:,} of its tokens left out"
+    ]
 
 
 class Bot:
@@ -156,13 +196,7 @@ class Bot:
         known_bot = bot_id if bot_id is not None else self.memory.bot_id(self.name)
         clock = _Clock()
         started = time.perf_counter()
-        profile = self.memory.bot_settings(self.name, settings)
-        llm = self.model_for(profile)
-        notes: list[str] = []
-        if profile.citations and not getattr(llm, "writes_json", True):
-            # A model that cannot keep to JSON answers in text: better a reply than citations.
-            profile = replace(profile, citations=False)
-            notes.append(f"citations off: {llm.name} cannot write JSON reliably")
+        profile, llm, notes = self._profile_and_model(settings)
         given = now is not None
         now = check_moment(now, "now") if now is not None else utc_now()
         item = self.memory.validate_line(
@@ -186,79 +220,133 @@ class Bot:
                 line, vector = self.memory.add_with_vector(item, vector)
             with _kept_on_failure(line, self.memory):
                 with clock.step("search"):
-                    feed = self.memory.recent(line, profile.window_size)
-                    history_query = match_string(
-                        profile.history_match_fmt, profile, text, feed, now=now
-                    )
-                    recall = self.memory.recall(line, profile, vector, history_query, now)
-                    history = self._history_hints(
-                        recall.blocks, feed, history_query, line, vector, profile
-                    )
-                    expertise_query = match_string(
-                        profile.expertise_match_fmt, profile, text, feed, story=True, now=now
-                    )
-                    expertise = self._expertise_hints(
-                        expertise_query, history_query, vector, profile
-                    )
+                    recalled = self._recall(line, vector, profile, now)
                 with clock.step("assemble"):
-                    state = self.memory.thread_state(bot=self.name, user=user, thread=thread)
-                    summary = state.summary if state and feed and feed[0].seq > 1 else ""
-
-                    def packed(history: list[Hint], expertise: list[Hint]) -> Prompt:
-                        return assemble(profile, text, feed, history, expertise, self.memory.tokens,
-                                        summary=summary, now=now,
-                                        match_strings=(history_query, expertise_query))  # fmt: skip
-
-                    prompt = packed(history, expertise)
+                    prompt = self._pack(recalled, recalled.history, recalled.expertise, now)
                 if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
-                    # Only the hints that fit the budget are put to the model; the prompt is then
-                    # packed again from those it judged relevant.
-                    with clock.step("relevance_check"):
-                        kept_history, dropped = check_hints(llm, text, list(prompt.history))
-                        kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
-                        notes += dropped + more
-                    checked = len(prompt.history) + len(prompt.expertise)
-                    if len(kept_history) + len(kept_expertise) < checked:
-                        with clock.step("assemble"):
-                            repacked = packed(kept_history, kept_expertise)
-                        # The hints the budget cut from the first packing stay counted.
-                        over_budget = Counter(
-                            history_hints=len(history) - len(prompt.history),
-                            expertise_hints=len(expertise) - len(prompt.expertise),
-                        )
-                        prompt = replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
-                if left_out := prompt.cut.get("new_line_tokens"):
-                    kept = prompt.messages[-1]["content"]
-                    parts = "its start and its end" if LEFT_OUT in kept else "its start"
-                    notes.append(
-                        f"the line is too long for the prompt's budget: the model was given "
-                        f"{parts}, about {left_out:,} of its tokens left out"
-                    )
-                reply, error, reply_line = Reply("", ()), None, None
+                    prompt = self._keep_relevant(prompt, recalled, llm, now, clock, notes)
+                notes += _long_line_note(prompt)
+                answer = _Answer()
                 if not dry_run:
-                    with clock.step("llm"):
-                        try:
-                            reply = self._reply(prompt, profile, on_text, llm)
-                        except MembotError as failure:  # down, timeout, bad or missing key
-                            error = str(failure)
-                    if reply.note:
-                        notes.append(reply.note)
-                    if error is None:
-                        with clock.step("store"):
-                            answer = LineInput(
-                                storable(reply.response), user, thread, Role.BOT, self.name,
-                                created_at=now if given else None, answers=line.id,
-                            )  # fmt: skip
-                            try:
-                                reply_line, _ = self.memory.add_with_vector(answer)
-                            except NotFoundError as gone:  # the person was forgotten meanwhile
-                                self.memory.discard_embedding(answer)
-                                notes.append(str(gone))
-                        if profile.thread_summary and reply_line is not None:
-                            with clock.step("summarize"):
-                                notes += self._fold_scrolled_lines(reply_line, profile, llm)
-                return self._turn(line, reply_line, reply, error, prompt, recall, profile, clock,
-                                  started, notes)  # fmt: skip
+                    answer = self._answer(
+                        line, prompt, profile, llm, on_text, now if given else None, clock
+                    )
+                    notes += answer.notes
+                return self._turn(line, answer.line, answer.reply, answer.error, prompt,
+                                  recalled.recall, profile, clock, started, notes)  # fmt: skip
+
+    # -- the steps of a turn --------------------------------------------------------------
+
+    def _profile_and_model(
+        self, settings: dict[str, Any] | None
+    ) -> tuple[BotSettings, LLM, list[str]]:
+        """The turn's profile (the bot's, with ``settings`` over it), the model that answers,
+        and a note where the profile had to bend to the model."""
+        profile = self.memory.bot_settings(self.name, settings)
+        llm = self.model_for(profile)
+        if profile.citations and not getattr(llm, "writes_json", True):
+            # A model that cannot keep to JSON answers in text: better a reply than citations.
+            note = f"citations off: {llm.name} cannot write JSON reliably"
+            return replace(profile, citations=False), llm, [note]
+        return profile, llm, []
+
+    def _recall(
+        self, line: Line, vector: np.ndarray, profile: BotSettings, now: datetime
+    ) -> _Recalled:
+        """What the turn recalls: the thread's recent lines (the feed), the history matched
+        (lines, then kept summaries) and the expertise, each with the string it matched."""
+        feed = self.memory.recent(line, profile.window_size)
+        history_query = match_string(profile.history_match_fmt, profile, line.text, feed, now=now)
+        recall = self.memory.recall(line, profile, vector, history_query, now)
+        history = self._history_hints(recall.blocks, feed, history_query, line, vector, profile)
+        expertise_query = match_string(
+            profile.expertise_match_fmt, profile, line.text, feed, story=True, now=now
+        )
+        expertise = self._expertise_hints(expertise_query, history_query, vector, profile)
+        summary = ""
+        state = self.memory.thread_state(bot=self.name, user=line.person, thread=line.thread)
+        if state and feed and feed[0].seq > 1:  # lines have scrolled off the feed
+            summary = state.summary
+        return _Recalled(
+            line, profile, feed, history_query, expertise_query, recall, history, expertise, summary
+        )
+
+    def _pack(
+        self, recalled: _Recalled, history: list[Hint], expertise: list[Hint], now: datetime
+    ) -> Prompt:
+        """The prompt, packed under the profile's budget from these hints."""
+        return assemble(
+            recalled.profile,
+            recalled.line.text,
+            recalled.feed,
+            history,
+            expertise,
+            self.memory.tokens,
+            summary=recalled.summary,
+            now=now,
+            match_strings=(recalled.history_query, recalled.expertise_query),
+        )
+
+    def _keep_relevant(
+        self,
+        prompt: Prompt,
+        recalled: _Recalled,
+        llm: LLM,
+        now: datetime,
+        clock: _Clock,
+        notes: list[str],
+    ) -> Prompt:
+        """The prompt packed again from the hints the model judged relevant (the bot's
+        ``relevance_check``). Only the hints that fit the budget are put to the model."""
+        text = recalled.line.text
+        with clock.step("relevance_check"):
+            kept_history, dropped = check_hints(llm, text, list(prompt.history))
+            kept_expertise, more = check_hints(llm, text, list(prompt.expertise))
+            notes += dropped + more
+        if len(kept_history) + len(kept_expertise) == len(prompt.history) + len(prompt.expertise):
+            return prompt
+        with clock.step("assemble"):
+            repacked = self._pack(recalled, kept_history, kept_expertise, now)
+        # The hints the budget cut from the first packing stay counted.
+        over_budget = Counter(
+            history_hints=len(recalled.history) - len(prompt.history),
+            expertise_hints=len(recalled.expertise) - len(prompt.expertise),
+        )
+        return replace(repacked, cut=dict(Counter(repacked.cut) + over_budget))
+
+    def _answer(
+        self,
+        line: Line,
+        prompt: Prompt,
+        profile: BotSettings,
+        llm: LLM,
+        on_text: Callable[[str], None] | None,
+        at: datetime | None,
+        clock: _Clock,
+    ) -> _Answer:
+        """Ask the model, store its reply as the bot's line (dated ``at``, or when stored),
+        and fold the lines scrolled off the feed into the running summary. A model that
+        fails is reported in the answer's ``error``, with no reply stored."""
+        with clock.step("llm"):
+            try:
+                reply = self._reply(prompt, profile, on_text, llm)
+            except MembotError as failure:  # down, timeout, bad or missing key
+                return _Answer(error=str(failure))
+        answer = _Answer(reply=reply, notes=[reply.note] if reply.note else [])
+        with clock.step("store"):
+            item = LineInput(
+                storable(reply.response), line.person, line.thread, Role.BOT, self.name,
+                created_at=at, answers=line.id,
+            )  # fmt: skip
+            try:
+                answer.line, _ = self.memory.add_with_vector(item)
+            except NotFoundError as gone:  # the person was forgotten meanwhile
+                self.memory.discard_embedding(item)
+                answer.notes.append(str(gone))
+        if profile.thread_summary and answer.line is not None:
+            with clock.step("summarize"):
+                answer.notes += self._fold_scrolled_lines(answer.line, profile, llm)
+        return answer
 
     # -- ending threads -------------------------------------------------------------------
 
@@ -275,8 +363,6 @@ class Bot:
         ``idle_timeout_minutes``; nothing is remembered unless ``remember``."""
         llm = self.model_for(self.memory.bot_settings(self.name)) if remember else None
         return end_idle_threads(self.memory, llm, bot=self.name, user=user, remember=remember)
-
-    # -- the parts of a turn --------------------------------------------------------------
 
     def _history_hints(
         self, blocks, feed, query: str, line: Line, line_vector, profile: BotSettings
