@@ -1,5 +1,6 @@
-"""README's worked example: its commands, run in-process with the scripted replies of
-``examples/worked_example.sh``, print what README shows, and README says which run that is."""
+"""The worked example (docs/bots.md, once README's): its commands, run in-process with the
+scripted replies of ``examples/worked_example.sh``, print what the page shows, and the page
+says which run that is."""
 
 from __future__ import annotations
 
@@ -20,15 +21,16 @@ def flat(text: str) -> str:
 
 
 def worked_example() -> str:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    return readme.split("### A worked example", 1)[1].split("\n## ", 1)[0]
+    page = (REPO / "docs" / "bots.md").read_text(encoding="utf-8")
+    return page.split("\n## A worked example\n", 1)[1].split("\n## ", 1)[0]
 
 
-def test_the_worked_examples_output_is_the_scripted_run_and_readme_says_so(
+def test_the_worked_examples_output_is_the_scripted_run_and_the_page_says_so(
     cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Typed as written, the commands answer with SmolLM2, whose `end` keeps nothing for a
-    bot with a remember-policy: README showed the scripted run's output without saying so."""
+    bot with a remember-policy: the README once showed the scripted run's output without
+    saying so."""
     section = worked_example()
     assert "The output shown" in section and "is that scripted run's" in section
     assert "`examples/worked_example.sh` reproduces it" in section
