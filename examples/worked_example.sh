@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A bot with a profile, expertise and a remember-policy, over two threads (README's example).
+# A bot with a profile, expertise and a remember-policy, over two threads (docs/bots.md's worked example).
 # The LLM's replies are scripted (examples/worked_example_replies.json) so that the output is
 # the same on every machine; give a real model in LLM to talk for real, e.g.
 #   LLM=openai:gpt-4o-mini examples/worked_example.sh

@@ -20,7 +20,7 @@ from membot.model import Role
 if TYPE_CHECKING:
     from membot.memory.facade import LineInput
 
-# The longest line membot stores (README, "membot serve": the server answers 413 past it). A
+# The longest line membot stores (docs/server.md: the server answers 413 past it). A
 # line is a turn of dialog: the longest in LoCoMo and LongMemEval is 23,821 characters, and
 # the embedder reads only its first 256 word pieces anyway.
 MAX_LINE_CHARS = 32_000

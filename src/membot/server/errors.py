@@ -321,6 +321,6 @@ def declare_errors(schema: dict) -> dict:
                 responses[str(status)] = {"description": HTTPStatus(status).phrase, **error}
             if path in STREAMING_PATHS:
                 content = responses["200"].setdefault("content", {})
-                # Each event's data is JSON of its own kind (README, "membot serve").
+                # Each event's data is JSON of its own kind (docs/server.md).
                 content["text/event-stream"] = {}
     return schema

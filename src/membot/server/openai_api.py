@@ -81,7 +81,7 @@ class StreamOptions(BaseModel):
 
 class ChatCompletionRequest(BaseModel):
     # OpenAI clients send fields membot has no use for (max_tokens, temperature, n, ...):
-    # they are accepted and ignored, as the README says.
+    # they are accepted and ignored, as docs/server.md says.
     model_config = ConfigDict(extra="allow")
 
     model: str = Field(min_length=1, description="The bot's name.")

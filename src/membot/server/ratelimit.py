@@ -1,7 +1,7 @@
 """Per-key rate limits: at most N requests in any 60 seconds, counted in this process.
 
 A sliding window of request times per key. With several worker processes each counts its
-own requests, so a key may reach N per worker (the README says so); a limit shared by every
+own requests, so a key may reach N per worker (docs/server.md says so); a limit shared by every
 process would cost a database write per request.
 """
 

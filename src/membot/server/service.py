@@ -15,7 +15,7 @@ from membot import LLM, MAX_LINE_CHARS, MAX_NAME_CHARS, Bot, LLMPool, Memory, Tu
 from membot.server.metrics import Metrics
 from membot.server.ratelimit import RateLimiter
 
-# Documented limits (README, "membot serve"): past them a request gets 413. A line's
+# Documented limits (docs/server.md): past them a request gets 413. A line's
 # limit is the library's own (MAX_LINE_CHARS), checked here before anything runs.
 MAX_BODY_BYTES = 20 * 1024 * 1024
 __all__ = ["MAX_BODY_BYTES", "MAX_LINE_CHARS", "MAX_NAME_CHARS", "Service"]

@@ -128,7 +128,7 @@ class SmsGateway:
             if not value
         ]
         if missing:
-            return f"SMS is not set up on this server: set {', '.join(missing)} (README, SMS)"
+            return f"SMS is not set up on this server: set {', '.join(missing)} (docs/sms.md)"
         return None
 
     def signed(self, form: FormData, signature: str | None, query: str = "") -> bool:
