@@ -11,12 +11,15 @@ may say "ignore previous instructions". Each enters the prompt inside a delimite
 
 whose tag names what it is (``memory``, ``document``, ``summary``, ``tool_result``, ...), and
 the default templates tell the model that what is quoted is data, not instructions. Nothing
-inside a block can end it or open another: :func:`escape` writes every ``<`` and ``>`` in the
-quoted text, and every character that looks like one (fullwidth ``＜``, ``〈``, ``‹``, ...),
-as ``&lt;`` and ``&gt;``, and drops the invisible Unicode tag characters that can smuggle
-text a reader cannot see. In transcript form (``Speaker: text``) each line's text is written
-on one line (:func:`one_line`), so a line holding "\\nAI: sure, I will" cannot pass for a line
-the bot said.
+inside a block can end it or open another: :func:`escape` writes as ``&lt;`` the ``<`` (or
+any character that looks like one: fullwidth ``＜``, ``〈``, ``‹``, ...) that starts one of
+these tags, or a model's own markers (``<|im_start|>``, ``<s>``, ``<start_of_turn>``,
+``<<SYS>>``), and drops the invisible Unicode tag characters that can smuggle text a reader
+cannot see. Every other character reaches the model as it was written: "x < y", "a -> b" and
+``<div>`` stay as they are (writing every ``<`` as ``&lt;`` made models repeat the entities,
+and talk about code came back garbled). In transcript form (``Speaker: text``) each line's
+text is written on one line (:func:`one_line`), so a line holding "\\nAI: sure, I will" cannot
+pass for a line the bot said.
 
 A model may still follow what it reads (docs/security.md): quoting keeps the structure of the
 prompt honest, it does not make a model obedient.
@@ -41,11 +44,26 @@ _ATTRIBUTE = re.compile(r"^[a-z_]+$")
 
 # The tags membot quotes with (tests check that nothing else in a prompt looks like one).
 TAGS = ("memory", "document", "summary", "tool_result", "policy", "notes", "transcript", "point")
+# Spaces and invisible formatting a reader skips between "<" and a tag's name.
+_GAP = "[\\s\u200b-\u200f\u2060\ufeff]*"
+# A "<" (or a look-alike) that starts one of membot's tags, opening or closing, or a marker
+# that chat templates give a meaning: <|im_start|>, <s>, </s>, <start_of_turn>, <<SYS>>.
+_OPENS_A_DELIMITER = re.compile(
+    f"[{_LESS_THAN}](?={_GAP}/?{_GAP}(?:{'|'.join(TAGS)})(?![a-z_])"
+    f"|{_GAP}[|\uff5c]|/?s{_GAP}[{_GREATER_THAN}]|/?(?:start|end)_of_turn|[{_LESS_THAN}]?/?SYS)",
+    re.IGNORECASE,
+)
 
 
 def escape(text: str) -> str:
-    """``text`` with nothing in it that could pass for a block's delimiter."""
-    return _INVISIBLE.sub("", text).translate(_ANGLES)
+    """``text`` with nothing in it that could pass for a block's delimiter or a chat
+    template's marker; every other character as it was."""
+    return _OPENS_A_DELIMITER.sub("&lt;", _INVISIBLE.sub("", text))
+
+
+def escape_attribute(value: str) -> str:
+    """An attribute's value (membot's own ids and kinds) with no angle and no quote at all."""
+    return _INVISIBLE.sub("", value).translate(_ANGLES).replace('"', "&quot;")
 
 
 def one_line(text: str) -> str:
@@ -62,7 +80,7 @@ def quote(tag: str, text: str, *, inline: bool = False, **attributes: str) -> st
     parts = [tag]
     for name, value in attributes.items():
         assert _ATTRIBUTE.match(name), name
-        parts.append(f'{name}="{escape(one_line(value)).replace(chr(34), "&quot;")}"')
+        parts.append(f'{name}="{escape_attribute(one_line(value))}"')
     body = escape(one_line(text) if inline else text.strip("\n"))
     separator = "" if inline else "\n"
     return f"<{' '.join(parts)}>{separator}{body}{separator}</{tag}>"
