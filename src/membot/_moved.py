@@ -68,7 +68,9 @@ SERVICE_NAMES = frozenset(
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds a moved module's old name and hands back the module at its new place."""
 
-    def find_spec(self, fullname: str, path: object = None, target: object = None):
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED_MODULES:
             return None
         return importlib.machinery.ModuleSpec(fullname, self)

@@ -112,8 +112,8 @@ def checked_line(item: LineInput) -> LineInput:
             f"{len(item.text):,}: split it, or add it as a document (`membot expertise add`)"
         )
     check_storable(item.text, "the line")
-    for label, value in (("user", item.user), ("thread", item.thread), ("bot", item.bot)):
-        check_name(value, label)
+    for label, name in (("user", item.user), ("thread", item.thread), ("bot", item.bot)):
+        check_name(name, label)
     for label, value in (("speaker", item.speaker), ("ref", item.ref)):
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"a line's {label} is text, not {type(value).__name__}")

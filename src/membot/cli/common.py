@@ -98,7 +98,8 @@ def notice_once() -> None:
 
 
 def options_of(context: typer.Context) -> Options:
-    return context.find_root().obj
+    options: Options = context.find_root().obj  # set by the main callback
+    return options
 
 
 def print_json(value: Any) -> None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from membot import DEFAULT_BOT, Memory
 from membot.cli.common import err, options_of
 from membot.service import create_key, create_signin_key, list_keys
+
+if TYPE_CHECKING:  # imported where it serves: `membot` starts without it
+    import uvicorn
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -98,14 +101,14 @@ def sms_note(public_url: str | None, env: Mapping[str, str]) -> None:
         )
 
 
-def _run_workers(config) -> None:
+def _run_workers(config: uvicorn.Config) -> None:
     """What ``uvicorn.run`` does for several workers, on :func:`listening_socket`."""
     from uvicorn.supervisors import Multiprocess
 
     Multiprocess(config, sockets=[listening_socket(config)]).run()
 
 
-def listening_socket(config) -> socket.socket:
+def listening_socket(config: uvicorn.Config) -> socket.socket:
     """The workers' shared socket, bound by uvicorn and named TCP.
 
     uvicorn binds it without saying which protocol (0; uvicorn issue #3149), so asyncio leaves

@@ -185,7 +185,10 @@ def corpus_ranking(
 
 
 def question_scores(order: Sequence[int], corpus: Corpus) -> dict[str, dict[str, float]]:
-    turn, session, turn2session, any_gold = {}, {}, {}, {}
+    turn: dict[str, float] = {}
+    session: dict[str, float] = {}
+    turn2session: dict[str, float] = {}
+    any_gold: dict[str, float] = {}
     gold = corpus.gold
     for k in K_VALUES:
         turn |= keyed(evaluate_retrieval(order, gold, corpus.ids, k), k)

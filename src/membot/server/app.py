@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import PlainTextResponse, Response
@@ -77,12 +78,13 @@ def _declare_errors_in_schema(app: FastAPI) -> None:
     """``/openapi.json`` with the error answers declared (:func:`declare_errors`)."""
     build = app.openapi
 
-    def openapi() -> dict:
+    def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             app.openapi_schema = declare_errors(build())
         return app.openapi_schema
 
-    app.openapi = openapi
+    # FastAPI's documented way to extend the schema ("Extending OpenAPI"): replace the method.
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 # Set by ``membot serve --workers N`` to its own pid, for its workers to end with it.

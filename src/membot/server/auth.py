@@ -15,7 +15,8 @@ from membot.service import ApiKey, authenticate
 
 
 def service_of(request: Request) -> Service:
-    return request.app.state.service
+    service: Service = request.app.state.service  # set by create_app
+    return service
 
 
 def bearer_token(request: Request) -> str | None:

@@ -9,8 +9,10 @@ words, ``param`` and ``code`` beside it, and 400 where membot's own routes say 4
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from typing import Any, TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -32,6 +34,14 @@ from membot import (
 )
 
 log = logging.getLogger(__name__)
+
+
+class StoredLine(TypedDict):
+    """The person's line, stored before a turn failed (an error body's ``stored``)."""
+
+    thread: str
+    seq: int
+
 
 # Most specific first: the first class an error is an instance of decides its answer.
 STATUS_OF: tuple[tuple[type[MembotError], int, str], ...] = (
@@ -82,9 +92,9 @@ class ApiError(Exception):
         status: int,
         message: str,
         kind: str | None = None,
-        headers: dict | None = None,
+        headers: Mapping[str, str] | None = None,
         param: str | None = None,
-        stored: dict | None = None,
+        stored: StoredLine | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -113,20 +123,24 @@ def model_unavailable(error: str, thread: str, seq: int) -> ApiError:
     )
 
 
-def stored_line(thread: str, seq: int) -> dict:
+def stored_line(thread: str, seq: int) -> StoredLine:
     """What an error body says of a line stored before the failure: a client keeps it
     rather than offering to send it again."""
     return {"thread": thread, "seq": seq}
 
 
-def error_body(kind: str, message: str, stored: dict | None = None) -> dict:
-    error: dict = {"type": kind, "message": message}
+def error_body(kind: str, message: str, stored: StoredLine | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"type": kind, "message": message}
     return {"error": error | {"stored": stored} if stored else error}
 
 
 def openai_error(
-    status: int, kind: str, message: str, param: str | None = None, stored: dict | None = None
-) -> dict:
+    status: int,
+    kind: str,
+    message: str,
+    param: str | None = None,
+    stored: StoredLine | None = None,
+) -> dict[str, Any]:
     """An error as OpenAI's API writes it: ``type`` is OpenAI's class of error (a request
     at fault, a rate, or the server), ``code`` membot's kind (OpenAI's word where it has
     one), ``param`` the field at fault or null."""
@@ -139,7 +153,7 @@ def openai_error(
     code = OPENAI_CODES.get(kind, kind)
     if code == "model_not_found":
         param = param or "model"
-    error = {"message": message, "type": family, "param": param, "code": code}
+    error: dict[str, Any] = {"message": message, "type": family, "param": param, "code": code}
     return {"error": error | {"stored": stored} if stored else error}
 
 
@@ -147,11 +161,11 @@ def error_response(
     status: int,
     kind: str,
     message: str,
-    headers: dict | None = None,
+    headers: Mapping[str, str] | None = None,
     *,
     path: str = "",
     param: str | None = None,
-    stored: dict | None = None,
+    stored: StoredLine | None = None,
 ) -> JSONResponse:
     """The answer for an error; on an OpenAI-compatible ``path``, in OpenAI's shape, and
     400 for a request membot's own routes answer 422 (OpenAI never answers 422)."""
@@ -187,8 +201,8 @@ class Refusal:
     status: int
     kind: str
     message: str
-    stored: dict | None = None  # the person's line, kept before the turn failed
-    headers: dict | None = None
+    stored: StoredLine | None = None  # the person's line, kept before the turn failed
+    headers: Mapping[str, str] | None = None
     param: str | None = None  # the request field at fault
 
 
@@ -206,14 +220,16 @@ def refusal_of(error: ApiError | MembotError, location: str) -> Refusal:
     return Refusal(status, kind, message)
 
 
-def field_path(item: dict) -> str:
+def field_path(item: Mapping[str, Any]) -> str:
     """Where a pydantic error points, dotted ("messages.0.role"), without the request's
     "body" around it."""
     return ".".join(str(part) for part in item.get("loc", ()) if part != "body")
 
 
 def install_error_handlers(app: FastAPI) -> None:
-    async def _refused(request: Request, error: ApiError | MembotError):
+    async def _refused(request: Request, error: Exception) -> JSONResponse:
+        if not isinstance(error, ApiError | MembotError):  # registered for these two only
+            raise error
         refused = refusal_of(error, request.app.state.service.memory.location)
         request.state.error_type = refused.kind
         return error_response(
@@ -230,7 +246,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(MembotError, _refused)
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, error: RequestValidationError):
+    async def _invalid(request: Request, error: RequestValidationError) -> JSONResponse:
         request.state.error_type = "invalid_request"
         return error_response(
             422,
@@ -241,7 +257,7 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, error: StarletteHTTPException):
+    async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
         kind = TYPE_OF_STATUS.get(error.status_code, "error")
         request.state.error_type = kind
         return error_response(
@@ -249,7 +265,7 @@ def install_error_handlers(app: FastAPI) -> None:
         )
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, error: Exception):
+    async def _unexpected(request: Request, error: Exception) -> JSONResponse:
         # A bug: logged with its traceback for the operator, never shown to the caller.
         log.exception("unexpected error in %s %s", request.method, request.url.path)
         request.state.error_type = "internal"
@@ -308,7 +324,7 @@ ERROR_SCHEMA = {
 STREAMING_PATHS = {"/v1/bots/{bot}/turns", "/v1/chat/completions"}
 
 
-def declare_errors(schema: dict) -> dict:
+def declare_errors(schema: dict[str, Any]) -> dict[str, Any]:
     """Declare in an OpenAPI ``schema`` what the server really answers: every error as
     :data:`ERROR_SCHEMA` (FastAPI's own 422 shape is not what the handlers send), and the
     event streams beside JSON."""

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -449,7 +449,9 @@ class MembotMCPServer(MCPServer):
     should have at least 1 character") rather than pydantic's dump of the arguments' model,
     its input and a link."""
 
-    async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
@@ -459,9 +461,10 @@ class MembotMCPServer(MCPServer):
             raise ToolError(f"Error executing tool {name}: {problems}") from error.__cause__
 
 
-def _argument_problem(item: dict) -> str:
+def _argument_problem(item: Mapping[str, Any]) -> str:
     where = field_path(item)
-    return f"{where}: {item.get('msg', 'invalid')}" if where else item.get("msg", "invalid")
+    problem = str(item.get("msg", "invalid"))
+    return f"{where}: {problem}" if where else problem
 
 
 def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPServer:
@@ -563,7 +566,9 @@ def mount_mcp(app: FastAPI, service: Service) -> None:
     app.state.mcp_server = server
     gate = BearerKeyGate(CurrentSessions(server), MCP_PATH)
     for path in (MCP_PATH, f"{MCP_PATH}/"):  # the server redirects no slash: take both
-        app.add_route(path, gate, include_in_schema=False)
+        # An ASGI app as a route's endpoint, which Starlette serves as such; add_route's
+        # annotation names only request functions.
+        app.add_route(path, gate, include_in_schema=False)  # type: ignore[arg-type]
 
 
 @asynccontextmanager

@@ -277,10 +277,9 @@ def _membot_json(turn: Turn, chat: ChatTurn) -> dict[str, Any]:
 
 # -- streaming -----------------------------------------------------------------------------
 
-_FINISHED = object()
 # The worker tasks of streams in progress: asyncio keeps only weak references to tasks, and a
 # turn must finish (and store its reply) even when its client has gone.
-_RUNNING: set[asyncio.Task] = set()
+_RUNNING: set[asyncio.Task[None]] = set()
 
 
 async def turn_events(
@@ -289,24 +288,26 @@ async def turn_events(
     """Run ``run_turn(on_text)`` in a worker thread; yield each piece of reply text as the
     model writes it, then the finished Turn. An exception of the turn is raised here."""
     loop = asyncio.get_running_loop()
-    handed_over: asyncio.Queue[object] = asyncio.Queue()
+    # None, handed over last, says the turn is finished.
+    handed_over: asyncio.Queue[str | Turn | Exception | None] = asyncio.Queue()
 
-    def hand_over(item: object) -> None:
+    def hand_over(item: str | Turn | Exception | None) -> None:
         loop.call_soon_threadsafe(handed_over.put_nowait, item)
 
     def run() -> None:
+        outcome: Turn | Exception
         try:
-            outcome: object = run_turn(hand_over)
+            outcome = run_turn(hand_over)
         except Exception as error:  # raised to the consumer, in the event loop
             outcome = error
         # One channel for the pieces and the outcome keeps them in the order written.
         hand_over(outcome)
-        hand_over(_FINISHED)
+        hand_over(None)
 
     worker = asyncio.ensure_future(run_in_threadpool(run))
     _RUNNING.add(worker)
     worker.add_done_callback(_RUNNING.discard)
-    while (item := await handed_over.get()) is not _FINISHED:
+    while (item := await handed_over.get()) is not None:
         if isinstance(item, Exception):
             raise item
         yield item
@@ -325,13 +326,15 @@ async def _server_sent_events(
     error event, which OpenAI clients raise."""
     more = {"usage": None} if include_usage else {}
     yield _event(completion.chunk([_choice({"role": "assistant", "content": ""})], **more))
-    turn = None
+    turn: Turn | None = None
     try:
         async for item in _starting_with(first, events):
             if isinstance(item, Turn):
                 turn = item
             else:
                 yield _event(completion.chunk([_choice({"content": item})], **more))
+        if turn is None:  # turn_events ends with the Turn or raises
+            raise RuntimeError("a streamed turn ended without its Turn")
     except Exception as error:
         yield _event(_stream_error(error, location))
         return
@@ -346,7 +349,9 @@ async def _server_sent_events(
     yield "data: [DONE]\n\n"
 
 
-async def _starting_with(first: str | Turn, rest: AsyncIterator[str | Turn]):
+async def _starting_with(
+    first: str | Turn, rest: AsyncIterator[str | Turn]
+) -> AsyncIterator[str | Turn]:
     yield first
     async for item in rest:
         yield item

@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 from fastapi import APIRouter, Body, Depends, File, Query, Request, Response, UploadFile
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -45,6 +45,8 @@ Key = Annotated[ApiKey, Depends(caller)]
 ADMIN_ONLY_SETTINGS = {"llm", "llm_key_env"}
 MAX_UPLOAD_FILES = 20
 MAX_SEQ = 2**63 - 1  # the largest seq a store can hold
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
 
 
 class NewBot(BaseModel):
@@ -243,7 +245,9 @@ def _check_turn(service: Service, key: ApiKey, bot: str, body: TurnRequest) -> s
     return user
 
 
-async def _turn_stream(first: str | Turn, events: AsyncIterator[str | Turn], location: str):
+async def _turn_stream(
+    first: str | Turn, events: AsyncIterator[str | Turn], location: str
+) -> AsyncIterator[str]:
     pending: str | Turn | None = first
     try:
         while pending is not None:
@@ -466,5 +470,7 @@ def _named_as_sent(folder: str) -> Iterator[None]:
         raise type(error)(message) from error
 
 
-async def _in_thread(function, *args, **kwargs):
+async def _in_thread(
+    function: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs
+) -> Result:
     return await run_in_threadpool(function, *args, **kwargs)

@@ -41,7 +41,9 @@ class Service:
         # after the line it answers. A lock per thread, kept while a request holds it: with
         # 256 shared stripes, 32 turns at once would hold two unrelated ones on one stripe 86%
         # of the time, one waiting out the other's LLM call.
-        self._thread_locks: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._thread_locks: weakref.WeakValueDictionary[tuple[str, str, str], threading.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self._thread_locks_guard = threading.Lock()
 
     def bot(self, name: str) -> Bot:

@@ -15,7 +15,7 @@ import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from membot.errors import AuthError, ConfigError
 from membot.line_checks import check_name
@@ -95,7 +95,7 @@ class ApiKey:
             return "expired"
         return "active"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         def moment(value: datetime | None) -> str | None:
             return iso(value) if value else None
 
@@ -119,7 +119,7 @@ class NewKey:
     key: ApiKey
     secret: str = field(repr=False)  # kept out of reprs, so out of logs and tracebacks
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {**self.key.to_json(), "key": self.secret}
 
 

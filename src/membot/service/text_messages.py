@@ -240,9 +240,10 @@ def claim_sms(memory: Memory, text: IncomingText) -> SmsRecord | None:
     day: every retry got an empty answer, and a text still waiting its turn was never
     stored (a probe)."""
     store = _sms_store(memory)
-    record = SmsRecord(text.sid, text.bot, text.sender, utc_now(), answerer=answering())
+    answerer = answering()
+    record = SmsRecord(text.sid, text.bot, text.sender, utc_now(), answerer=answerer)
     seen = store.claim_sms_message(record, utc_now() - KEEP_RECORDS)
-    if seen is not None and orphaned(seen) and store.take_over_sms_message(seen, record.answerer):
+    if seen is not None and orphaned(seen) and store.take_over_sms_message(seen, answerer):
         log.warning("text %s: its answerer is gone; answering it again", text.sid)
         return None
     return seen

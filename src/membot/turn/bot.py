@@ -11,7 +11,7 @@ import functools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -31,7 +31,7 @@ from membot.line_checks import check_bot_name, check_moment, storable
 from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
 from membot.memory.facade import LineInput, Memory, Recall
-from membot.model import Citation, Line, Role, Turn, utc_now
+from membot.model import Block, Citation, Line, Role, Turn, utc_now
 from membot.turn.context import (
     LEFT_OUT,
     Hint,
@@ -365,7 +365,13 @@ class Bot:
         return end_idle_threads(self.memory, llm, bot=self.name, user=user, remember=remember)
 
     def _history_hints(
-        self, blocks, feed, query: str, line: Line, line_vector, profile: BotSettings
+        self,
+        blocks: Sequence[Block],
+        feed: Sequence[Line],
+        query: str,
+        line: Line,
+        line_vector: np.ndarray,
+        profile: BotSettings,
     ) -> list[Hint]:
         speakers = Speakers(profile.human_name, profile.bot_name)
         hints = [block_hint(block, speakers) for block in without_repeats(blocks, feed)]
@@ -381,7 +387,9 @@ class Bot:
             hints += [summary_hint(summary, score) for summary, score in found]
         return hints
 
-    def _expertise_hints(self, query, history_query, line_vector, profile) -> list[Hint]:
+    def _expertise_hints(
+        self, query: str, history_query: str, line_vector: np.ndarray, profile: BotSettings
+    ) -> list[Hint]:
         if profile.expertise_max_matches == 0:
             return []
         vector = (
@@ -446,6 +454,7 @@ class Bot:
             limit=len(seqs),
         )
         folded = f"folded lines {seqs.start}-{seqs.stop - 1} into the running summary"
+        summary: str | None
         if not getattr(llm, "writes_summaries", True):
             # The person's own statements (membot.turn.own_words): nothing a model wrote to check,
             # and lines without any move the summary on all the same.
@@ -454,7 +463,7 @@ class Bot:
             return [folded]
         try:
             summary = fold(llm, profile, state.summary, lines)
-            notes = []
+            notes: list[str] = []
             if summary is not None:  # held to the lines, like a remembered point
                 # Checked, not stored: the sentences' vectors stay out of the embedding cache.
                 embed = functools.partial(self.memory.embed, keep=False)
@@ -467,8 +476,19 @@ class Bot:
         self.memory.save_thread_summary(state, summary, seqs.stop - 1)
         return [*notes, folded]
 
-    def _turn(self, line, reply_line, reply, error, prompt: Prompt, recall, profile, clock,
-              started, notes) -> Turn:  # fmt: skip
+    def _turn(
+        self,
+        line: Line,
+        reply_line: Line | None,
+        reply: Reply,
+        error: str | None,
+        prompt: Prompt,
+        recall: Recall,
+        profile: BotSettings,
+        clock: _Clock,
+        started: float,
+        notes: list[str],
+    ) -> Turn:
         total = (time.perf_counter() - started) * 1000
         timings = {name: clock.ms.get(name, 0.0) for name in ("embed", "search", "assemble")}
         timings["store"] = clock.ms.get("store", 0.0)

@@ -256,7 +256,7 @@ def match_string(template: str, settings: BotSettings, query: str, feed: Sequenc
 MIN_LINE_ROOM = 32
 
 
-def prompt_shape(settings: BotSettings) -> tuple:
+def prompt_shape(settings: BotSettings) -> tuple[object, ...]:
     """What sizes a prompt before anything is recalled: the budget, the names, the
     templates."""
     names = ("context_size", "reply_tokens", "bot_name", "human_name", *TEMPLATE_NAMES)
@@ -333,7 +333,13 @@ def assemble(
     budget = settings.prompt_budget
     limit = budget - MESSAGE_OVERHEAD
 
-    def size(feed_now, summary_now, history_now, expertise_now, query_now) -> int:
+    def size(
+        feed_now: Sequence[Line],
+        summary_now: str,
+        history_now: Sequence[Hint],
+        expertise_now: Sequence[Hint],
+        query_now: str,
+    ) -> int:
         values = fill_prompt(settings, query_now, feed_now, summary_now, history_now,
                              expertise_now, now)  # fmt: skip
         return counter.count(values["PROMPT"]) + counter.count(query_now)
@@ -350,7 +356,10 @@ def assemble(
     keep_feed, keep_summary, keep_hints = _choose(
         feed, summary, [*history, *expertise], text, speakers, counter, limit - frame
     )
-    hints_of = lambda source: [h for h in keep_hints if h.source == source]  # noqa: E731
+
+    def hints_of(source: str) -> list[Hint]:
+        return [hint for hint in keep_hints if hint.source == source]
+
     total = size(keep_feed, keep_summary, hints_of("history"), hints_of("expertise"), text)
     while total > limit:
         # Joins can tokenise a little longer than the parts: drop the least needed pieces

@@ -51,7 +51,7 @@ from membot.config import BotSettings
 from membot.errors import ConfigError, NotFoundError, ProviderError
 from membot.llm import LLM, Message
 from membot.memory.facade import Memory
-from membot.memory.grounding import Evidence, check_points, only_removes
+from membot.memory.grounding import Evidence, Verdict, check_points, only_removes
 from membot.model import Line, Role, Summary, ThreadState, iso, utc_now
 from membot.turn.context import Speakers, transcript_line
 from membot.turn.own_words import own_statements
@@ -427,7 +427,7 @@ def _grounded(
     return kept
 
 
-def _note_dropped(verdicts, outcome: _Outcome) -> None:
+def _note_dropped(verdicts: Sequence[Verdict], outcome: _Outcome) -> None:
     for verdict in verdicts:
         if not verdict.kept:
             outcome.notes.append(f"left out a point ({verdict.reason}): {verdict.point}")

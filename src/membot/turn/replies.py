@@ -261,7 +261,7 @@ class ResponseText:
 
     def _string_char(self, char: str) -> str:
         if self._escape is not None:
-            return self._escaped_char(char)
+            return self._escaped_char(self._escape, char)
         if char == "\\":
             self._escape = ""
             return ""
@@ -273,14 +273,16 @@ class ResponseText:
             return pending
         return self._decoded(char)
 
-    def _escaped_char(self, char: str) -> str:
-        if self._escape == "" and char != "u":
+    def _escaped_char(self, escape: str, char: str) -> str:
+        """The decoded text for ``char`` of an escape begun with ``escape`` (what follows
+        the backslash so far)."""
+        if escape == "" and char != "u":
             self._escape = None
             return self._decoded(_ESCAPES.get(char, char))
-        self._escape += char
-        if len(self._escape) < 5:  # "u" and four hex digits
+        self._escape = escape = escape + char
+        if len(escape) < 5:  # "u" and four hex digits
             return ""
-        digits, self._escape = self._escape[1:], None
+        digits, self._escape = escape[1:], None
         try:
             code = int(digits, 16)
         except ValueError:

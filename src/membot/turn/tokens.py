@@ -14,6 +14,7 @@ import functools
 import logging
 import re
 import sys
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from membot.bundled import load_llama, smollm2_gguf_path
@@ -47,7 +48,7 @@ class LlamaTokenCounter:
     """Counts with the vocabulary of a GGUF model."""
 
     def __init__(self, gguf_path: str | None = None) -> None:
-        path = gguf_path or smollm2_gguf_path()
+        path = Path(gguf_path) if gguf_path else smollm2_gguf_path()
         self._vocab = load_llama(path, vocab_only=True)
         # llama-cpp-python's own tokenize sizes its buffer by the model's training context,
         # which a vocabulary-only load reads as 0, so every text was tokenised twice; membot
@@ -58,16 +59,20 @@ class LlamaTokenCounter:
     def _ids(self, text: str) -> list[int]:
         data = text.encode("utf-8")
         llama_cpp = self._llama_cpp
+        ids: list[int]
         if self._raw_vocab is None or llama_cpp is None:
-            return self._vocab.tokenize(data, add_bos=False, special=False)
+            ids = self._vocab.tokenize(data, add_bos=False, special=False)
+            return ids
         # Without special tokens a token holds at least one byte: this buffer suffices.
         room = len(data) + 8
         buffer = (llama_cpp.llama_token * room)()
         count = llama_cpp.llama_tokenize(self._raw_vocab, data, len(data), buffer, room,
                                          False, False)  # fmt: skip
         if count < 0:
-            return self._vocab.tokenize(data, add_bos=False, special=False)
-        return buffer[:count]
+            ids = self._vocab.tokenize(data, add_bos=False, special=False)
+        else:
+            ids = buffer[:count]
+        return ids
 
     def count(self, text: str) -> int:
         if not text:
@@ -91,7 +96,7 @@ class LlamaTokenCounter:
             return text
         if max_tokens <= 0:
             return ""
-        cut = self._vocab.detokenize(ids[:max_tokens]).decode("utf-8", errors="ignore")
+        cut: str = self._vocab.detokenize(ids[:max_tokens]).decode("utf-8", errors="ignore")
         while cut and self.count(cut) > max_tokens:  # detokenised text can re-split longer
             cut = cut[:-1]
         return cut
