@@ -1,28 +1,28 @@
-"""The SQLite store's tables beside the lines: thread bookkeeping, remembered summaries and a
-bot's expertise (documents cut into embedded chunks).
+"""The tables beside the lines, in the SQL both stores share: thread bookkeeping, remembered
+summaries and a bot's expertise (documents cut into embedded chunks).
 
-A mixin of :class:`~membot.store.sqlite.SqliteStore`; it uses the store's ``_write`` and
-``_query`` and shares its connection, so a summary or a document's chunks commit with their
-vectors in one transaction, like lines do.
+A mixin of :class:`~membot.store.sql_store.SqlStore`; it uses the store's ``_write``,
+``_query`` and dialect, so a summary or a document's chunks commit with their vectors in one
+transaction, like lines do. Summaries' and chunks' vectors are float32 bytes in both stores
+(a ``BLOB``, a ``bytea``): read whole per scope, never searched in SQL.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from membot.errors import StoreError
 from membot.model import ExpertiseChunk, Summary, ThreadState, utc_now
 from membot.store.base import DocumentInfo, NewChunk, ThreadKey
-from membot.store.sqlite_driver import sqlite3
+from membot.store.dialect import Dialect
 
-
-def _moment(text: str | None) -> datetime | None:
-    return datetime.fromisoformat(text).astimezone(UTC) if text else None
+__all__ = ["NewChunk", "StoreExtras"]
 
 
 def _blob(vector: np.ndarray) -> bytes:
@@ -53,25 +53,32 @@ _THREAD_SQL = """
 """
 
 
-def _summary(row: Sequence) -> Summary:
-    return Summary(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])),
-                   _moment(row[6]), _moment(row[7]), _moment(row[8]), row[9], row[10])  # fmt: skip
-
-
-def _thread(row: Sequence) -> ThreadState:
-    return ThreadState(row[0], row[1], row[2], row[3], _moment(row[4]), _moment(row[5]),
-                       row[6], row[7], _moment(row[8]))  # fmt: skip
-
-
 class StoreExtras:
-    """Threads' state, summaries and expertise; mixed into ``SqliteStore``."""
+    """Threads' state, summaries and expertise; mixed into ``SqlStore``."""
 
-    # Provided by SqliteStore.
-    _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
+    # Provided by SqlStore.
+    dialect: Dialect
+    _write: Callable[[], AbstractContextManager[Any]]
     _query: Callable[..., list[tuple]]
-    _check_and_record_embedder: Callable[[sqlite3.Connection, tuple[str, int] | None], None]
-    _ensure_named: Callable[[sqlite3.Connection, str, str], int]
+    _run: Callable[..., Any]
+    _check_and_record_embedder: Callable[[Any, tuple[str, int] | None], None]
+    _ensure_named: Callable[[Any, str, str], int]
     get_meta: Callable[[str], str | None]
+
+    def _summary(self, row: Sequence) -> Summary:
+        read = self.dialect.read_moment
+        return Summary(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])),
+                       read(row[6]), read(row[7]), read(row[8]), row[9], row[10])  # type: ignore[arg-type]  # fmt: skip
+
+    def _thread(self, row: Sequence) -> ThreadState:
+        read = self.dialect.read_moment
+        return ThreadState(row[0], row[1], row[2], row[3], read(row[4]), read(row[5]),  # type: ignore[arg-type]
+                           row[6], row[7], read(row[8]))  # fmt: skip
+
+    def _by_ids(self, select: str, column: str, ids: Sequence[int]) -> dict[int, tuple]:
+        """The rows of ``select`` whose ``column`` is one of ``ids``, by their first value."""
+        among, params = self.dialect.in_list(column, [int(i) for i in ids])
+        return {row[0]: row for row in self._query(f"{select} WHERE {among}", params)}
 
     # -- threads --------------------------------------------------------------------------
 
@@ -80,7 +87,7 @@ class StoreExtras:
             f"{_THREAD_SQL} WHERE b.name = ? AND p.name = ? AND t.name = ?",
             (key.bot, key.person, key.thread),
         )
-        return _thread(rows[0]) if rows else None
+        return self._thread(rows[0]) if rows else None
 
     def open_threads(self, bot: str, person: str | None = None) -> list[ThreadState]:
         """Threads of a bot (one person's, or everyone's) that have lines and are not ended."""
@@ -89,25 +96,27 @@ class StoreExtras:
         if person is not None:
             sql += " AND p.name = ?"
             params.append(person)
-        threads = [_thread(row) for row in self._query(sql + " ORDER BY t.id", params)]
+        threads = [self._thread(row) for row in self._query(sql + " ORDER BY t.id", params)]
         return [thread for thread in threads if thread.last_line_at is not None]
 
     def end_thread(self, thread_id: int, when: datetime | None = None) -> None:
         with self._write() as db:
-            db.execute(
+            self._run(
+                db,
                 "UPDATE threads SET ended_at = ? WHERE id = ?",
-                ((when or utc_now()).astimezone(UTC).isoformat(), thread_id),
+                (self.dialect.moment(when or utc_now()), thread_id),
             )
 
     def reopen_thread(self, thread_id: int) -> None:
         with self._write() as db:
-            db.execute("UPDATE threads SET ended_at = NULL WHERE id = ?", (thread_id,))
+            self._run(db, "UPDATE threads SET ended_at = NULL WHERE id = ?", (thread_id,))
 
     def save_thread_summary(self, thread_id: int, summary: str, through_seq: int) -> None:
         """The thread's running summary, covering its lines up to ``through_seq``; a summary
         written by a slower turn never replaces one that covers more."""
         with self._write() as db:
-            db.execute(
+            self._run(
+                db,
                 "UPDATE threads SET summary = ?, summary_through = ? "
                 "WHERE id = ? AND summary_through < ?",
                 (summary, through_seq, thread_id, through_seq),
@@ -125,37 +134,35 @@ class StoreExtras:
         vector: np.ndarray,
         vectors_by: tuple[str, int] | None = None,
     ) -> Summary:
+        moment = self.dialect.moment
         with self._write() as db:
             self._check_and_record_embedder(db, vectors_by)
-            owner = db.execute(
-                "SELECT bot_id, person_id FROM threads WHERE id = ?", (thread_id,)
+            owner = self._run(
+                db, "SELECT bot_id, person_id FROM threads WHERE id = ?", (thread_id,)
             ).fetchone()
             if owner is None:
                 raise StoreError(f"thread {thread_id} is not in the store")
-            memory_id = db.execute(
+            memory_id = self.dialect.insert_id(
+                db,
                 "INSERT INTO memories (bot_id, person_id, thread_id, kind, text, categories, "
                 "created_at, covers_from, covers_to, tokens, vector) "
                 "VALUES (?, ?, ?, 'summary', ?, ?, ?, ?, ?, ?, ?)",
-                (*owner, thread_id, text, json.dumps(list(categories)), utc_now().isoformat(),
-                 covers[0].astimezone(UTC).isoformat(), covers[1].astimezone(UTC).isoformat(),
-                 tokens, _blob(vector)),
-            ).lastrowid  # fmt: skip
-            row = db.execute(f"{_SUMMARY_SQL} WHERE m.id = ?", (memory_id,)).fetchone()
-        return _summary(row)
+                (*owner, thread_id, text, json.dumps(list(categories)), moment(utc_now()),
+                 moment(covers[0]), moment(covers[1]), tokens, _blob(vector)),
+            )  # fmt: skip
+            row = self._run(db, f"{_SUMMARY_SQL} WHERE m.id = ?", (memory_id,)).fetchone()
+        return self._summary(row)
 
     def summaries(self, person: str, bot: str | None = None) -> list[Summary]:
         sql = f"{_SUMMARY_SQL} WHERE p.name = ?" + (" AND b.name = ?" if bot else "")
         rows = self._query(sql + " ORDER BY m.id", (person, bot) if bot else (person,))
-        return [_summary(row) for row in rows]
+        return [self._summary(row) for row in rows]
 
     def summaries_by_id(self, ids: Sequence[int]) -> list[Summary]:
-        ids = [int(i) for i in ids]
-        if not ids:
+        if not len(ids):
             return []
-        marks = ",".join("?" * len(ids))
-        by_id = {row[0]: _summary(row) for row in
-                 self._query(f"{_SUMMARY_SQL} WHERE m.id IN ({marks})", list(ids))}  # fmt: skip
-        return [by_id[i] for i in ids if i in by_id]
+        by_id = self._by_ids(_SUMMARY_SQL, "m.id", ids)
+        return [self._summary(by_id[int(i)]) for i in ids if int(i) in by_id]
 
     def summary_vectors(self, bot_id: int, person_id: int | None) -> tuple[np.ndarray, np.ndarray]:
         """Ids and vectors of a person's summaries (every person's with ``person_id`` None).
@@ -179,7 +186,7 @@ class StoreExtras:
 
     def forget_summary(self, summary_id: int) -> bool:
         with self._write() as db:
-            return db.execute("DELETE FROM memories WHERE id = ?", (summary_id,)).rowcount > 0
+            return self._run(db, "DELETE FROM memories WHERE id = ?", (summary_id,)).rowcount > 0
 
     # -- expertise ------------------------------------------------------------------------
 
@@ -197,13 +204,15 @@ class StoreExtras:
         with self._write() as db:
             self._check_and_record_embedder(db, vectors_by)
             bot_id = self._ensure_named(db, "bots", bot)
-            db.execute("DELETE FROM documents WHERE bot_id = ? AND name = ?", (bot_id, name))
-            document_id = db.execute(
+            self._run(db, "DELETE FROM documents WHERE bot_id = ? AND name = ?", (bot_id, name))
+            document_id = self.dialect.insert_id(
+                db,
                 "INSERT INTO documents (bot_id, name, title, media, sha256, added_at) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                (bot_id, name, title, media, sha256, utc_now().isoformat()),
-            ).lastrowid
-            db.executemany(
+                (bot_id, name, title, media, sha256, self.dialect.moment(utc_now())),
+            )
+            self.dialect.execute_many(
+                db,
                 "INSERT INTO chunks (document_id, bot_id, ord, heading, text, tokens, vector) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(document_id, bot_id, c.ord, c.heading, c.text, c.tokens, _blob(c.vector))
@@ -218,11 +227,13 @@ class StoreExtras:
             "FROM documents d JOIN bots b ON b.id = d.bot_id WHERE b.name = ? ORDER BY d.name",
             (bot,),
         )
-        return [DocumentInfo(r[0], r[1], r[2], r[3], _moment(r[4]), r[5]) for r in rows]
+        read = self.dialect.read_moment
+        return [DocumentInfo(r[0], r[1], r[2], r[3], read(r[4]), r[5]) for r in rows]  # type: ignore[arg-type]
 
     def remove_document(self, bot: str, name: str) -> bool:
         with self._write() as db:
-            removed = db.execute(
+            removed = self._run(
+                db,
                 "DELETE FROM documents WHERE name = ? AND bot_id = "
                 "(SELECT id FROM bots WHERE name = ?)",
                 (name, bot),
@@ -235,13 +246,10 @@ class StoreExtras:
         )
 
     def chunks(self, ids: Sequence[int]) -> list[ExpertiseChunk]:
-        ids = [int(i) for i in ids]
-        if not ids:
+        if not len(ids):
             return []
-        marks = ",".join("?" * len(ids))
-        rows = self._query(f"{_CHUNK_SQL} WHERE c.id IN ({marks})", list(ids))
-        by_id = {row[0]: ExpertiseChunk(*row) for row in rows}
-        return [by_id[i] for i in ids if i in by_id]
+        by_id = self._by_ids(_CHUNK_SQL, "c.id", ids)
+        return [ExpertiseChunk(*by_id[int(i)]) for i in ids if int(i) in by_id]
 
     def chunks_between(
         self, document: str, bot: str, first: int, last: int
@@ -262,16 +270,15 @@ class StoreExtras:
             # A chunk is embedded with its heading (see Memory.add_document).
             "chunks": self._query(
                 "SELECT id, CASE WHEN COALESCE(heading, '') = '' THEN text "
-                "ELSE heading || char(10) || text END FROM chunks ORDER BY id"
+                f"ELSE heading || {self.dialect.newline} || text END FROM chunks ORDER BY id"
             ),
         }
 
-    @staticmethod
     def _replace_extra_vectors(
-        db: sqlite3.Connection, table: str, vectors: Iterator[tuple[int, np.ndarray]]
+        self, db: Any, table: str, vectors: Iterable[tuple[int, np.ndarray]]
     ) -> None:
         if table not in {"memories", "chunks"}:
             raise StoreError(f"no vectors in table {table!r}")
-        db.executemany(
-            f"UPDATE {table} SET vector = ? WHERE id = ?", ((_blob(v), i) for i, v in vectors)
+        self.dialect.execute_many(
+            db, f"UPDATE {table} SET vector = ? WHERE id = ?", [(_blob(v), i) for i, v in vectors]
         )

@@ -17,7 +17,6 @@ invariants are kept with many writers on many machines:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import random
@@ -25,8 +24,8 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -36,36 +35,25 @@ from psycopg.rows import TupleRow
 from psycopg_pool import ConnectionPool
 
 from membot.errors import StoreError, StoreFullError
-from membot.model import Line, Role, ThreadInfo, utc_now
-from membot.store.base import (
-    NewLine,
-    SourceKey,
-    ThreadKey,
-    bot_taken,
-    check_embedder_meta,
-    number_owner,
-    number_taken,
-    ranges_condition,
-    split_ranges,
-)
-from membot.store.postgres_extras import PostgresExtras
+from membot.model import Line, utc_now
+from membot.store.base import BufferEntry, NewLine, ThreadKey
+from membot.store.dialect import POSTGRESQL
 from membot.store.postgres_lexical import bm25_query, word_count
 from membot.store.postgres_schema import migrate
-from membot.store.postgres_sms import PostgresSms
 from membot.store.postgres_turns import (
     RECONNECT_SECONDS,
     PostgresTurnLocks,
     warn_of_short_idle_timeout,
 )
 from membot.store.postgres_vectors import PostgresVectors, hnsw_index_sql
+from membot.store.sql_store import NEW_LINE_COLUMNS, LexicalQuery, SqlStore, ThreadRef, line_values
 
 log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[TupleRow]
 
 _INSERT_LINE = (
-    "INSERT INTO lines (thread_id, bot_id, person_id, seq, role, speaker, text, created_at, "
-    "tokens, ref, source_key, embedding, words) "
+    f"INSERT INTO lines ({NEW_LINE_COLUMNS}, embedding, words) "
     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id"
 )
 
@@ -76,49 +64,12 @@ SMS_NUMBER_LOCK_CLASS = 0x6D63
 def _insert_values(placed: tuple[ThreadRef, NewLine, int], line: Line) -> tuple:
     ref, new, seq = placed
     vector = np.ascontiguousarray(new.vector, dtype=np.float32)
-    return (
-        ref.id,
-        ref.bot_id,
-        ref.person_id,
-        seq,
-        str(new.role),
-        new.speaker,
-        new.text,
-        line.created_at,
-        new.tokens,
-        new.ref,
-        new.source_key,
-        vector,
-        word_count(new.text or ""),
-    )
+    return (*line_values(ref, new, seq, line.created_at), vector, word_count(new.text or ""))
 
 
-_LINE_COLUMNS = """
-    l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
-"""
-_LINE_FROM = """
-    FROM lines l JOIN threads t ON t.id = l.thread_id
-    JOIN bots b ON b.id = l.bot_id JOIN people p ON p.id = l.person_id
-"""
 # Connections per process: a server's worker threads share them (docs/deploy.md).
 DEFAULT_POOL_SIZE = 8
 _RETRIES = 5
-
-
-def _line(row: Sequence) -> Line:
-    return Line(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        Role(row[5]),
-        row[6],
-        row[7].astimezone(UTC),
-        row[8],
-        row[9],
-        row[10],
-    )
 
 
 def _redacted(url: str) -> str:
@@ -148,31 +99,11 @@ def without_secrets(message: str, url: str) -> str:
     return _PASSWORD_SETTING.sub(r"\1***", message)
 
 
-def _check_embedder(db: Connection, name: str, dimension: int | None) -> None:
-    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"))
-    check_embedder_meta(meta, name, dimension)
-
-
-def _owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str, list[str]]:
-    conditions, params = ["p.name = %s"], [person]
-    for column, value in (("b.name", bot), ("t.name", thread)):
-        if value:
-            conditions.append(f"{column} = %s")
-            params.append(value)
-    return " AND ".join(conditions), params
-
-
-@dataclass(frozen=True)
-class ThreadRef:
-    id: int
-    bot_id: int
-    person_id: int
-    key: ThreadKey
-
-
-class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
+class PostgresStore(PostgresVectors, SqlStore):
     """Bots, people, threads, lines, vectors and the rest in a PostgreSQL database (or one
     schema of it), shared by any number of processes on any number of machines."""
+
+    dialect = POSTGRESQL
 
     def __init__(self, url: str, schema: str | None = None, pool_size: int | None = None) -> None:
         self.url, self.schema = url, schema
@@ -245,6 +176,11 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         return StoreError(f"the store at {self.location} failed: {error}")
 
     @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        with self._errors(), self._pool.connection() as db:
+            yield db
+
+    @contextmanager
     def _write(self) -> Iterator[Connection]:
         with self._errors(), self._pool.connection() as db, db.transaction():
             yield db
@@ -264,10 +200,6 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 raise self._failure(error) from error
         raise AssertionError("unreachable")
 
-    def _query(self, query: str, params: Sequence | dict = ()) -> list[tuple]:
-        with self._errors(), self._pool.connection() as db:
-            return db.execute(query, params).fetchall()
-
     def check_reachable(self, timeout: float) -> str | None:
         """``StoreError`` unless a connection answers within ``timeout`` seconds (a call
         otherwise waits the pool's 30 s for one while the database is down); the store's
@@ -278,96 +210,15 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
 
     # -- metadata -------------------------------------------------------------------------
 
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = %s", (key,))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, values: dict[str, str]) -> None:
-        with self._write() as db:
-            self._set_meta(db, values)
-
     @staticmethod
-    def _set_meta(db: Connection, values: dict[str, str]) -> None:
-        db.cursor().executemany(
-            "INSERT INTO meta (key, value) VALUES (%s, %s) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            list(values.items()),
-        )
-
-    def generation(self) -> int:
-        """Bumped whenever lines or vectors are removed or replaced (not on plain appends)."""
-        return int(self.get_meta("generation") or 0)
-
-    @staticmethod
-    def _bump_generation(db: Connection) -> None:
+    def _bump_generation(db: Connection, bot_ids: Iterable[int] | None = None) -> None:
+        """Move the generation (every bot's: ``bot_ids`` are for SQLite's per-bot stamps)."""
         db.execute(
             "INSERT INTO meta (key, value) VALUES ('generation', '1') ON CONFLICT (key) "
             "DO UPDATE SET value = (meta.value::bigint + 1)::text"
         )
 
-    @staticmethod
-    def _read_generation(db: Connection) -> int:
-        row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-        return int(row[0]) if row else 0
-
     # -- bots, people, threads ------------------------------------------------------------
-
-    def bot_settings(self, bot: str) -> dict | None:
-        rows = self._query("SELECT settings FROM bots WHERE name = %s", (bot,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
-        with self._write() as db:
-            number = settings.get("sms_number")
-            if number:
-                # Checked under one lock, in the transaction that saves it: two bots given one
-                # number at once both passed a check made before it. Taken first, before any
-                # row, so every save takes its locks in one order (a new bot's row, then this
-                # lock, deadlocked with a save of that bot taking them the other way round).
-                db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SMS_NUMBER_LOCK_CLASS,))
-            if new:  # ON CONFLICT waits for another creation of the name to commit
-                made = db.execute(
-                    "INSERT INTO bots (name, created_at) VALUES (%s, %s) "
-                    "ON CONFLICT (name) DO NOTHING RETURNING id",
-                    (bot, utc_now()),
-                ).fetchone()
-                if made is None:
-                    raise bot_taken(bot)
-            if number:
-                rows = db.execute(
-                    "SELECT name, settings FROM bots WHERE name != %s AND strpos(settings, %s) > 0",
-                    (bot, number),
-                ).fetchall()
-                if owner := number_owner(rows, number):
-                    raise number_taken(owner, number)
-            bot_id = self._ensure_named(db, "bots", bot)
-            db.execute(
-                "UPDATE bots SET settings = %s WHERE id = %s", (json.dumps(settings), bot_id)
-            )
-
-    def bots(self) -> list[str]:
-        return [row[0] for row in self._query("SELECT name FROM bots ORDER BY name")]
-
-    def people(self, bot: str) -> list[str]:
-        """The people with a thread with ``bot``, by name."""
-        rows = self._query(
-            "SELECT DISTINCT p.name FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id WHERE b.name = %s ORDER BY p.name",
-            (bot,),
-        )
-        return [row[0] for row in rows]
-
-    @staticmethod
-    def _ensure_named(db: Connection, table: str, name: str) -> int:
-        # ON CONFLICT waits for a concurrent writer of the same name, then finds its row.
-        row = db.execute(
-            f"INSERT INTO {table} (name, created_at) VALUES (%s, %s) "
-            "ON CONFLICT (name) DO NOTHING RETURNING id",
-            (name, utc_now()),
-        ).fetchone()
-        if row is None:
-            row = db.execute(f"SELECT id FROM {table} WHERE name = %s", (name,)).fetchone()
-        return row[0]
 
     def _ensure_thread(self, db: Connection, key: ThreadKey) -> ThreadRef:
         """The thread's row, made if new, locked until the transaction ends: the writer
@@ -394,75 +245,11 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         ).fetchone()
         return ThreadRef(row[0], bot_id, person_id, key)
 
-    def thread_id(self, key: ThreadKey) -> int | None:
-        rows = self._query(
-            "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id "
-            "WHERE b.name = %s AND p.name = %s AND t.name = %s",
-            (key.bot, key.person, key.thread),
-        )
-        return rows[0][0] if rows else None
-
-    def person_id(self, person: str) -> int | None:
-        rows = self._query("SELECT id FROM people WHERE name = %s", (person,))
-        return rows[0][0] if rows else None
-
-    def bot_id(self, bot: str) -> int | None:
-        rows = self._query("SELECT id FROM bots WHERE name = %s", (bot,))
-        return rows[0][0] if rows else None
-
-    def threads(self, bot: str | None, person: str) -> list[ThreadInfo]:
-        """A person's threads (with one bot, or all), oldest first."""
-        query = (
-            "SELECT b.name, p.name, t.name, COUNT(l.id), t.created_at, MAX(l.created_at), "
-            "t.ended_at FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id LEFT JOIN lines l ON l.thread_id = t.id "
-            "WHERE p.name = %s"
-            + (" AND b.name = %s" if bot else "")
-            + " GROUP BY t.id, b.name, p.name ORDER BY t.id"
-        )
-        rows = self._query(query, (person, bot) if bot else (person,))
-        return [ThreadInfo(*row[:4], *(_utc(moment) for moment in row[4:])) for row in rows]
-
-    def delete_bot(self, bot: str) -> dict[str, int]:
-        """Remove a bot with everything it holds; people left with nothing are removed too."""
-        with self._write() as db:
-            row = db.execute("SELECT id FROM bots WHERE name = %s", (bot,)).fetchone()
-            if row is None:
-                return {"threads": 0, "lines": 0, "summaries": 0, "documents": 0}
-            counts = {
-                name: db.execute(f"SELECT COUNT(*) FROM {table} = %s", (row[0],)).fetchone()[0]
-                for name, table in (
-                    ("threads", "threads WHERE bot_id"),
-                    ("lines", "lines WHERE bot_id"),
-                    ("summaries", "memories WHERE bot_id"),
-                    ("documents", "documents WHERE bot_id"),
-                )
-            }
-            db.execute("DELETE FROM bots WHERE id = %s", (row[0],))  # cascades to the rest
-            self._forget_sms(db, None, bot)
-            db.execute(
-                "DELETE FROM people WHERE NOT EXISTS "
-                "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
-            )
-            # Its keys go with it, in this transaction (see SqliteStore.delete_bot).
-            db.execute(
-                "UPDATE api_keys SET revoked_at = %s WHERE bot = %s AND revoked_at IS NULL",
-                (utc_now(), bot),
-            )
-            self._bump_generation(db)
-        return counts
-
     def finish_removal(self) -> None:
         """Nothing to do at once: the rows a removal deleted stay in the table files as dead
         tuples until VACUUM (docs/reliability.md, "Forget")."""
 
     # -- lines ----------------------------------------------------------------------------
-
-    def check_embedder(self, name: str, dimension: int | None = None) -> None:
-        """Refuse vectors of another model or dimension than the store's."""
-        with self._errors(), self._pool.connection() as db:
-            _check_embedder(db, name, dimension)
 
     def add_lines(
         self, lines: Iterable[NewLine], vectors_by: tuple[str, int] | None = None
@@ -494,13 +281,8 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                 held.add((ref.id, new.source_key))  # a key twice in one batch: stored once
             if ref.id not in next_seq:
                 if new.answers is None:  # a line said (not a reply) takes an ended thread up
-                    db.execute(
-                        "UPDATE threads SET ended_at = NULL WHERE id = %s AND ended_at IS NOT NULL",
-                        (ref.id,),
-                    )
-                next_seq[ref.id] = db.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = %s", (ref.id,)
-                ).fetchone()[0]
+                    self._resume_thread(db, ref.id)
+                next_seq[ref.id] = self._next_seq(db, ref.id)
             placed.append((ref, new, next_seq[ref.id]))
             next_seq[ref.id] += 1
         return self._insert_lines(db, placed)
@@ -523,23 +305,6 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
         ).fetchall()
         return {(thread_id, key) for thread_id, key in rows}
 
-    def stored_source_keys(self, keys: Iterable[SourceKey]) -> set[SourceKey]:
-        """Which of ``keys`` their threads hold: asked before embedding."""
-        by_thread: dict[ThreadKey, list[str]] = {}
-        for key in keys:
-            by_thread.setdefault(key.thread, []).append(key.key)
-        held: set[SourceKey] = set()
-        for thread, wanted in by_thread.items():
-            thread_id = self.thread_id(thread)
-            if thread_id is None:
-                continue
-            rows = self._query(
-                "SELECT source_key FROM lines WHERE thread_id = %s AND source_key = ANY(%s)",
-                (thread_id, wanted),
-            )
-            held.update(SourceKey(thread, row[0]) for row in rows)
-        return held
-
     def _check_and_record_embedder(
         self, db: Connection, vectors_by: tuple[str, int] | None
     ) -> None:
@@ -556,7 +321,7 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
             "INSERT INTO meta (key, value) VALUES ('embedder', %s) ON CONFLICT (key) DO NOTHING",
             (vectors_by[0],),
         )
-        _check_embedder(db, *vectors_by)
+        self._check_embedder(db, *vectors_by)
         if recorded:  # the store's first vectors: its approximate index, while it is empty
             db.execute(hnsw_index_sql(vectors_by[1]))
 
@@ -594,115 +359,50 @@ class PostgresStore(PostgresVectors, PostgresExtras, PostgresSms):
                     break
         return [replace(line, id=line_id) for line, line_id in zip(lines, ids, strict=True)]
 
-    def lines(self, line_ids: Sequence[int]) -> list[Line]:
-        if not line_ids:
-            return []
-        ids = [int(line_id) for line_id in line_ids]
-        rows = self._query(f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE l.id = ANY(%s)", (ids,))
-        by_id = {row[0]: _line(row) for row in rows}
-        return [by_id[line_id] for line_id in line_ids if line_id in by_id]
+    def _lexical_rows(self, query: LexicalQuery) -> list[tuple[int, float]]:
+        """BM25 from the ``tsvector`` column (``postgres_lexical.py``); with
+        ``max_postings``, the rarest terms by the store's counts (as SQLite's FTS5 has them);
+        with ``among``, the IDF and mean length are still the store's."""
+        sql, params = bm25_query(query)
+        return [(row[0], float(row[1])) for row in self._query(sql, params)]
 
-    def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
-        """The lines of each (thread id, first seq, last seq) range, in seq order, as a
-        query for each would give them, in one round trip."""
-        if not ranges:
-            return []
-        where, params = ranges_condition(ranges, "%s")
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS}, l.thread_id {_LINE_FROM} WHERE {where} ORDER BY l.seq",
-            params,
-        )
-        return split_ranges(ranges, [(row[-1], _line(row)) for row in rows])
+    def _lock_sms_numbers(self, db: Connection) -> None:
+        # One lock for every bot's number: a new bot's row, then this lock, deadlocked with
+        # a save of that bot taking them the other way round (so it is taken first).
+        db.execute("SELECT pg_advisory_xact_lock(%s, 0)", (SMS_NUMBER_LOCK_CLASS,))
 
-    def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]:
-        """Up to ``limit`` lines of a thread after ``after_seq``, in order."""
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
-            "WHERE l.thread_id = %s AND l.seq > %s ORDER BY l.seq LIMIT %s",
-            (thread_id, after_seq, limit),
-        )
-        return [_line(row) for row in rows]
+    # -- relevance buffers ----------------------------------------------------------------
 
-    def last_lines(self, thread_id: int, count: int) -> list[Line]:
-        """The newest ``count`` lines of a thread, oldest first."""
-        if count <= 0:
-            return []
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE l.thread_id = %s "
-            "ORDER BY l.seq DESC LIMIT %s",
-            (thread_id, count),
-        )
-        return [_line(row) for row in reversed(rows)]
+    def change_buffer(
+        self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
+    ) -> list[BufferEntry]:
+        """Read, change and write a thread's buffer with its thread's row locked: two
+        servers on one thread cannot lose each other's blocks. ``change`` may be called
+        again (a transaction PostgreSQL aborted for a deadlock is run again)."""
+        return self._retried(lambda db: self._change_buffer(db, thread_id, change))  # type: ignore[return-value]
 
-    def history(self, person: str, bot: str | None, thread: str | None) -> list[Line]:
-        where, params = _owner_filter(person, bot, thread)
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE {where} ORDER BY l.thread_id, l.seq", params
-        )
-        return [_line(row) for row in rows]
-
-    def count_lines(self) -> int:
-        return self._query("SELECT COUNT(*) FROM lines")[0][0]
-
-    def lexical_search(
+    def _change_buffer(
         self,
-        terms: Sequence[str],
-        bot_id: int,
-        person_id: int | None = None,
-        thread_id: int | None = None,
-        roles: Sequence[str] = ("human", "bot"),
-        limit: int = 100,
-        max_postings: int | None = None,
-        among: Sequence[int] | None = None,
-    ) -> list[tuple[int, float]]:
-        """(line id, score) of lines holding any of ``terms`` (words), best first, by BM25
-        (``postgres_lexical.py``); terms are passed as values, never as query syntax. With
-        ``max_postings``, only the rarest terms holding at most that many lines together are
-        asked (as the SQLite store does; the counts are the store's); with ``among``, only
-        those lines are scored (the IDF and mean length are still the store's)."""
-        if not terms or (among is not None and not len(among)):
-            return []
-        query, params = bm25_query(terms, bot_id, person_id, thread_id, roles, limit,
-                                   max_postings, among)  # fmt: skip
-        return [(row[0], float(row[1])) for row in self._query(query, params)]
-
-    # -- forgetting -----------------------------------------------------------------------
-
-    def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]:
-        """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers and
-        the summaries made from them."""
-        where, params = _owner_filter(person, bot, thread)
-        with self._write() as db:
-            thread_ids = [
-                row[0]
-                for row in db.execute(
-                    "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
-                    f"JOIN people p ON p.id = t.person_id WHERE {where}",
-                    params,
-                )
-            ]
-            lines = summaries = 0
-            if thread_ids:
-                (lines,) = db.execute(
-                    "SELECT COUNT(*) FROM lines WHERE thread_id = ANY(%s)", (thread_ids,)
-                ).fetchone()
-                (summaries,) = db.execute(
-                    "SELECT COUNT(*) FROM memories WHERE thread_id = ANY(%s)", (thread_ids,)
-                ).fetchone()
-                db.execute("DELETE FROM threads WHERE id = ANY(%s)", (thread_ids,))
-                db.execute(
-                    "DELETE FROM people WHERE name = %s AND NOT EXISTS "
-                    "(SELECT 1 FROM threads t WHERE t.person_id = people.id)",
-                    (person,),
-                )
-                self._bump_generation(db)
-            if thread is None:
-                self._forget_sms(db, person, bot)
-        return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
-
-
-def _utc(moment: datetime | None) -> datetime | None:
-    return moment.astimezone(UTC) if moment else None
+        db: Connection,
+        thread_id: int,
+        change: Callable[[list[BufferEntry]], list[BufferEntry]],
+    ) -> list[BufferEntry]:
+        # FOR NO KEY UPDATE: a second change of this buffer, a line written to the thread
+        # and a forget of it wait; another thread's turn holding this one as recalled (FOR
+        # KEY SHARE, below) does not. With FOR UPDATE, two threads recalling each other
+        # waited on each other in a circle, and PostgreSQL killed one of the turns.
+        db.execute("SELECT 1 FROM threads WHERE id = %s FOR NO KEY UPDATE", (thread_id,))
+        held = self._read_buffer(db, thread_id)
+        entries = change(held)
+        # A block recalled from a thread forgotten since (another person's, on a bot
+        # that shares memory) is left out: the thread is gone, and the turn goes on.
+        # The rows kept are locked against a forget until the buffer is written.
+        sources = [entry.source_thread_id for entry in entries]
+        existing = self._existing_threads(db, sources, lock=" FOR KEY SHARE")
+        entries = [entry for entry in entries if entry.source_thread_id in existing]
+        if entries != held:
+            self._write_buffer(db, thread_id, entries)
+        return entries
 
 
 def _configure(connection: Connection) -> None:

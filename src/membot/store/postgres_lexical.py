@@ -22,7 +22,8 @@ FTS5's on lines that repeat a word.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+
+from membot.store.sql_store import LexicalQuery
 
 _WORDS = re.compile(r"[^\W_]+")
 
@@ -98,31 +99,23 @@ GROUP BY f.id ORDER BY score DESC, f.id LIMIT %(limit)s
 """
 
 
-def bm25_query(
-    terms: Sequence[str],
-    bot_id: int,
-    person_id: int | None,
-    thread_id: int | None,
-    roles: Sequence[str],
-    limit: int,
-    max_postings: int | None = None,
-    among: Sequence[int] | None = None,
-) -> tuple[str, dict]:
+def bm25_query(query: LexicalQuery) -> tuple[str, dict]:
     """The SQL and parameters of a BM25 search for any of ``terms`` in one scope; with
     ``max_postings``, for the rarest of them that hold at most that many lines together; with
     ``among``, of those lines only (read by id: the lines a large scope's approximate index
     nominated, rather than every line holding a word)."""
     conditions = ["l.bot_id = %(bot)s", "l.role = ANY(%(roles)s)"]
-    params: dict = {"terms": list(terms), "bot": bot_id, "roles": list(roles), "limit": limit,
-                    "budget": max_postings,
-                    "count_cap": None if max_postings is None else max_postings + 1}  # fmt: skip
-    if person_id is not None:
+    budget = query.max_postings
+    params: dict = {"terms": list(query.terms), "bot": query.bot_id, "roles": list(query.roles),
+                    "limit": query.limit, "budget": budget,
+                    "count_cap": None if budget is None else budget + 1}  # fmt: skip
+    if query.person_id is not None:
         conditions.append("l.person_id = %(person)s")
-        params["person"] = person_id
-    if thread_id is not None:
+        params["person"] = query.person_id
+    if query.thread_id is not None:
         conditions.append("l.thread_id = %(thread)s")
-        params["thread"] = thread_id
-    if among is not None:
+        params["thread"] = query.thread_id
+    if query.among is not None:
         conditions.append("l.id = ANY(%(among)s::bigint[])")
-        params["among"] = [int(line_id) for line_id in among]
+        params["among"] = [int(line_id) for line_id in query.among]
     return _BM25_SQL.replace("{where}", " AND ".join(conditions)), params

@@ -30,10 +30,16 @@ from __future__ import annotations
 import psycopg
 
 from membot.errors import StoreError
-from membot.store.postgres_sms import SMS_ANSWERERS, SMS_TABLES
+from membot.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
 
 # Any fixed number: the key of the advisory lock migrations take.
 _MIGRATION_LOCK = 7_420_316_001
+
+# The SMS tables (migrations 2 and 3 here) are the SQLite store's migrations 6 and 9 as they
+# are: their SQL reads the same in both databases, the tables are the same column for column
+# (``membot migrate`` copies them as they are), and one ``sms_state.py`` serves both stores.
+SMS_TABLES = SQLITE_MIGRATIONS[5]
+SMS_ANSWERERS = SQLITE_MIGRATIONS[8]
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: everything the SQLite store has after its five migrations, in PostgreSQL's types.

@@ -11,7 +11,7 @@ again; the index skips the ids it holds.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 
 import numpy as np
@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool
 
 from membot.errors import StoreError
 from membot.store.base import ROLE_CODES, LineSnapshot, VectorRows, VectorSnapshot
+from membot.store.sql_store import LineVectors, lines_changed
 
 _VECTOR_COLUMNS = (
     "l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, l.embedding, l.created_at"
@@ -206,10 +207,6 @@ class PostgresVectors:
             self._pgvector_iterates = version >= (0, 8)
         return bool(self._pgvector_iterates)
 
-    def scope_line_count(self, bot_id: int) -> int:
-        """How many lines the bot holds, every person's."""
-        return self._query("SELECT COUNT(*) FROM lines WHERE bot_id = %s", (bot_id,))[0][0]
-
     def vector_rows_around(self, line_ids: Sequence[int]) -> VectorRows:
         """The lines ``line_ids`` that still exist and the lines right before and after each
         in its thread, once each, in id order (through the (thread, seq) key)."""
@@ -228,34 +225,21 @@ class PostgresVectors:
             )
         return _vector_rows(rows)
 
-    def replace_vectors(
-        self,
-        vectors: Iterable[tuple[int, np.ndarray]],
-        meta: dict[str, str],
-        *,
-        last_id: int,
-        generation: int,
-        extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
+    def _hold_lines(self, db: psycopg.Connection) -> None:
+        db.execute("LOCK TABLE lines IN SHARE ROW EXCLUSIVE MODE")  # no writer meanwhile
+
+    def _swap_line_vectors(
+        self, db: psycopg.Connection, vectors: LineVectors, meta: dict[str, str]
     ) -> None:
-        """Swap every line's vector (and the summaries' and chunks' in ``extras``) and the
-        embedder metadata in one transaction; refused when lines came or went since the
-        caller read them (compared by count and generation, not by id: a line with a
-        smaller id than ``last_id`` may commit after the read)."""
+        """The lines' new vectors and the approximate index for their dimension. Lines are
+        compared by count too, not by id alone: a line with a smaller id than the last one
+        read may have committed after the read."""
         pairs = [(np.asarray(vector, dtype=np.float32), int(i)) for i, vector in vectors]
-        with self._write() as db:
-            db.execute("LOCK TABLE lines IN SHARE ROW EXCLUSIVE MODE")  # no writer meanwhile
-            (total,) = db.execute("SELECT COUNT(*) FROM lines").fetchone()
-            newer = db.execute("SELECT 1 FROM lines WHERE id > %s LIMIT 1", (last_id,)).fetchone()
-            if newer or total != len(pairs) or self._read_generation(db) != generation:
-                raise StoreError(
-                    "lines changed while re-embedding: run `membot --embedder SPEC reindex` again"
-                )
-            db.cursor().executemany("UPDATE lines SET embedding = %s WHERE id = %s", pairs)
-            for table, rows in (extras or {}).items():
-                self._replace_extra_vectors(db, table, rows)
-            self._swap_index(db, meta.get("dimension"))
-            self._set_meta(db, meta)
-            self._bump_generation(db)
+        (total,) = db.execute("SELECT COUNT(*) FROM lines").fetchone()
+        if total != len(pairs):
+            raise lines_changed()
+        db.cursor().executemany("UPDATE lines SET embedding = %s WHERE id = %s", pairs)
+        self._swap_index(db, meta.get("dimension"))
 
     @staticmethod
     def _swap_index(db: psycopg.Connection, dimension: str | None) -> None:
@@ -266,6 +250,3 @@ class PostgresVectors:
         if row:
             db.execute(f"DROP INDEX IF EXISTS lines_hnsw_{int(row[0])}")
         db.execute(hnsw_index_sql(int(dimension)))
-
-    def all_line_texts(self) -> list[tuple[int, str]]:
-        return self._query("SELECT id, text FROM lines ORDER BY id")

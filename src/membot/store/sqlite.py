@@ -13,32 +13,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
 from pathlib import Path
 
 import numpy as np
 
 from membot.errors import StoreError, StoreFullError
-from membot.model import Line, Role, ThreadInfo, utc_now
-from membot.store.base import (
-    BufferEntry,
-    NewLine,
-    SourceKey,
-    ThreadKey,
-    VectorRows,
-    VectorSnapshot,
-    bot_taken,
-    check_embedder_meta,
-    number_owner,
-    number_taken,
-    ranges_condition,
-    split_ranges,
-)
-from membot.store.extras import StoreExtras, _moment
-from membot.store.keys import StoreKeys
+from membot.model import Line, utc_now
+from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows, VectorSnapshot
+from membot.store.dialect import SQLITE
 from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, bot_moved, migrate
-from membot.store.sms import StoreSms
+from membot.store.sql_store import NEW_LINE_COLUMNS, LexicalQuery, SqlStore, ThreadRef, line_values
 from membot.store.sqlite_driver import sqlite3
 from membot.store.sqlite_lock import ProcessWriteLock, TurnLocks
 from membot.store.sqlite_near import SqliteNearLines
@@ -46,34 +31,10 @@ from membot.store.sqlite_vectors import SqliteVectors
 
 log = logging.getLogger(__name__)
 
-_LINE_COLUMNS = """
-    l.id, b.name, p.name, t.name, l.seq, l.role, l.text, l.created_at, l.tokens, l.speaker, l.ref
-"""
-_LINE_FROM = """
-    FROM lines l JOIN threads t ON t.id = l.thread_id
-    JOIN bots b ON b.id = l.bot_id JOIN people p ON p.id = l.person_id
-"""
-
-
-def _line(row: Sequence) -> Line:
-    return Line(
-        id=row[0],
-        bot=row[1],
-        person=row[2],
-        thread=row[3],
-        seq=row[4],
-        role=Role(row[5]),
-        text=row[6],
-        created_at=datetime.fromisoformat(row[7]).astimezone(UTC),
-        tokens=row[8],
-        speaker=row[9],
-        ref=row[10],
-    )
-
-
 # How long a write waits for another connection's write lock before it gives up.
 BUSY_TIMEOUT_SECONDS = 10
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
+PAGE_SIZE = 8192
 
 
 @contextmanager
@@ -104,31 +65,10 @@ def _line_id_marks(db: sqlite3.Connection) -> tuple[int, int]:
     return int(top), int(recorded or 0)
 
 
-def _check_embedder(db: sqlite3.Connection, name: str, dimension: int | None) -> None:
-    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'dimension')"))
-    check_embedder_meta(meta, name, dimension)
-
-
-def _owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str, list[str]]:
-    """SQL condition on the aliases p (people), b (bots), t (threads) for a person's lines."""
-    conditions, params = ["p.name = ?"], [person]
-    for column, value in (("b.name", bot), ("t.name", thread)):
-        if value:
-            conditions.append(f"{column} = ?")
-            params.append(value)
-    return " AND ".join(conditions), params
-
-
-@dataclass(frozen=True)
-class ThreadRef:
-    id: int
-    bot_id: int
-    person_id: int
-    key: ThreadKey
-
-
-class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLines):
+class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
     """Bots, people, threads, lines, vectors and relevance buffers in one SQLite file."""
+
+    dialect = SQLITE
 
     def __init__(self, path: str | Path) -> None:
         # Absolute: a child process (membot.ann_build) or a later chdir must find it again.
@@ -146,6 +86,10 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             # busy_timeout first: another process may hold the lock while it creates the store.
             self._db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_SECONDS * 1000}")
             self._refuse_a_stranger()  # before anything is written into it
+            # For a new file (an existing one keeps its own): a 384-float vector's row (1,545
+            # bytes) fits twice in a 4 KB page, which left 1 KB of each page unused, 2,053
+            # bytes a vector; five fit in 8 KB, 1,641 bytes a vector.
+            self._db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             self._into_wal()
             self._db.execute("PRAGMA foreign_keys = ON")
             # FULL: a line the caller was told is stored survives a power cut (about 0.25 ms
@@ -209,12 +153,6 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         self._db.close()
         self._writers.close()
 
-    def check_reachable(self, timeout: float) -> str | None:
-        """``StoreError`` unless the file can be read (``timeout``: for PostgreSQL's sake);
-        the store's embedder."""
-        rows = self._query("SELECT value FROM meta WHERE key = 'embedder'")
-        return rows[0][0] if rows else None
-
     def turn_lock(self, *keys: ThreadKey) -> AbstractContextManager[None]:
         """Held for a whole turn of the thread (see :class:`TurnLocks`)."""
         return self._turns.held(*((key.bot, key.person, key.thread) for key in keys))
@@ -231,31 +169,12 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                     self._db.execute("ROLLBACK")
                 raise
 
-    def _query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock, _store_errors(self.path):
-            return self._db.execute(sql, params).fetchall()
+            yield self._db
 
     # -- metadata -------------------------------------------------------------------------
-
-    def get_meta(self, key: str) -> str | None:
-        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
-        return rows[0][0] if rows else None
-
-    def set_meta(self, values: dict[str, str]) -> None:
-        with self._write() as db:
-            self._set_meta(db, values)
-
-    @staticmethod
-    def _set_meta(db: sqlite3.Connection, values: dict[str, str]) -> None:
-        db.executemany(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            list(values.items()),
-        )
-
-    def generation(self) -> int:
-        """Bumped whenever lines or vectors are removed or replaced (not on plain appends)."""
-        return int(self.get_meta("generation") or 0)
 
     def bot_generation(self, bot_id: int) -> int:
         """The store's generation when lines or vectors of ``bot_id`` were last removed or
@@ -278,40 +197,6 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     # -- bots, people, threads ------------------------------------------------------------
 
-    def bot_settings(self, bot: str) -> dict | None:
-        rows = self._query("SELECT settings FROM bots WHERE name = ?", (bot,))
-        return json.loads(rows[0][0]) if rows else None
-
-    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
-        with self._write() as db:
-            # One writer at a time (BEGIN IMMEDIATE): no other creation comes between.
-            if new and db.execute("SELECT 1 FROM bots WHERE name = ?", (bot,)).fetchone():
-                raise bot_taken(bot)
-            if number := settings.get("sms_number"):
-                # In the write that saves it: two bots given one number at once both passed
-                # a check made before it.
-                rows = db.execute(
-                    "SELECT name, settings FROM bots WHERE name != ? AND instr(settings, ?) > 0",
-                    (bot, number),
-                ).fetchall()
-                if owner := number_owner(rows, number):
-                    raise number_taken(owner, number)
-            bot_id = self._ensure_named(db, "bots", bot)
-            db.execute("UPDATE bots SET settings = ? WHERE id = ?", (json.dumps(settings), bot_id))
-
-    def bots(self) -> list[str]:
-        return [row[0] for row in self._query("SELECT name FROM bots ORDER BY name")]
-
-    @staticmethod
-    def _ensure_named(db: sqlite3.Connection, table: str, name: str) -> int:
-        row = db.execute(f"SELECT id FROM {table} WHERE name = ?", (name,)).fetchone()
-        if row:
-            return row[0]
-        created = utc_now().isoformat()
-        return db.execute(
-            f"INSERT INTO {table} (name, created_at) VALUES (?, ?)", (name, created)
-        ).lastrowid
-
     def _ensure_thread(self, db: sqlite3.Connection, key: ThreadKey) -> ThreadRef:
         bot_id = self._ensure_named(db, "bots", key.bot)
         person_id = self._ensure_named(db, "people", key.person)
@@ -327,84 +212,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         ).lastrowid
         return ThreadRef(thread_id, bot_id, person_id, key)
 
-    def thread_id(self, key: ThreadKey) -> int | None:
-        rows = self._query(
-            "SELECT t.id FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id "
-            "WHERE b.name = ? AND p.name = ? AND t.name = ?",
-            (key.bot, key.person, key.thread),
-        )
-        return rows[0][0] if rows else None
-
-    def person_id(self, person: str) -> int | None:
-        rows = self._query("SELECT id FROM people WHERE name = ?", (person,))
-        return rows[0][0] if rows else None
-
-    def bot_id(self, bot: str) -> int | None:
-        rows = self._query("SELECT id FROM bots WHERE name = ?", (bot,))
-        return rows[0][0] if rows else None
-
-    def threads(self, bot: str | None, person: str) -> list[ThreadInfo]:
-        """A person's threads (with one bot, or all), oldest first."""
-        sql = (
-            "SELECT b.name, p.name, t.name, COUNT(l.id), t.created_at, MAX(l.created_at), "
-            "t.ended_at FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id LEFT JOIN lines l ON l.thread_id = t.id "
-            "WHERE p.name = ?" + (" AND b.name = ?" if bot else "") + " GROUP BY t.id ORDER BY t.id"
-        )
-        rows = self._query(sql, (person, bot) if bot else (person,))
-        return [
-            ThreadInfo(*row[:4], _moment(row[4]), _moment(row[5]), _moment(row[6])) for row in rows
-        ]
-
-    def people(self, bot: str) -> list[str]:
-        """The people with a thread with ``bot``, by name."""
-        rows = self._query(
-            "SELECT DISTINCT p.name FROM threads t JOIN bots b ON b.id = t.bot_id "
-            "JOIN people p ON p.id = t.person_id WHERE b.name = ? ORDER BY p.name",
-            (bot,),
-        )
-        return [row[0] for row in rows]
-
-    def delete_bot(self, bot: str) -> dict[str, int]:
-        """Remove a bot with everything it holds: profile, threads, lines, vectors, lexical
-        rows, buffers, summaries and documents. People left with nothing are removed too."""
-        with self._write() as db:
-            row = db.execute("SELECT id FROM bots WHERE name = ?", (bot,)).fetchone()
-            if row is None:
-                return {"threads": 0, "lines": 0, "summaries": 0, "documents": 0}
-            counts = {
-                name: db.execute(f"SELECT COUNT(*) FROM {sql} = ?", (row[0],)).fetchone()[0]
-                for name, sql in (
-                    ("threads", "threads WHERE bot_id"),
-                    ("lines", "lines l JOIN threads t ON t.id = l.thread_id WHERE t.bot_id"),
-                    ("summaries", "memories WHERE bot_id"),
-                    ("documents", "documents WHERE bot_id"),
-                )
-            }
-            self._retire_line_ids(db)
-            db.execute("DELETE FROM bots WHERE id = ?", (row[0],))  # cascades to the rest
-            self._forget_sms(db, None, bot)
-            db.execute(
-                "DELETE FROM people WHERE NOT EXISTS "
-                "(SELECT 1 FROM threads t WHERE t.person_id = people.id)"
-            )
-            # Its keys go with it, in this transaction: a key checked after the deletion
-            # committed would otherwise speak through a bot that is gone.
-            db.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE bot = ? AND revoked_at IS NULL",
-                (utc_now().isoformat(), bot),
-            )
-            self._bump_generation(db, [row[0]])
-            _mark_rewrite(db)
-        return counts
-
     # -- lines ----------------------------------------------------------------------------
-
-    def check_embedder(self, name: str, dimension: int | None = None) -> None:
-        """Refuse vectors of another model or dimension than the store's."""
-        with self._lock, _store_errors(self.path):
-            _check_embedder(self._db, name, dimension)
 
     def add_lines(
         self, lines: Iterable[NewLine], vectors_by: tuple[str, int] | None = None
@@ -431,11 +239,7 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
                     continue
                 if ref.id not in resumed and new.answers is None:  # a reply takes up nothing
                     resumed.add(ref.id)
-                    # A line in an ended thread takes the conversation up again.
-                    db.execute(
-                        "UPDATE threads SET ended_at = NULL WHERE id = ? AND ended_at IS NOT NULL",
-                        (ref.id,),
-                    )
+                    self._resume_thread(db, ref.id)
                 stored.append(self._insert_line(db, ref, new, next_id))
                 next_id = None  # from here on SQLite's own next id follows it
         return stored
@@ -465,61 +269,25 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
         sql = "SELECT 1 FROM lines WHERE thread_id = ? AND source_key = ?"
         return db.execute(sql, (thread_id, source_key)).fetchone() is not None
 
-    def stored_source_keys(self, keys: Iterable[SourceKey]) -> set[SourceKey]:
-        """Which of ``keys`` their threads hold: asked before embedding, so lines stored by
-        an earlier run of an import are neither embedded nor stored again."""
-        by_thread: dict[ThreadKey, list[str]] = {}
-        for key in keys:
-            by_thread.setdefault(key.thread, []).append(key.key)
-        held: set[SourceKey] = set()
-        for thread, wanted in by_thread.items():
-            thread_id = self.thread_id(thread)
-            if thread_id is None:
-                continue
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                rows = self._query(
-                    "SELECT source_key FROM lines WHERE thread_id = ? "
-                    f"AND source_key IN ({','.join('?' * len(chunk))})",
-                    [thread_id, *chunk],
-                )
-                held.update(SourceKey(thread, row[0]) for row in rows)
-        return held
-
     def _check_and_record_embedder(
         self, db: sqlite3.Connection, vectors_by: tuple[str, int] | None
     ) -> None:
         """Refuse another embedder's vectors; record the embedder on the store's first write."""
         if vectors_by is None:
             return
-        _check_embedder(db, *vectors_by)
+        self._check_embedder(db, *vectors_by)
         if db.execute("SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is None:
             self._set_meta(db, {"embedder": vectors_by[0], "dimension": str(vectors_by[1])})
 
     def _insert_line(
         self, db: sqlite3.Connection, ref: ThreadRef, new: NewLine, line_id: int | None = None
     ) -> Line:
-        seq = db.execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = ?", (ref.id,)
-        ).fetchone()[0]
+        seq = self._next_seq(db, ref.id)
         created = (new.created_at or utc_now()).astimezone(UTC)
         line_id = db.execute(
-            "INSERT INTO lines (id, thread_id, bot_id, person_id, seq, role, speaker, text, "
-            "created_at, tokens, ref, source_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                line_id,  # None: SQLite's next id
-                ref.id,
-                ref.bot_id,
-                ref.person_id,
-                seq,
-                str(new.role),
-                new.speaker,
-                new.text,
-                created.isoformat(),
-                new.tokens,
-                new.ref,
-                new.source_key,
-            ),
+            f"INSERT INTO lines (id, {NEW_LINE_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (line_id, *line_values(ref, new, seq, created.isoformat())),  # None: SQLite's next id
         ).lastrowid
         vector = np.ascontiguousarray(new.vector, dtype=np.float32)
         db.execute(
@@ -531,81 +299,12 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             created, new.tokens, new.speaker, new.ref,
         )  # fmt: skip
 
-    def lines(self, line_ids: Sequence[int]) -> list[Line]:
-        if not line_ids:
-            return []
-        marks = ",".join("?" * len(line_ids))
-        rows = self._query(f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE l.id IN ({marks})", line_ids)
-        by_id = {row[0]: _line(row) for row in rows}
-        return [by_id[line_id] for line_id in line_ids if line_id in by_id]
-
-    def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
-        """The lines of each (thread id, first seq, last seq) range, in seq order, as a
-        query for each would give them, in one query."""
-        if not ranges:
-            return []
-        where, params = ranges_condition(ranges, "?")
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS}, l.thread_id {_LINE_FROM} WHERE {where} ORDER BY l.seq",
-            params,
-        )
-        return split_ranges(ranges, [(row[-1], _line(row)) for row in rows])
-
-    def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]:
-        """Up to ``limit`` lines of a thread after ``after_seq``, in order."""
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} "
-            "WHERE l.thread_id = ? AND l.seq > ? ORDER BY l.seq LIMIT ?",
-            (thread_id, after_seq, limit),
-        )
-        return [_line(row) for row in rows]
-
-    def last_lines(self, thread_id: int, count: int) -> list[Line]:
-        """The newest ``count`` lines of a thread, oldest first."""
-        if count <= 0:
-            return []
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE l.thread_id = ? "
-            "ORDER BY l.seq DESC LIMIT ?",
-            (thread_id, count),
-        )
-        return [_line(row) for row in reversed(rows)]
-
-    def history(self, person: str, bot: str | None, thread: str | None) -> list[Line]:
-        where, params = _owner_filter(person, bot, thread)
-        rows = self._query(
-            f"SELECT {_LINE_COLUMNS} {_LINE_FROM} WHERE {where} ORDER BY l.thread_id, l.seq", params
-        )
-        return [_line(row) for row in rows]
-
-    def count_lines(self) -> int:
-        return self._query("SELECT COUNT(*) FROM lines")[0][0]
-
-    def lexical_search(
-        self,
-        terms: Sequence[str],
-        bot_id: int,
-        person_id: int | None = None,
-        thread_id: int | None = None,
-        roles: Sequence[str] = ("human", "bot"),
-        limit: int = 100,
-        max_postings: int | None = None,
-        among: Sequence[int] | None = None,
-    ) -> list[tuple[int, float]]:
-        """(line id, score) of lines holding any of ``terms`` (words), best first; the score
-        is FTS5's BM25 negated, so higher is better. Each term is quoted, so no text can be
-        read as FTS5 syntax. With ``among``, only those lines are returned (their scores are
-        the same: FTS5's statistics are the store's).
-
-        FTS5 scores every line that holds a term: a common word in a store of a million
-        lines costs it seconds (docs/performance.md). With ``max_postings``, only the
-        rarest terms are asked, as many as hold at most that many lines between them (the
-        store's counts; none if even the rarest holds more): the common ones weigh least in
-        BM25 (their IDF is the lowest) and cost most."""
-        if among is not None and not len(among):
-            return []
-        if max_postings is not None:
-            terms = self._rarest_terms(terms, max_postings)
+    def _lexical_rows(self, query: LexicalQuery) -> list[tuple[int, float]]:
+        """FTS5's BM25, negated (higher is better); each term quoted, so no text can be read
+        as FTS5 syntax. With ``max_postings``, the rarest terms by FTS5's vocabulary."""
+        terms = query.terms
+        if query.max_postings is not None:
+            terms = self._rarest_terms(terms, query.max_postings)
         if not terms:
             return []
         match = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
@@ -613,19 +312,17 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             "SELECT l.id, -bm25(line_text) AS score FROM line_text "
             "JOIN lines l ON l.id = line_text.rowid WHERE line_text MATCH ? AND l.bot_id = ?"
         )
-        params: list = [match, bot_id]
-        for column, value in (("person_id", person_id), ("thread_id", thread_id)):
+        params: list = [match, query.bot_id]
+        for column, value in (("person_id", query.person_id), ("thread_id", query.thread_id)):
             if value is not None:
                 sql += f" AND l.{column} = ?"
                 params.append(value)
-        if among is not None:
+        if query.among is not None:
             sql += " AND l.id IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps([int(line_id) for line_id in among]))
+            params.append(json.dumps([int(line_id) for line_id in query.among]))
+        roles = query.roles
         sql += f" AND l.role IN ({','.join('?' * len(roles))}) ORDER BY score DESC, l.id LIMIT ?"
-        try:
-            return self._query(sql, [*params, *roles, limit])
-        except sqlite3.OperationalError as error:
-            raise StoreError(f"lexical search failed for {match!r}: {error}") from error
+        return self._query(sql, [*params, *roles, query.limit])
 
     def _rarest_terms(self, terms: Sequence[str], max_postings: int) -> list[str]:
         """The rarest of ``terms`` holding at most ``max_postings`` lines between them, by
@@ -673,19 +370,6 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
     # -- relevance buffers ----------------------------------------------------------------
 
-    def buffer(self, thread_id: int) -> list[BufferEntry]:
-        with self._lock, _store_errors(self.path):
-            return self._read_buffer(self._db, thread_id)
-
-    @staticmethod
-    def _read_buffer(db: sqlite3.Connection, thread_id: int) -> list[BufferEntry]:
-        rows = db.execute(
-            "SELECT source_thread_id, first_seq, last_seq, score, matched_seqs "
-            "FROM buffer_entries WHERE thread_id = ? ORDER BY position",
-            (thread_id,),
-        ).fetchall()
-        return [BufferEntry(r[0], r[1], r[2], r[3], tuple(json.loads(r[4]))) for r in rows]
-
     def change_buffer(
         self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
     ) -> list[BufferEntry]:
@@ -696,72 +380,22 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
             entries = change(held)
             # A block recalled from a thread forgotten since (another person's, on a bot
             # that shares memory) is left out: the thread is gone, and the turn goes on.
-            sources = sorted({entry.source_thread_id for entry in entries})
-            marks = ", ".join("?" * len(sources))
-            found = db.execute(f"SELECT id FROM threads WHERE id IN ({marks})", sources)
-            existing = {row[0] for row in found}
+            existing = self._existing_threads(db, [e.source_thread_id for e in entries])
             entries = [entry for entry in entries if entry.source_thread_id in existing]
             if entries != held:
                 self._write_buffer(db, thread_id, entries)
         return entries
 
-    def save_buffer(self, thread_id: int, entries: Sequence[BufferEntry]) -> None:
-        with self._write() as db:
-            self._write_buffer(db, thread_id, entries)
-
-    @staticmethod
-    def _write_buffer(
-        db: sqlite3.Connection, thread_id: int, entries: Sequence[BufferEntry]
-    ) -> None:
-        db.execute("DELETE FROM buffer_entries WHERE thread_id = ?", (thread_id,))
-        db.executemany(
-            "INSERT INTO buffer_entries (thread_id, position, source_thread_id, first_seq, "
-            "last_seq, score, matched_seqs) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (thread_id, position, e.source_thread_id, e.first_seq, e.last_seq, e.score,
-                 json.dumps(list(e.matched_seqs)))
-                for position, e in enumerate(entries)
-            ],
-        )  # fmt: skip
-
     # -- forgetting -----------------------------------------------------------------------
 
-    def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]:
-        """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers and
-        the summaries made from them."""
-        where, params = _owner_filter(person, bot, thread)
-        sql = (
-            "SELECT t.id, t.bot_id FROM threads t JOIN bots b ON b.id = t.bot_id "
-            f"JOIN people p ON p.id = t.person_id WHERE {where}"
-        )
-        with self._write() as db:
-            changes = db.total_changes
-            found = db.execute(sql, params).fetchall()
-            thread_ids = [thread_id for thread_id, _ in found]
-            bot_ids = {bot_id for _, bot_id in found}
-            marks = ",".join("?" * len(thread_ids))
-            lines = summaries = 0
-            if thread_ids:
-                lines = db.execute(
-                    f"SELECT COUNT(*) FROM lines WHERE thread_id IN ({marks})", thread_ids
-                ).fetchone()[0]
-                summaries = db.execute(
-                    f"SELECT COUNT(*) FROM memories WHERE thread_id IN ({marks})", thread_ids
-                ).fetchone()[0]
-                self._retire_line_ids(db)
-                db.execute(f"DELETE FROM threads WHERE id IN ({marks})", thread_ids)
-                # A person with nothing left is forgotten too, name included.
-                db.execute(
-                    "DELETE FROM people WHERE name = ? AND NOT EXISTS "
-                    "(SELECT 1 FROM threads t WHERE t.person_id = people.id)",
-                    (person,),
-                )
-                self._bump_generation(db, bot_ids)
-            if thread is None:
-                self._forget_sms(db, person, bot)
-            if db.total_changes != changes:  # something went: its old bytes must go too
-                _mark_rewrite(db)
-        return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
+    def _changes(self, db: sqlite3.Connection) -> int:
+        return db.total_changes
+
+    def _removed(self, db: sqlite3.Connection, changed: bool) -> None:
+        if changed:  # something went: its old bytes must go too (finish_removal)
+            db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (REWRITE_PENDING,)
+            )
 
     def finish_removal(self) -> None:
         """Rewrite the file if a removal asked for it, then empty the log.
@@ -797,10 +431,6 @@ class SqliteStore(StoreExtras, StoreKeys, StoreSms, SqliteVectors, SqliteNearLin
 
 # The meta key a removal sets, in its transaction, for finish_removal's rewrite.
 REWRITE_PENDING = "rewrite_pending"
-
-
-def _mark_rewrite(db: sqlite3.Connection) -> None:
-    db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '1')", (REWRITE_PENDING,))
 
 
 def _exists(db: sqlite3.Connection, line_id: int) -> bool:

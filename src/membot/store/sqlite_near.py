@@ -24,10 +24,6 @@ class SqliteNearLines:
 
     _query: Callable[..., list[tuple]]
 
-    def scope_line_count(self, bot_id: int) -> int:
-        """How many lines the bot holds, every person's (through the (bot, id) index)."""
-        return self._query("SELECT COUNT(*) FROM lines WHERE bot_id = ?", (bot_id,))[0][0]
-
     def bot_line_ids(self, bot_id: int) -> np.ndarray:
         """The ids of every line the bot holds (through the (bot, id) index)."""
         rows = self._query("SELECT id FROM lines WHERE bot_id = ?", (bot_id,))

@@ -6,13 +6,13 @@ swapping every vector for another embedder's. A mixin of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import numpy as np
 
-from membot.errors import StoreError
 from membot.store.base import LineSnapshot, VectorSnapshot
+from membot.store.sql_store import LineVectors
 from membot.store.sqlite_driver import sqlite3
 
 
@@ -60,33 +60,11 @@ class SqliteVectors:
         owners = (bot_id,) if person_id is None else (bot_id, person_id)
         return LineSnapshot.from_rows(*self._snapshot_rows(sql, owners, known_generation, after))
 
-    def replace_vectors(
-        self,
-        vectors: Iterable[tuple[int, np.ndarray]],
-        meta: dict[str, str],
-        *,
-        last_id: int,
-        generation: int,
-        extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
+    def _swap_line_vectors(
+        self, db: sqlite3.Connection, vectors: LineVectors, meta: dict[str, str]
     ) -> None:
-        """Swap every line's vector (and the summaries' and chunks' in ``extras``, by table)
-        and the embedder metadata in one transaction; refused when lines came or went since
-        the caller read them up to ``last_id``."""
-        with self._write() as db:
-            newer = db.execute("SELECT 1 FROM lines WHERE id > ? LIMIT 1", (last_id,)).fetchone()
-            current = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-            if newer or int(current[0] if current else 0) != generation:
-                raise StoreError(
-                    "lines changed while re-embedding: run `membot --embedder SPEC reindex` again"
-                )
-            db.executemany(
-                "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
-                ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),
-            )
-            for table, rows in (extras or {}).items():
-                self._replace_extra_vectors(db, table, iter(rows))
-            self._set_meta(db, meta)
-            self._bump_generation(db)
-
-    def all_line_texts(self) -> list[tuple[int, str]]:
-        return self._query("SELECT id, text FROM lines ORDER BY id")
+        """The lines' new vectors, as they come (a million of them are not held at once)."""
+        db.executemany(
+            "UPDATE line_vectors SET vector = ? WHERE line_id = ?",
+            ((np.asarray(v, dtype=np.float32).tobytes(), i) for i, v in vectors),
+        )

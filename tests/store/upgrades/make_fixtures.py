@@ -64,6 +64,8 @@ FIXTURES: dict[str, tuple[str, int, str, int]] = {
     "sqlite_v6": ("sqlite", 6, "b2d46b0^", 6),
     "sqlite_v7": ("sqlite", 7, "c960c02^", 7),
     "sqlite_v8": ("sqlite", 8, "d90b17b^", 8),
+    # The last commit of main before migration 10 (compact lines: branch one-sql).
+    "sqlite_v9": ("sqlite", 9, "5b33f73", 9),
     # PostgreSQL schema 1 (what SQLite has after five migrations): the pg branch before its
     # merge, 102726e, which added migration 2 (SMS, as SQLite's 6).
     "postgres_v1": ("postgresql", 1, "102726e^2", 5),

@@ -1,0 +1,110 @@
+"""What the SQL both stores share leaves to their database: how a statement marks its values,
+how times, lists of numbers and id lists travel, and how a driver runs a batch.
+
+The shared SQL (:mod:`membot.store.sql_store`, ``extras.py``, ``keys.py``, ``sms_state.py``)
+is written once, with ``?`` for each value; :class:`SqliteDialect` runs it as it is and
+:class:`PostgresDialect` (``postgres.py``, which imports psycopg) with ``%s``. Both
+databases read the rest the same way: ``INSERT … ON CONFLICT``, ``RETURNING`` (SQLite 3.35+;
+membot bundles 3.50), ``COALESCE``, ``||``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+
+class Dialect:
+    """SQLite's spelling; :class:`PostgresDialect` says what PostgreSQL spells otherwise."""
+
+    name = "sqlite"
+    # The newline character in SQL (a chunk's heading and text are embedded as one text).
+    newline = "char(10)"
+    # The function giving where one text stands in another (0: nowhere).
+    find = "instr"
+    # What takes a row's lock until commit, after a SELECT (SQLite: the one writer has it).
+    for_update = ""
+
+    def sql(self, statement: str) -> str:
+        """``statement`` with the driver's value marks in place of ``?``."""
+        return statement
+
+    def execute(self, db: Any, statement: str, params: Sequence | dict = ()) -> Any:
+        return db.execute(self.sql(statement), params)
+
+    def execute_many(self, db: Any, statement: str, rows: Iterable[Sequence]) -> None:
+        db.executemany(self.sql(statement), rows)
+
+    def insert_id(self, db: Any, statement: str, params: Sequence) -> int:
+        """Run an ``INSERT`` of one row; the row's new id."""
+        return self.execute(db, statement + " RETURNING id", params).fetchone()[0]
+
+    def in_list(self, column: str, values: Sequence) -> tuple[str, list]:
+        """A condition that ``column`` is one of ``values``, and its parameters."""
+        return f"{column} IN ({','.join('?' * len(values))})", list(values)
+
+    @staticmethod
+    def moment(when: datetime | None) -> Any:
+        """A time as the store keeps it: ISO 8601 text in UTC."""
+        return when.astimezone(UTC).isoformat() if when else None
+
+    @staticmethod
+    def read_moment(value: Any) -> datetime | None:
+        return datetime.fromisoformat(value).astimezone(UTC) if value else None
+
+    @staticmethod
+    def numbers(values: Sequence[int]) -> Any:
+        """A list of whole numbers as a column holds it (JSON text)."""
+        return json.dumps(list(values))
+
+    @staticmethod
+    def read_numbers(value: Any) -> tuple[int, ...]:
+        return tuple(json.loads(value))
+
+
+class PostgresDialect(Dialect):
+    """PostgreSQL through psycopg: ``%s`` marks, ``timestamptz`` and ``integer[]`` columns,
+    an id list as one array parameter."""
+
+    name = "postgresql"
+    newline = "chr(10)"
+    find = "strpos"
+    for_update = " FOR UPDATE"
+
+    def sql(self, statement: str) -> str:
+        return _percent_marks(statement)
+
+    def execute_many(self, db: Any, statement: str, rows: Iterable[Sequence]) -> None:
+        db.cursor().executemany(self.sql(statement), list(rows))
+
+    def in_list(self, column: str, values: Sequence) -> tuple[str, list]:
+        return f"{column} = ANY(?)", [list(values)]
+
+    @staticmethod
+    def moment(when: datetime | None) -> Any:
+        return when
+
+    @staticmethod
+    def read_moment(value: Any) -> datetime | None:
+        return value.astimezone(UTC) if value else None
+
+    @staticmethod
+    def numbers(values: Sequence[int]) -> Any:
+        return list(values)
+
+    @staticmethod
+    def read_numbers(value: Any) -> tuple[int, ...]:
+        return tuple(value)
+
+
+@lru_cache(maxsize=512)
+def _percent_marks(statement: str) -> str:
+    # Statements written for PostgreSQL alone already hold %s and no ?: they pass unchanged.
+    return statement.replace("?", "%s")
+
+
+SQLITE = Dialect()
+POSTGRESQL = PostgresDialect()
