@@ -19,12 +19,14 @@ from pathlib import Path
 
 import numpy as np
 
-# LayerNormalization is an ONNX operator from opset 17; ONNX Runtime 1.20 runs up to 21.
+# LayerNormalization is an ONNX operator from opset 17 on; every ONNX Runtime membot takes
+# (1.20 and later) runs it.
 OPSET = 17
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
+Weights = dict[str, np.ndarray]
 
 
-def read_safetensors(path: Path) -> dict[str, np.ndarray]:
+def read_safetensors(path: Path) -> Weights:
     """The tensors of a ``.safetensors`` file: an 8-byte little-endian header length, a JSON
     header of names, dtypes, shapes and byte offsets, then the raw little-endian data."""
     data = path.read_bytes()
@@ -64,22 +66,22 @@ class _GraphWriter:
         return name
 
 
-def _linear(graph: _GraphWriter, x: str, weights: dict, prefix: str) -> str:
+def _linear(graph: _GraphWriter, x: str, weights: Weights, prefix: str) -> str:
     """``x @ W.T + b`` of a torch Linear (its weight stored as out by in)."""
-    w = graph.weight(f"{prefix}.weight_t", weights[f"{prefix}.weight"].T.astype(np.float32))
-    b = graph.weight(f"{prefix}.bias", weights[f"{prefix}.bias"].astype(np.float32))
+    w = graph.weight(f"{prefix}.weight_t", weights[f"{prefix}.weight"].T)
+    b = graph.weight(f"{prefix}.bias", weights[f"{prefix}.bias"])
     return graph.op("Add", [graph.op("MatMul", [x, w], f"{prefix}.matmul"), b], f"{prefix}.out")
 
 
-def _layer_norm(graph: _GraphWriter, x: str, weights: dict, prefix: str, epsilon: float) -> str:
-    scale = graph.weight(f"{prefix}.weight", weights[f"{prefix}.weight"].astype(np.float32))
-    bias = graph.weight(f"{prefix}.bias", weights[f"{prefix}.bias"].astype(np.float32))
+def _layer_norm(graph: _GraphWriter, x: str, weights: Weights, prefix: str, epsilon: float) -> str:
+    scale = graph.weight(f"{prefix}.weight", weights[f"{prefix}.weight"])
+    bias = graph.weight(f"{prefix}.bias", weights[f"{prefix}.bias"])
     return graph.op(
         "LayerNormalization", [x, scale, bias], f"{prefix}.out", axis=-1, epsilon=epsilon
     )
 
 
-def _embeddings(graph: _GraphWriter, weights: dict, epsilon: float) -> str:
+def _embeddings(graph: _GraphWriter, weights: Weights, epsilon: float) -> str:
     """Word + position + token-type embeddings of each token, then a LayerNorm."""
     prefix = "embeddings"
     words = graph.op(
@@ -104,8 +106,8 @@ def _embeddings(graph: _GraphWriter, weights: dict, epsilon: float) -> str:
 def _additive_mask(graph: _GraphWriter) -> str:
     """0 where a key token is real, the float32 minimum where it is padding (as transformers
     does), shaped batch by 1 by 1 by tokens to add to every head's scores. Written in
-    transformers' order (unsqueeze twice, cast, 1 - mask, times the minimum), the pattern
-    ONNX Runtime's attention fusion looks for."""
+    transformers' order (unsqueeze twice, cast, 1 - mask, times the minimum), which ONNX
+    Runtime's offline BERT optimizer (onnxruntime.transformers) recognises as a mask."""
     row = graph.op(
         "Unsqueeze", ["attention_mask", graph.weight("axis_1", np.array([1], np.int64))], "mask.3d"
     )
@@ -119,7 +121,7 @@ def _additive_mask(graph: _GraphWriter) -> str:
 
 
 def _self_attention(
-    graph: _GraphWriter, x: str, mask: str, weights: dict, prefix: str, heads: int, width: int
+    graph: _GraphWriter, x: str, mask: str, weights: Weights, prefix: str, heads: int, width: int
 ) -> str:
     """Multi-head scaled dot-product attention over the real tokens; batch by tokens by hidden."""
     head_width = width // heads
@@ -158,7 +160,9 @@ def _gelu(graph: _GraphWriter, x: str, prefix: str) -> str:
     return graph.op("Mul", [graph.op("Mul", [x, plus], f"{prefix}.mul"), half], f"{prefix}.out")
 
 
-def _layer(graph: _GraphWriter, x: str, mask: str, weights: dict, index: int, config: dict) -> str:
+def _layer(
+    graph: _GraphWriter, x: str, mask: str, weights: Weights, index: int, config: dict
+) -> str:
     prefix = f"encoder.layer.{index}"
     epsilon = float(config["layer_norm_eps"])
     attended = _self_attention(
@@ -199,8 +203,10 @@ def build_bert_onnx(model_dir: Path, target: Path) -> Path:
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type") != "bert" or config.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{model_dir} holds no BERT encoder with GELU: {config.get('model_type')}")
-    weights = read_safetensors(model_dir / "model.safetensors")
-    weights = {name.removeprefix("bert."): value for name, value in weights.items()}
+    weights = {
+        name.removeprefix("bert."): value.astype(np.float32) if value.dtype.kind == "f" else value
+        for name, value in read_safetensors(model_dir / "model.safetensors").items()
+    }
     graph = _GraphWriter()
     x = _embeddings(graph, weights, float(config["layer_norm_eps"]))
     mask = _additive_mask(graph)
@@ -220,6 +226,6 @@ def build_bert_onnx(model_dir: Path, target: Path) -> Path:
         opset_imports=[helper.make_opsetid("", OPSET)],
         producer_name="membot",
     )
-    model.ir_version = 8  # read by every ONNX Runtime from 1.14
+    model.ir_version = 8  # the IR of opset 17, which every ONNX Runtime from 1.14 reads
     onnx.save_model(model, str(target))
     return target
