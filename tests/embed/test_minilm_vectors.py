@@ -1,0 +1,89 @@
+"""The default embedder runs without torch and gives sentence-transformers' vectors.
+
+The bundled MiniLM's ONNX graph is built from its weights by membot (membot.embed.bert_graph);
+these tests compare it with the model run by sentence-transformers itself, on real dialog,
+and check that embedding a line loads none of the optional heavy packages.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from membot import ConfigError
+from membot.embed import bundled_minilm
+from membot.embed.bert_graph import read_safetensors
+from membot.embed.onnx_minilm import bundled_minilm_path
+from membot.eval import shared_data_dir
+
+HEAVY = ("torch", "transformers", "sentence_transformers", "llama_cpp")
+
+
+def dialog_sample(count: int = 500) -> list[str]:
+    """``count`` LoCoMo dialog lines and ``count`` LongMemEval turns, spread over the files
+    (LongMemEval's assistant turns run past the model's 256 tokens: truncation is checked)."""
+    try:
+        data = shared_data_dir()
+    except ConfigError as missing:
+        pytest.skip(f"the LoCoMo and LongMemEval files are needed: {missing}")
+    conversations = json.loads((data / "locomo" / "locomo_dev.json").read_text())
+    dialog = [
+        turn["text"]
+        for conversation in conversations
+        for key, turns in conversation["conversation"].items()
+        if key.startswith("session_") and isinstance(turns, list)
+        for turn in turns
+    ]
+    questions = json.loads((data / "longmemeval" / "longmemeval_s_dev.json").read_text())
+    turns = [
+        turn["content"]
+        for question in questions
+        for session in question["haystack_sessions"]
+        for turn in session
+    ]
+    return dialog[:: len(dialog) // count][:count] + turns[:: len(turns) // count][:count]
+
+
+@pytest.mark.slow
+def test_the_vectors_are_sentence_transformers_vectors_on_real_dialog(minilm) -> None:
+    pytest.importorskip("sentence_transformers", reason="the reference needs membot[st]")
+    lines = dialog_sample()
+    assert len(lines) == 1000
+    ours = minilm.embed(lines)
+    reference = bundled_minilm().embed(lines)
+    cosines = np.sum(ours * reference, axis=1)
+    worst = int(np.argmin(cosines))
+    assert cosines.min() >= 0.99999, (
+        f"minimum cosine {cosines.min():.7f} on line {worst}: {lines[worst][:80]!r}"
+    )
+
+
+@pytest.mark.slow
+def test_embedding_with_the_default_embedder_loads_no_torch_and_no_llama_cpp(
+    isolated_home: Path,
+) -> None:
+    """``pip install membot`` has none of them; the default path must not reach for one."""
+    code = (
+        "import sys, membot\n"
+        "from membot.embed import default_embedder\n"
+        "vectors = default_embedder().embed(['my cat is called Miso', 'where do I work?'])\n"
+        "assert vectors.shape == (2, 384), vectors.shape\n"
+        f"print(sorted(name for name in {HEAVY!r} if name in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]", f"loaded by the default embedder: {done.stdout}"
+
+
+def test_the_weights_are_read_without_safetensors_or_torch() -> None:
+    weights = read_safetensors(bundled_minilm_path() / "model.safetensors")
+    assert weights["embeddings.word_embeddings.weight"].shape == (30522, 384)
+    assert weights["encoder.layer.5.output.dense.weight"].dtype == np.float32
+    assert weights["embeddings.position_ids"].dtype == np.int64
