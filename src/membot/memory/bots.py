@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from membot.store.base import bot_taken
 
 if TYPE_CHECKING:
     from membot.embed import Embedder
+    from membot.index.source import IndexedLines
     from membot.store import Store
     from membot.turn.tokens import TokenCounter
 
@@ -32,7 +32,7 @@ class BotProfiles:
     store: Store
     embedder: Embedder
     tokens: TokenCounter
-    _recall_lock: threading.RLock
+    recall_source: IndexedLines
 
     def bot_settings(
         self, bot: str = DEFAULT_BOT, overrides: dict[str, object] | None = None
@@ -101,6 +101,12 @@ class BotProfiles:
         """The bots in the store, by name."""
         return self.store.bots()
 
+    def window_shapes(self) -> set[tuple[int, int]]:
+        """The (window_size, window_overlap) of the store's bots: the windows their lines
+        may have been cut into."""
+        shapes = (self.bot_settings(bot) for bot in self.bots())
+        return {(settings.window_size, settings.window_overlap) for settings in shapes}
+
     def has_bot(self, bot: str) -> bool:
         return self.store.bot_id(bot) is not None
 
@@ -127,10 +133,10 @@ class BotProfiles:
         people = self.store.people(bot)
         lines = [line for person in people for line in self.store.history(person, bot, None)]
         summaries = [kept for person in people for kept in self.store.summaries(person, bot)]
-        texts = derived_texts(self, lines, summaries)
+        texts = derived_texts(lines, summaries, self.window_shapes())
         removed = self.store.delete_bot(bot)  # its keys revoked in the same transaction
         try:
-            drop_removed(self, texts)
+            drop_removed(self.recall_source, self.embedder, texts)
         finally:
             self.store.finish_removal()
         return removed

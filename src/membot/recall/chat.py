@@ -43,65 +43,36 @@ where they have a speaker (:func:`membot.memory.facade.embedding_text`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from membot.config import BotSettings
-from membot.errors import ConfigError
-from membot.index.vectors import Scope, similarities
+from membot.index.vectors import Scope
 from membot.model import Line
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.lines import Hit, expand_neighbors, merge_blocks
-from membot.recall.pairs import PairUnits, Unit, Units
+from membot.recall.strategies import Choice, Question, check_strategy, options_of, strategy_named
 from membot.recall.timeframe import window_of
-from membot.recall.windows import WindowUnits
-from membot.store.base import BufferEntry, lines_between
+from membot.store.base import BufferEntry
 
 if TYPE_CHECKING:
-    from membot.memory.facade import Memory
+    from membot.recall.source import RecallSource
 
-CHAT_STRATEGIES = ("lines", "hybrid", "blend", "bm25", "prune", "pairs", "windows")
+__all__ = ["EVERY_LINE", "ChatRecall", "Choice", "chosen_for_turn", "recall_for_turn"]
+
 EVERY_LINE = 2**31  # a search depth that reaches every line in scope
 
 # How a match's block is drawn (see the module docstring); shared by the strategies that expand.
 EXPANSION: dict[str, float] = {"neighbour_decay": 0.85, "partners_only": 1}
 KEEP = {"lexical_top": 3, "lexical_margin": 0.1}
-# The one table of options: each strategy's numbers (a bot's ``strategy.NAME`` settings, and
-# ``membot eval --set NAME=VALUE``), with defaults.
-OPTIONS: dict[str, dict[str, float]] = {
-    "lines": {**EXPANSION},
-    "hybrid": {"dense_weight": 1.0, "lexical_weight": 2.0, "rrf_k": 60.0, **KEEP, **EXPANSION},
-    "blend": {
-        "dense_weight": 1.0,
-        "lexical_weight": 0.5,
-        "neighbour_weight": 0.25,
-        "time_weight": 0.25,
-        **KEEP,
-        **EXPANSION,
-    },
-    "bm25": {**KEEP, **EXPANSION},
-    "prune": {},
-    "pairs": {},
-    "windows": {},
-}
 WHOLE_NUMBERS = frozenset({"lexical_top"})
 SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A kept match, the block of lines it brings in, and its place in the strategy's order
-    (``order``: the score the strategy sorted by; ``hit.score`` is the cosine)."""
-
-    hit: Hit
-    block: BufferEntry
-    order: float
-    decay: float  # a block line d away from the match is ordered at decay ** d of it
 
 
 @dataclass(frozen=True)
@@ -112,34 +83,8 @@ class ChatRecall:
     blocks: tuple[BufferEntry, ...]
 
 
-def check_strategy(settings: BotSettings) -> None:
-    """ConfigError unless the strategy exists and every option is one it reads, of its kind."""
-    if settings.strategy not in OPTIONS:
-        raise ConfigError(
-            f"unknown strategy {settings.strategy!r}: use one of {', '.join(CHAT_STRATEGIES)}"
-        )
-    known = OPTIONS[settings.strategy]
-    for name, value in settings.strategy_options:
-        if name not in known:
-            listed = ", ".join(f"strategy.{each}" for each in known) or "none"
-            raise ConfigError(
-                f"strategy {settings.strategy} has no option {name!r} (it reads: {listed})"
-            )
-        if name in SWITCHES and value not in (0, 1):
-            raise ConfigError(f"strategy.{name} is 1 (on) or 0 (off), not {value}")
-        if name in WHOLE_NUMBERS and not float(value).is_integer():
-            raise ConfigError(f"strategy.{name} is a whole number, not {value}")
-
-
-def options_of(settings: BotSettings) -> dict[str, float]:
-    """The strategy's options: its defaults, overridden by the bot's settings."""
-    return {
-        name: settings.option(name, value) for name, value in OPTIONS[settings.strategy].items()
-    }
-
-
 def recall_for_turn(
-    memory: Memory,
+    source: RecallSource,
     settings: BotSettings,
     query: str,
     vector: np.ndarray,
@@ -149,13 +94,13 @@ def recall_for_turn(
 ) -> ChatRecall:
     """The matches and merged blocks ``settings.strategy`` recalls for one turn asked at
     ``now`` (see :func:`chosen_for_turn`)."""
-    choices = chosen_for_turn(memory, settings, query, vector, scope, now, said)
+    choices = chosen_for_turn(source, settings, query, vector, scope, now, said)
     blocks = merge_blocks([choice.block for choice in choices])
     return ChatRecall(tuple(choice.hit for choice in choices), tuple(blocks))
 
 
 def chosen_for_turn(
-    memory: Memory,
+    source: RecallSource,
     settings: BotSettings,
     query: str,
     vector: np.ndarray,
@@ -169,29 +114,119 @@ def chosen_for_turn(
     check_strategy(settings)
     if settings.max_matches == 0:
         return []
-    name = settings.strategy
-    if name in ("pairs", "windows"):
-        return _units(memory, settings, vector, scope)
-    if name == "blend":
-        ordered = _blended(memory, settings, query, vector, scope, now, said or query)
-    elif name in ("hybrid", "bm25"):
-        ordered = _lexical(memory, settings, query, vector, scope, fused=name == "hybrid")
-    else:
-        found = memory.index.hits(vector, scope, settings.max_matches, settings.threshold)
-        ordered = [(hit, hit.score) for hit in found]
-    if name == "prune":
-        return [Choice(hit, _with_partner(memory, hit), order, 1.0) for hit, order in ordered]
-    option = options_of(settings)
-    partners_only, decay = bool(option["partners_only"]), option["neighbour_decay"]
-    blocks = _blocks(memory, [hit for hit, _ in ordered], settings, scope, partners_only)
-    return [
-        Choice(hit, block, order, decay)
-        for (hit, order), block in zip(ordered, blocks, strict=True)
-    ]
+    question = Question(query, vector, scope, now, said)
+    return strategy_named(settings.strategy).choose(source, settings, question)
+
+
+class ExpandingStrategy:
+    """A strategy whose matches each bring the lines around them (``expand_before``,
+    ``expand_after``; ``partners_only``): subclasses give the matches and their order."""
+
+    name = ""
+    options: Mapping[str, float] = MappingProxyType({})
+
+    @property
+    def whole_numbers(self) -> frozenset[str]:
+        return WHOLE_NUMBERS & set(self.options)
+
+    @property
+    def switches(self) -> frozenset[str]:
+        return SWITCHES & set(self.options)
+
+    def ordered(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[tuple[Hit, float]]:
+        """The kept matches, best first, each with the score it is ordered by."""
+        raise NotImplementedError
+
+    def choose(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[Choice]:
+        ordered = self.ordered(source, settings, question)
+        option = options_of(settings)
+        partners_only, decay = bool(option["partners_only"]), option["neighbour_decay"]
+        hits = [hit for hit, _ in ordered]
+        blocks = _blocks(source, hits, settings, question.scope, partners_only)
+        return [
+            Choice(hit, block, order, decay)
+            for (hit, order), block in zip(ordered, blocks, strict=True)
+        ]
+
+
+class LinesStrategy(ExpandingStrategy):
+    """``lines`` (uncany-membot): the lines whose cosine reaches ``threshold``, best first."""
+
+    name = "lines"
+    options = MappingProxyType(EXPANSION)
+
+    def ordered(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[tuple[Hit, float]]:
+        found = source.nearest(
+            question.vector, question.scope, settings.max_matches, settings.threshold
+        )
+        return [(hit, hit.score) for hit in found]
+
+
+class PruneStrategy:
+    """``prune`` (context pruning): the ``lines`` matches, each with its turn partner only."""
+
+    name = "prune"
+    options: Mapping[str, float] = MappingProxyType({})
+    whole_numbers = switches = frozenset[str]()
+
+    def choose(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[Choice]:
+        found = source.nearest(
+            question.vector, question.scope, settings.max_matches, settings.threshold
+        )
+        return [Choice(hit, _with_partner(source, hit), hit.score, 1.0) for hit in found]
+
+
+class LexicalStrategy(ExpandingStrategy):
+    """``hybrid`` (``fused``: dense and BM25 ranks fused by reciprocal rank) and ``bm25``
+    (BM25's order); kept by cosine, or among BM25's first at the lower bar."""
+
+    def __init__(self, name: str, *, fused: bool) -> None:
+        self.name, self.fused = name, fused
+        fusion = {"dense_weight": 1.0, "lexical_weight": 2.0, "rrf_k": 60.0} if fused else {}
+        self.options = MappingProxyType({**fusion, **KEEP, **EXPANSION})
+
+    def ordered(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[tuple[Hit, float]]:
+        return _lexical(source, settings, question, fused=self.fused)
+
+
+class BlendStrategy(ExpandingStrategy):
+    """``blend`` (the default): cosine with its neighbours', stopword-free BM25 and the time
+    the question points to, normalised and added."""
+
+    name = "blend"
+    options = MappingProxyType(
+        {
+            "dense_weight": 1.0,
+            "lexical_weight": 0.5,
+            "neighbour_weight": 0.25,
+            "time_weight": 0.25,
+            **KEEP,
+            **EXPANSION,
+        }
+    )
+
+    def ordered(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[tuple[Hit, float]]:
+        return _blended(source, settings, question)
 
 
 def _blocks(
-    memory: Memory, hits: list[Hit], settings: BotSettings, scope: Scope, partners_only: bool
+    source: RecallSource,
+    hits: list[Hit],
+    settings: BotSettings,
+    scope: Scope,
+    partners_only: bool,
 ) -> list[BufferEntry]:
     """The lines ``expand_before``/``expand_after`` around each hit; with ``partners_only``,
     only as far as the farthest line said by another party on each side (of the roles recall
@@ -201,7 +236,7 @@ def _blocks(
         return blocks
     wider = [i for i, block in enumerate(blocks) if block.first_seq != block.last_seq]
     ranges = [(hits[i].thread_id, blocks[i].first_seq, blocks[i].last_seq) for i in wider]
-    for i, lines in zip(wider, memory.store.lines_in_ranges(ranges), strict=True):
+    for i, lines in zip(wider, source.lines_in_ranges(ranges), strict=True):
         blocks[i] = _to_partners(hits[i], lines, scope)
     return blocks
 
@@ -220,10 +255,10 @@ def _party(line: Line) -> tuple[str, str | None]:
     return str(line.role), line.speaker
 
 
-def _with_partner(memory: Memory, hit: Hit) -> BufferEntry:
+def _with_partner(source: RecallSource, hit: Hit) -> BufferEntry:
     """The hit and its turn partner: the bot line right after a human line, or the human
     line right before a bot line."""
-    around = lines_between(memory.store, hit.thread_id, hit.seq - 1, hit.seq + 1)
+    (around,) = source.lines_in_ranges([(hit.thread_id, hit.seq - 1, hit.seq + 1)])
     lines = {line.seq: line for line in around}
     first = last = hit.seq
     line = lines.get(hit.seq)
@@ -258,21 +293,17 @@ def reciprocal_rank_fusion(
 
 
 def _lexical(
-    memory: Memory,
-    settings: BotSettings,
-    query: str,
-    vector: np.ndarray,
-    scope: Scope,
-    fused: bool,
+    source: RecallSource, settings: BotSettings, question: Question, fused: bool
 ) -> list[tuple[Hit, float]]:
+    query, vector, scope = question.text, question.vector, question.scope
     option = options_of(settings)
     low_bar = settings.threshold - option["lexical_margin"]
     # Only lines at or above the lower bar can be kept: the others need no score.
-    near = memory.index.hits(vector, scope, EVERY_LINE, min_score=low_bar)
+    near = source.nearest(vector, scope, EVERY_LINE, min_score=low_bar)
     cosine = {hit.line_id: hit.score for hit in near}
     # A turn keeps a few matches: BM25's first 50 are enough; a ranking reads them all.
     depth = max(LEXICAL_DEPTH, settings.max_matches)
-    lexical = memory.index.lexical(query_terms(query), scope, depth)
+    lexical = source.lexical(query_terms(query), scope, depth)
     lexical_top = {hit.line_id for hit in lexical[: int(option["lexical_top"])]}
     if fused:
         dense = [hit for hit in near if hit.score >= settings.threshold]
@@ -291,27 +322,22 @@ def _lexical(
 
 
 def _blended(
-    memory: Memory,
-    settings: BotSettings,
-    query: str,
-    vector: np.ndarray,
-    scope: Scope,
-    now: datetime | None,
-    said: str,
+    source: RecallSource, settings: BotSettings, question: Question
 ) -> list[tuple[Hit, float]]:
+    query, scope = question.text, question.scope
     option = options_of(settings)
-    lines = memory.index.scored_in_scope(vector, scope)
+    lines = source.scored(question.vector, scope)
     if not len(lines.ids):
         return []
     cosine = lines.scores
     dense = cosine + option["neighbour_weight"] * lines.neighbour_scores()
-    words, lexical_order = _bm25_scores(memory, query, scope, lines.ids)
+    words, lexical_order = _bm25_scores(source, query, scope, lines.ids)
     lexical_top = set(lexical_order[: int(option["lexical_top"])])
     fused = option["dense_weight"] * min_max(dense) + option["lexical_weight"] * words
     # A line said when the question points to ("last week", "in March") counts as evidence
     # too: it is raised, and kept at the lower bar like BM25's best lines.
     dated = np.zeros(len(lines.ids), dtype=bool)
-    window = window_of(said, now) if option["time_weight"] else None
+    window = window_of(question.line, question.now) if option["time_weight"] else None
     if window is not None:
         start, end = (moment.timestamp() for moment in window)
         dated = (lines.created >= start) & (lines.created < end)
@@ -331,7 +357,7 @@ def _blended(
 
 
 def _bm25_scores(
-    memory: Memory, query: str, scope: Scope, ids: np.ndarray
+    source: RecallSource, query: str, scope: Scope, ids: np.ndarray
 ) -> tuple[np.ndarray, list[int]]:
     """BM25 of the query's words that are not stopwords, min-max normalised, for the lines
     ``ids`` (a scope's, sorted; 0 where a line has none of the words), and the ids BM25
@@ -341,83 +367,9 @@ def _bm25_scores(
     if not terms or not len(ids):
         return scores, []
     # The lines' cosines were read a moment ago: their words are the same lines'.
-    ranked, bm25 = memory.index.lexical_scores(terms, scope, just_read=True, among=ids)
+    ranked, bm25 = source.lexical_scores(terms, scope, just_read=True, among=ids)
     at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
     in_scope = ids[at] == ranked
     if in_scope.any():
         scores[at[in_scope]] = min_max(bm25[in_scope].astype(np.float32))
     return scores, ranked[in_scope].tolist()
-
-
-def _units(memory: Memory, settings: BotSettings, vector: np.ndarray, scope: Scope) -> list[Choice]:
-    size = max(settings.window_size, 1)
-    if settings.strategy == "pairs":
-        kind: Units = PairUnits()
-    else:
-        kind = WindowUnits(size, min(settings.window_overlap, size - 1))
-    feed = None
-    if scope.window_thread_id is not None and scope.window_from_seq is not None:
-        feed = (scope.window_thread_id, scope.window_from_seq)
-    units, vectors = _unit_cache(memory, kind, scope, feed)
-    if not units or len(vectors) != len(units):  # none, or every unit is in the feed
-        return []
-    lines_in_scope = memory.index.scored_in_scope(vector, scope)
-    in_scope = dict(zip(lines_in_scope.ids.tolist(), lines_in_scope.scores.tolist(), strict=True))
-    scores = similarities(vectors, vector)
-    choices: list[Choice] = []
-    for index in np.argsort(-scores, kind="stable"):
-        score = float(scores[index])
-        if score < settings.threshold or len(choices) == settings.max_matches:
-            break
-        unit = units[index]
-        # A unit holding feed lines matches partly by the current conversation: skip it.
-        if any(_in_feed(line.thread_id, line.seq, scope) for line in unit):
-            continue
-        lines = [line for line in unit if line.id in in_scope]
-        if not lines:
-            continue
-        best = max(lines, key=lambda line: in_scope[line.id])
-        seqs = tuple(line.seq for line in lines)
-        block = BufferEntry(best.thread_id, min(seqs), max(seqs), score, seqs)
-        # A unit comes back whole: its lines are ordered with it, not after it.
-        choices.append(Choice(Hit(best.id, best.thread_id, best.seq, score), block, score, 1.0))
-    return choices
-
-
-def _in_feed(thread_id: int, seq: int, scope: Scope) -> bool:
-    return (
-        scope.window_thread_id is not None
-        and scope.window_from_seq is not None
-        and thread_id == scope.window_thread_id
-        and seq >= scope.window_from_seq
-    )
-
-
-_UNITS: dict[tuple[str, int, int], Units] = {}
-
-
-def unit_kinds(windows: set[tuple[int, int]]) -> list[Units]:
-    """The pairs units, windows of each (size, overlap) in ``windows``, and every kind this
-    process has cut units of."""
-    kinds: list[Units] = [PairUnits(), *_UNITS.values()]
-    for size, overlap in windows:
-        size = max(size, 1)
-        kinds.append(WindowUnits(size, min(overlap, size - 1)))
-    return kinds
-
-
-def forget_cached_units(memory: Memory) -> None:
-    """Drop every kind's lines, units and vectors kept for ``memory``."""
-    for kind in _UNITS.values():
-        kind.forget(memory)
-
-
-def _unit_cache(
-    memory: Memory, kind: Units, scope: Scope, defer: tuple[int, int] | None
-) -> tuple[list[Unit], np.ndarray]:
-    """The units of the scope's lines (a person's with the bot, or a shared bot's) and their
-    vectors, from one units object per kind, so they are reused across turns; the units
-    ``defer`` names (the feed's: thread id, first seq) are not embedded yet."""
-    key = (kind.name, getattr(kind, "size", 0), getattr(kind, "overlap", 0))
-    kept = _UNITS.setdefault(key, kind)
-    return kept.embedded_units(memory, scope.bot_id, scope.person_id, defer)

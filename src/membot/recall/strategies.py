@@ -1,0 +1,141 @@
+"""Recall strategies by name: each a registered object that owns its options and its
+``choose``.
+
+membot's own strategies (:mod:`membot.recall.builtin`) are registered through
+:func:`register_strategy`, the call another package uses to add one::
+
+    from membot.recall.strategies import register_strategy
+
+    register_strategy(MyStrategy())  # then: membot bot set BOT strategy mine
+
+A bot's ``strategy`` names one; its ``strategy.NAME`` settings (and ``membot eval --set``) set
+the options the strategy declares, checked against that declaration (:func:`check_strategy`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+from membot.errors import ConfigError
+
+if TYPE_CHECKING:
+    from membot.config import BotSettings
+    from membot.index.vectors import Scope
+    from membot.recall.lines import Hit
+    from membot.recall.source import RecallSource
+    from membot.store.base import BufferEntry
+
+
+@dataclass(frozen=True)
+class Question:
+    """What one turn asks recall: the match string and its vector, the scope to search, when
+    it is asked, and the new line itself (``said``: time words such as "last week" are read
+    from it; default the match string)."""
+
+    text: str
+    vector: np.ndarray
+    scope: Scope
+    now: datetime | None = None
+    said: str | None = None
+
+    @property
+    def line(self) -> str:
+        return self.said or self.text
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A kept match, the block of lines it brings in, and its place in the strategy's order
+    (``order``: the score the strategy sorted by; ``hit.score`` is the cosine)."""
+
+    hit: Hit
+    block: BufferEntry
+    order: float
+    decay: float  # a block line d away from the match is ordered at decay ** d of it
+
+
+class Strategy(Protocol):
+    """A recall strategy: its name, its options (name → default; those in ``whole_numbers``
+    take whole numbers, those in ``switches`` 1 or 0), and the matches it keeps for a turn,
+    best first, at most ``settings.max_matches``, each with its block."""
+
+    name: str
+    options: Mapping[str, float]
+    whole_numbers: frozenset[str]
+    switches: frozenset[str]
+
+    def choose(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[Choice]: ...
+
+
+_REGISTERED: dict[str, Strategy] = {}
+_LOADING = threading.Lock()
+_loaded = False
+
+
+def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
+    """Make ``strategy`` available under its name; ConfigError if the name is taken (unless
+    ``replace``). Returns it, so a module may register as it defines."""
+    if not replace and strategy.name in _REGISTERED:
+        raise ConfigError(f"a recall strategy named {strategy.name!r} is registered already")
+    _REGISTERED[strategy.name] = strategy
+    return strategy
+
+
+def strategies() -> dict[str, Strategy]:
+    """Every registered strategy by name, membot's own first (in their documented order)."""
+    global _loaded
+    if not _loaded:
+        with _LOADING:
+            if not _loaded:
+                # Built in, and registered as any other (on first use, not at import);
+                # listed first, before those another package registered meanwhile.
+                from membot.recall.builtin import register_builtin_strategies
+
+                earlier = dict(_REGISTERED)
+                _REGISTERED.clear()
+                register_builtin_strategies()
+                _REGISTERED.update(earlier)
+                _loaded = True
+    return dict(_REGISTERED)
+
+
+def strategy_names() -> tuple[str, ...]:
+    return tuple(strategies())
+
+
+def strategy_named(name: str) -> Strategy:
+    """The strategy registered as ``name``; ConfigError naming those there are."""
+    found = strategies().get(name)
+    if found is None:
+        raise ConfigError(f"unknown strategy {name!r}: use one of {', '.join(strategy_names())}")
+    return found
+
+
+def check_strategy(settings: BotSettings) -> None:
+    """ConfigError unless the strategy exists and every option is one it reads, of its kind."""
+    strategy = strategy_named(settings.strategy)
+    known = strategy.options
+    for name, value in settings.strategy_options:
+        if name not in known:
+            listed = ", ".join(f"strategy.{each}" for each in known) or "none"
+            raise ConfigError(
+                f"strategy {settings.strategy} has no option {name!r} (it reads: {listed})"
+            )
+        if name in strategy.switches and value not in (0, 1):
+            raise ConfigError(f"strategy.{name} is 1 (on) or 0 (off), not {value}")
+        if name in strategy.whole_numbers and not float(value).is_integer():
+            raise ConfigError(f"strategy.{name} is a whole number, not {value}")
+
+
+def options_of(settings: BotSettings) -> dict[str, float]:
+    """The strategy's options: its defaults, overridden by the bot's settings."""
+    declared = strategy_named(settings.strategy).options
+    return {name: settings.option(name, value) for name, value in declared.items()}
