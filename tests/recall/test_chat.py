@@ -10,8 +10,7 @@ import pytest
 
 from membot import BotSettings, ConfigError, Memory, Role
 from membot.index.vectors import Scope
-from membot.recall.chat import ChatRecall, recall_for_turn
-from membot.recall.strategies import strategy_named, strategy_names
+from membot.recall.chat import ChatRecall, recall_for_turn, strategy_named, strategy_names
 from membot.store import ThreadKey
 from membot.store.base import lines_between
 

@@ -4,7 +4,7 @@ from membot.eval.data import shared_data_dir
 from membot.eval.harness import write_report
 from membot.eval.locomo import evaluate_locomo
 from membot.eval.longmemeval import evaluate_longmemeval
-from membot.recall.strategies import strategy_names
+from membot.recall.chat import strategy_names
 
 __all__ = [
     "STRATEGIES",

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from membot.index.vectors import InScope, Scope, similarities
+from membot.index.scope import InScope, Scope, similarities
 from membot.recall.lines import Hit
 from membot.store.approximate import NearLines, Nominator, approximate_nominator
 from membot.store.base import ROLE_CODES, VectorRows
@@ -169,9 +169,9 @@ _MOVED_TO_STORE = {
     "PgvectorNominator": "membot.store.approximate_postgres",
     "UsearchNominator": "membot.store.approximate_sqlite",
     "drop_saved_indexes": "membot.store.approximate",
-    "IndexedStore": "membot.store.approximate",
-    "PagedStore": "membot.store.approximate",
-    "SEARCH_DEPTH": "membot.store.approximate",
+    "IndexedStore": "membot.store.near_lines",
+    "PagedStore": "membot.store.near_lines",
+    "SEARCH_DEPTH": "membot.store.near_lines",
 }
 
 

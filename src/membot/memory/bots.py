@@ -8,10 +8,10 @@ from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
-from membot.errors import ConfigError, NotFoundError, StoreError
+from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
 from membot.line_checks import check_bot_name
 from membot.recall.chat import check_strategy
-from membot.store.base import bot_taken
+from membot.store.base import bot_taken, number_taken
 
 if TYPE_CHECKING:
     from membot.embed import Embedder
@@ -166,13 +166,22 @@ class BotProfiles:
         the prompt for the person's line (only where what sizes the prompt changes from
         ``before``: a profile an earlier membot kept may still change its other settings)."""
         check_bot_name(bot)
-        from membot.service.text_messages import check_number_free
         from membot.turn.context import check_room, prompt_shape
 
         check_strategy(settings)
         if before is None or prompt_shape(settings) != prompt_shape(before):
             check_room(settings, self.tokens)
-        check_number_free(self, bot, settings)
+        if settings.sms_number:
+            owner = self.sms_number_owner(settings.sms_number)
+            if owner is not None and owner != bot:
+                raise number_taken(owner, settings.sms_number)
+
+    def sms_number_owner(self, number: str) -> str | None:
+        """The bot people reach at ``number`` (its profile's ``sms_number``), or None."""
+        found = [bot for bot in self.bots() if self.bot_settings(bot).sms_number == number]
+        if len(found) > 1:  # two writers racing past the check as the profiles were saved
+            raise ConflictError(f"bots {', '.join(found)} share one SMS number: give each its own")
+        return found[0] if found else None
 
     @staticmethod
     def _changed_from_defaults(settings: BotSettings) -> dict[str, object]:

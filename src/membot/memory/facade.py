@@ -36,6 +36,7 @@ from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.model import (
     Block,
     Line,
+    LineInput,
     Match,
     Role,
     ThreadInfo,
@@ -49,24 +50,6 @@ from membot.recall.chat import recall_for_turn
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
 from membot.store.base import check_embedder_meta, lines_between
 from membot.turn.tokens import TokenCounter, default_token_counter
-
-
-@dataclass(frozen=True)
-class LineInput:
-    """A line to add in bulk (imports). ``source_key`` says where it came from (the
-    importers set it: ``ref:`` and its ref, or its place and text in the file); a thread holds
-    each key once, so :meth:`Memory.add_many` skips a line whose key is stored already."""
-
-    text: str
-    user: str
-    thread: str
-    role: Role | str = Role.HUMAN
-    bot: str = DEFAULT_BOT
-    created_at: datetime | None = None
-    speaker: str | None = None
-    ref: str | None = None
-    source_key: str | None = None
-    answers: int | None = None  # the id of the line this reply answers (NewLine.answers)
 
 
 def _source_key(item: LineInput) -> SourceKey | None:

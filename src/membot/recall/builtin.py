@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
-from membot.recall.chat import BlendStrategy, LexicalStrategy, LinesStrategy, PruneStrategy
+from membot.recall.line_strategies import (
+    BlendStrategy,
+    LexicalStrategy,
+    LinesStrategy,
+    PruneStrategy,
+)
 from membot.recall.strategies import register_strategy
 from membot.recall.units import UnitStrategy, pair_units, window_units
 

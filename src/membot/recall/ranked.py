@@ -19,9 +19,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from membot.config import BotSettings
-from membot.index.vectors import Scope
-from membot.recall.chat import EVERY_LINE, chosen_for_turn
-from membot.recall.strategies import Choice, check_strategy
+from membot.index.scope import Scope
+from membot.recall.chat import EVERY_LINE, check_strategy, chosen_for_turn
+from membot.recall.strategies import Choice
 
 if TYPE_CHECKING:
     from membot.recall.source import RecallSource

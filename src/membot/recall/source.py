@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from membot.index.vectors import InScope, Scope
+    from membot.index.scope import InScope, Scope
     from membot.model import Line
     from membot.recall.lines import Hit
     from membot.recall.pairs import Unit, Units

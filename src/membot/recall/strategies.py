@@ -2,20 +2,22 @@
 ``choose``.
 
 membot's own strategies (:mod:`membot.recall.builtin`) are registered through
-:func:`register_strategy`, the call another package uses to add one::
+:func:`register_strategy`, the call another package uses to add one (the lookups,
+:func:`membot.recall.chat.strategy_named` and :func:`~membot.recall.chat.check_strategy`, load
+membot's own first)::
 
     from membot.recall.strategies import register_strategy
 
     register_strategy(MyStrategy())  # then: membot bot set BOT strategy mine
 
 A bot's ``strategy`` names one; its ``strategy.NAME`` settings (and ``membot eval --set``) set
-the options the strategy declares, checked against that declaration (:func:`check_strategy`).
+the options the strategy declares, checked against that declaration.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -26,7 +28,7 @@ from membot.errors import ConfigError
 
 if TYPE_CHECKING:
     from membot.config import BotSettings
-    from membot.index.vectors import Scope
+    from membot.index.scope import Scope
     from membot.recall.lines import Hit
     from membot.recall.source import RecallSource
     from membot.store.base import BufferEntry
@@ -89,53 +91,22 @@ def register_strategy(strategy: Strategy, *, replace: bool = False) -> Strategy:
     return strategy
 
 
-def strategies() -> dict[str, Strategy]:
-    """Every registered strategy by name, membot's own first (in their documented order)."""
+def load_strategies(register_builtin: Callable[[], None]) -> dict[str, Strategy]:
+    """The registered strategies by name, after ``register_builtin`` registered membot's own
+    (once, on first use, not at import), listed before those another package registered
+    before that."""
     global _loaded
     if not _loaded:
         with _LOADING:
             if not _loaded:
-                # Built in, and registered as any other (on first use, not at import);
-                # listed first, before those another package registered meanwhile.
-                from membot.recall.builtin import register_builtin_strategies
-
                 earlier = dict(_REGISTERED)
                 _REGISTERED.clear()
-                register_builtin_strategies()
+                register_builtin()
                 _REGISTERED.update(earlier)
                 _loaded = True
     return dict(_REGISTERED)
 
 
-def strategy_names() -> tuple[str, ...]:
-    return tuple(strategies())
-
-
-def strategy_named(name: str) -> Strategy:
-    """The strategy registered as ``name``; ConfigError naming those there are."""
-    found = strategies().get(name)
-    if found is None:
-        raise ConfigError(f"unknown strategy {name!r}: use one of {', '.join(strategy_names())}")
-    return found
-
-
-def check_strategy(settings: BotSettings) -> None:
-    """ConfigError unless the strategy exists and every option is one it reads, of its kind."""
-    strategy = strategy_named(settings.strategy)
-    known = strategy.options
-    for name, value in settings.strategy_options:
-        if name not in known:
-            listed = ", ".join(f"strategy.{each}" for each in known) or "none"
-            raise ConfigError(
-                f"strategy {settings.strategy} has no option {name!r} (it reads: {listed})"
-            )
-        if name in strategy.switches and value not in (0, 1):
-            raise ConfigError(f"strategy.{name} is 1 (on) or 0 (off), not {value}")
-        if name in strategy.whole_numbers and not float(value).is_integer():
-            raise ConfigError(f"strategy.{name} is a whole number, not {value}")
-
-
-def options_of(settings: BotSettings) -> dict[str, float]:
+def option_values(strategy: Strategy, settings: BotSettings) -> dict[str, float]:
     """The strategy's options: its defaults, overridden by the bot's settings."""
-    declared = strategy_named(settings.strategy).options
-    return {name: settings.option(name, value) for name, value in declared.items()}
+    return {name: settings.option(name, value) for name, value in strategy.options.items()}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from membot.index.vectors import Scope, similarities
+from membot.index.scope import Scope, similarities
 from membot.recall.lines import Hit
 from membot.recall.pairs import KINDS_CUT, PairUnits, Units
 from membot.recall.strategies import Choice, Question

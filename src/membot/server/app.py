@@ -16,7 +16,8 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, EmbedderMismatchError, LLMPool, Memory, resolve_llm
-from membot.server import openai_api, rest, sms
+from membot.server import openai_api, rest
+from membot.server import sms_route as sms
 from membot.server.errors import (
     ApiError,
     declare_errors,

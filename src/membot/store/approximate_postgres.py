@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from membot.store.approximate import SEARCH_DEPTH, IndexedStore
+from membot.store.near_lines import SEARCH_DEPTH, IndexedStore
 
 
 class PgvectorNominator:

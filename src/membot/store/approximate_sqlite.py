@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from membot.errors import StoreError
-from membot.store.approximate import SEARCH_DEPTH, PagedStore
+from membot.store.near_lines import SEARCH_DEPTH, PagedStore
 
 log = logging.getLogger(__name__)
 
