@@ -43,13 +43,9 @@ def recall(
     the new line's thread is forgotten after unless ``keep`` (so later calls do not find it)."""
     line = memory.add(text, user=user, thread=thread)
     thread_id = memory.store.thread_id(ThreadKey("membot", user, thread))
-    scope = Scope(
-        bot_id=memory.store.bot_id("membot") or 0,
-        person_id=None if settings.share_across_people else memory.store.person_id(user),
-        window_thread_id=thread_id,
-        window_from_seq=line.seq - settings.window_size,
-        roles=settings.recall_roles,
-    )
+    feed = (thread_id or 0, line.seq - settings.window_size)
+    scope = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id(user), settings,
+                     feed=feed)  # fmt: skip
     chosen = recall_for_turn(memory.recall_source, settings, text, memory.embed([text])[0], scope)
     if not keep:
         memory.forget(user=user, thread=thread)

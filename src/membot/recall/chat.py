@@ -74,6 +74,7 @@ __all__ = [
     "strategies",
     "strategy_named",
     "strategy_names",
+    "strategy_options",
 ]
 
 
@@ -84,6 +85,12 @@ def strategies() -> dict[str, Strategy]:
 
 def strategy_names() -> tuple[str, ...]:
     return tuple(strategies())
+
+
+def strategy_options() -> dict[str, dict[str, float]]:
+    """Each registered strategy's options and their defaults, by name: what a bot's
+    ``strategy.NAME`` settings may set (``membot eval --help``, ``GET /v1/strategies``)."""
+    return {name: dict(strategy.options) for name, strategy in strategies().items()}
 
 
 def strategy_named(name: str) -> Strategy:
