@@ -56,18 +56,18 @@ def test_a_large_shared_scope_is_searched_approximately_and_scored_exactly(make_
     fill(store, 600)
     bot = store.bot_id("shared")
     scopes = ApproximateScopes(store, from_lines=500)
-    approximate = scopes.scope_for(Scope(bot, None), held_lines=None)
+    approximate = scopes.scope_for(Scope.of(bot, None), held_lines=None)
     assert isinstance(approximate, ApproximateScope)
-    assert scopes.scope_for(Scope(bot, store.person_id("person-1")), None) is None  # a person's
+    assert scopes.scope_for(Scope.of(bot, store.person_id("person-1")), None) is None  # a person's
     found_all = []
     for query in vectors(20, seed=1):
-        wanted = exact(store, Scope(bot, None), query, 10)
-        found = approximate.search(query, Scope(bot, None), 10, None)
+        wanted = exact(store, Scope.of(bot, None), query, 10)
+        found = approximate.search(query, Scope.of(bot, None), 10, None)
         found_all.append(len({i for i, _ in wanted} & {i for i, _ in found}) / 10)
         # Every score is the true cosine, whatever the index nominated.
         assert (
             dict(found).items()
-            <= dict(approximate.search(query, Scope(bot, None), 400, None)).items()
+            <= dict(approximate.search(query, Scope.of(bot, None), 400, None)).items()
         )
         for line_id, score in found:
             if line_id in dict(wanted):
@@ -79,8 +79,8 @@ def test_a_small_shared_scope_stays_exact(make_store) -> None:
     store = make_store()
     fill(store, 100)
     scopes = ApproximateScopes(store, from_lines=500)
-    assert scopes.scope_for(Scope(store.bot_id("shared"), None), held_lines=None) is None
-    assert scopes.scope_for(Scope(store.bot_id("shared"), None), held_lines=500) is not None
+    assert scopes.scope_for(Scope.of(store.bot_id("shared"), None), held_lines=None) is None
+    assert scopes.scope_for(Scope.of(store.bot_id("shared"), None), held_lines=500) is not None
 
 
 def test_approximate_lines_keep_to_the_scope_and_bring_their_neighbours(make_store) -> None:
@@ -89,7 +89,7 @@ def test_approximate_lines_keep_to_the_scope_and_bring_their_neighbours(make_sto
     fill(store, 300, seed=5, bot="other")  # another bot's lines never come back
     bot = store.bot_id("shared")
     thread = store.thread_id(ThreadKey("shared", "person-0", "t0"))
-    scope = Scope(bot, None, window_thread_id=thread, window_from_seq=3, roles=("human",))
+    scope = Scope.of(bot, None, feed=(thread, 3), roles=("human",))
     approximate = ApproximateScopes(store, from_lines=0).scope_for(scope, None)
     assert approximate is not None
     for query in vectors(5, seed=2):
@@ -111,16 +111,16 @@ def test_lines_written_later_are_found(make_store) -> None:
     store = make_store()
     fill(store, 300)
     bot = store.bot_id("shared")
-    approximate = ApproximateScopes(store, from_lines=0).scope_for(Scope(bot, None), None)
+    approximate = ApproximateScopes(store, from_lines=0).scope_for(Scope.of(bot, None), None)
     assert approximate is not None
     query = vectors(1, seed=9)[0]
-    approximate.search(query, Scope(bot, None), 10, None)  # the index is built
+    approximate.search(query, Scope.of(bot, None), 10, None)  # the index is built
     key = ThreadKey("shared", "late", "t")
     (late,) = store.add_lines([NewLine(key, Role.HUMAN, "late", query, 1)], BY)
-    best = approximate.search(query, Scope(bot, None), 1, None)
+    best = approximate.search(query, Scope.of(bot, None), 1, None)
     assert best[0][0] == late.id and best[0][1] == pytest.approx(1.0, abs=1e-5)
     store.forget("late", None, None)
-    assert late.id not in dict(approximate.search(query, Scope(bot, None), 10, None))
+    assert late.id not in dict(approximate.search(query, Scope.of(bot, None), 10, None))
 
 
 def test_the_exact_index_hands_a_shared_scope_over_at_the_threshold(
@@ -134,11 +134,11 @@ def test_the_exact_index_hands_a_shared_scope_over_at_the_threshold(
     bot = store.bot_id("shared")
     index = VectorIndex(store)
     query = vectors(1, seed=3)[0]
-    before = index.search(query, Scope(bot, None), 5)
+    before = index.search(query, Scope.of(bot, None), 5)
     assert index.scopes_held() == [(bot, None)]  # exact: held in memory
     fill(store, 200, seed=4)
-    index.search(query, Scope(bot, None), 5)  # brings the held matrix to 500 lines
-    after = index.search(query, Scope(bot, None), 5)
+    index.search(query, Scope.of(bot, None), 5)  # brings the held matrix to 500 lines
+    after = index.search(query, Scope.of(bot, None), 5)
     assert index.scopes_held() == []  # approximate now: the matrix is dropped
     assert before[0][0] in dict(after) or after[0][1] >= before[0][1]
 
@@ -491,24 +491,24 @@ def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_sear
     ids = fill(store, 300)
     bot = store.bot_id("shared") or 0
     index = VectorIndex(store)
-    hits = index.lexical(["line", "42"], Scope(bot, None), 5)
+    hits = index.lexical(["line", "42"], Scope.of(bot, None), 5)
     assert hits[0].line_id == ids[42] and len(hits) == 5
     assert (hits[0].thread_id, hits[0].seq) == (
         store.thread_id(ThreadKey("shared", "person-2", "t4")),
         1,  # line 42 opens person-2's thread t4 (line 47 follows it)
     )
     with pytest.raises(ValueError, match="among"):  # the whole scope is never scored
-        index.lexical_scores(["42"], Scope(bot, None))
+        index.lexical_scores(["42"], Scope.of(bot, None))
     # A blend's lexical side: only the lines the approximate search read, by id.
-    read = index.scored_in_scope(vectors(1, seed=7)[0], Scope(bot, None)).ids
+    read = index.scored_in_scope(vectors(1, seed=7)[0], Scope.of(bot, None)).ids
     among = np.asarray(sorted({*read.tolist()[:5], ids[42]}), dtype=np.int64)
-    ranked, scores = index.lexical_scores(["line", "42"], Scope(bot, None), among=among)
+    ranked, scores = index.lexical_scores(["line", "42"], Scope.of(bot, None), among=among)
     assert ranked[0] == ids[42] and set(ranked.tolist()) <= set(among.tolist())
     assert len(ranked) == len(among) and scores[0] > 0  # every line says "line"
-    ranked, _ = index.lexical_scores(["42"], Scope(bot, None), among=among)
+    ranked, _ = index.lexical_scores(["42"], Scope.of(bot, None), among=among)
     assert ranked.tolist() == [ids[42]]
     assert index.scopes_held() == []  # nothing of the shared scope was read into memory
-    person = Scope(bot, store.person_id("person-2"))
+    person = Scope.of(bot, store.person_id("person-2"))
     assert index.lexical(["42"], person, 5)[0].line_id == ids[42]
     assert index.scopes_held() == [(bot, person.person_id)]
 

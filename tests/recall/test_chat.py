@@ -312,10 +312,9 @@ def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -
     query = "What did I bake a week ago?"
     line = memory.add(query, user="alice", thread="now", created_at=now)
     vector = memory.embed([query])[0]
-    scope = Scope(bot_id=memory.store.bot_id("membot") or 0,
-                  person_id=memory.store.person_id("alice"),
-                  window_thread_id=memory.store.thread_id(ThreadKey("membot", "alice", "now")),
-                  window_from_seq=line.seq - 8)  # fmt: skip
+    feed = (memory.store.thread_id(ThreadKey("membot", "alice", "now")) or 0, line.seq - 8)
+    scope = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id("alice"),
+                     feed=feed)  # fmt: skip
     score = max(cosine(memory, query, "I baked a lemon cake"),
                 cosine(memory, query, "I baked a lemon cake!"))  # fmt: skip
     # Both lines fall short of the threshold, within the margin; BM25 is left out.

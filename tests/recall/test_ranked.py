@@ -24,7 +24,7 @@ def stored(memory: Memory, *texts: str, thread: str = "t1", user: str = "ann") -
 
 
 def scope(memory: Memory, **values: object) -> Scope:
-    return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None, **values)
+    return Scope.of(memory.store.bot_id("membot") or 0, None, **values)
 
 
 def ranked(memory: Memory, strategy: str, query: str, now: datetime | None = None,
@@ -209,7 +209,7 @@ def test_a_turn_keeps_the_first_matches_of_the_benchmarks_ranking(
     kept = [match.line.id for match in preview.matches]
     assert len(kept) == (2 if strategy == "windows" else 3)  # windows: one per thread
     settings = settings_for_ranking(strategy, base=memory.bot_settings())
-    person = Scope(memory.store.bot_id("membot") or 0, memory.store.person_id("ann"))
+    person = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id("ann"))
     choices = chosen_for_turn(
         memory.recall_source, settings, query, memory.embed([query])[0], person
     )

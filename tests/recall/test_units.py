@@ -29,7 +29,7 @@ def dialog(memory: Memory, *turns: tuple[Role, str], thread: str = "t1", user: s
 
 
 def scope(memory: Memory, **values: object) -> Scope:
-    return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None, **values)
+    return Scope.of(memory.store.bot_id("membot") or 0, None, **values)
 
 
 def ranked(memory: Memory, strategy: str, query: str, where: Scope | None = None,
@@ -110,7 +110,7 @@ def test_pairs_find_a_question_by_its_answer_and_place_both(make_memory, minilm)
     ann = memory.store.person_id("ann")
     order = ranked(memory, "pairs", "Italian rice dish")
     assert order[:2] in ([ids[0], ids[1]], others)  # a risotto pair, whoever said it
-    only_ann = Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=ann)
+    only_ann = Scope.of(memory.store.bot_id("membot") or 0, ann)
     order = ranked(memory, "pairs", "Italian rice dish", only_ann)
     assert order == [ids[0], ids[1], ids[2], ids[3]]  # the pair in seq order, Bob's left out
 
@@ -157,12 +157,9 @@ def turn_scope(memory: Memory, user: str, thread: str, shared: bool = False) -> 
     when the bot shares memory), the thread's last line in the feed."""
     store = memory.store
     last = store.last_lines(store.thread_id(ThreadKey("membot", user, thread)) or 0, 1)
-    return Scope(
-        bot_id=store.bot_id("membot") or 0,
-        person_id=None if shared else store.person_id(user),
-        window_thread_id=store.thread_id(ThreadKey("membot", user, thread)),
-        window_from_seq=last[0].seq,
-    )
+    feed = (store.thread_id(ThreadKey("membot", user, thread)) or 0, last[0].seq)
+    settings = BotSettings(share_across_people=shared)
+    return Scope.of(store.bot_id("membot") or 0, store.person_id(user), settings, feed=feed)
 
 
 def units_recalled(memory: Memory, strategy: str, query: str, where: Scope) -> set[str]:
