@@ -531,11 +531,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
         if bot_id is None or (person_id is None and not settings.share_across_people):
             return Recall((), (), 0.0)
         thread_id = self.store.thread_id(ThreadKey(bot, user, thread)) if thread else None
-        window_from = None
+        window_from, feed = None, None
         if thread_id is not None:
             last = self.store.last_lines(thread_id, 1)
             window_from = (last[-1].seq + 1 if last else 1) - settings.window_size
-        feed = (thread_id, window_from) if thread_id is not None else None
+            feed = (thread_id, window_from)
         scope = Scope.of(bot_id, person_id, settings, feed=feed)
         vector = self.embed([text], keep=False)[0]  # recall without storing: a query
         asked = check_moment(now, "now") if now is not None else utc_now()

@@ -67,10 +67,14 @@ class Strategy(Protocol):
     take whole numbers, those in ``switches`` 1 or 0), and the matches it keeps for a turn,
     best first, at most ``settings.max_matches``, each with its block."""
 
-    name: str
-    options: Mapping[str, float]
-    whole_numbers: frozenset[str]
-    switches: frozenset[str]
+    @property
+    def name(self) -> str: ...
+    @property
+    def options(self) -> Mapping[str, float]: ...
+    @property
+    def whole_numbers(self) -> frozenset[str]: ...
+    @property
+    def switches(self) -> frozenset[str]: ...
 
     def choose(
         self, source: RecallSource, settings: BotSettings, question: Question
