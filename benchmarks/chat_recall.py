@@ -124,14 +124,15 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
     for number, case in enumerate(cases, start=1):
         print(f"{label} {number}/{len(cases)}", file=sys.stderr)
         with fresh_memory(embedder, case.lines) as mem:
-            scope = Scope(bot_id=mem.store.bot_id(DEFAULT_BOT) or 0, person_id=None)
+            scope = Scope.of(mem.store.bot_id(DEFAULT_BOT) or 0, None)
+            source = mem.recall_source
             vectors = mem.embed([text for text, _ in case.questions])
             chatter = mem.embed(list(CHITCHAT))
             for name, values in VARIANTS.items():
                 settings = BotSettings().with_values(values)
                 total = totals[name]
                 for (text, evidence), vector in zip(case.questions, vectors, strict=True):
-                    chosen = recall_for_turn(mem, settings, text, vector, scope, case.now)
+                    chosen = recall_for_turn(source, settings, text, vector, scope, case.now)
                     refs = set()
                     for block in chosen.blocks:
                         lines = lines_between(
@@ -144,7 +145,7 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
                     total["lines"] += len(refs)
                 for text, vector in zip(CHITCHAT, chatter, strict=True):
                     total["chitchat_fires"] += bool(
-                        recall_for_turn(mem, settings, text, vector, scope, case.now).hits
+                        recall_for_turn(source, settings, text, vector, scope, case.now).hits
                     )
             asked += len(case.questions)
             fired_on += len(CHITCHAT)

@@ -3,7 +3,7 @@
 On SQLite a forget in a bot past ``MEMBOT_APPROXIMATE_FROM`` lines means that bot's usearch
 graph must be built again (its removal keeps the vectors' bytes). The process keeps answering
 from its old graph with the forgotten lines taken out, while a child process builds the fresh
-one (:mod:`membot.index.approximate_build`). This script measures that on a copy of
+one (:mod:`membot.store.approximate_build`). This script measures that on a copy of
 ``benchmarks/scale.py``'s
 SQLite store of ``--size`` lines (build it first with ``scale.py --stores sqlite --sizes N``):
 a process warmed up as ``membot serve`` does asks LoCoMo's questions as turns of the bot

@@ -91,7 +91,7 @@ def measure(kind: str, store, embedder, asked: dict[str, np.ndarray], ef: list[i
         memory.add_many(read_file(path, fmt, BOT, None).lines)
     print(f"{kind}: {memory.count_lines()} lines stored in {time.perf_counter() - started:.0f} s")
     bot_id = store.bot_id(BOT) or 0
-    scope = Scope(bot_id, None)
+    scope = Scope.of(bot_id, None)
     rows = store.scope_vector_snapshot(bot_id, None, None, 0).rows
     approximate = ApproximateScopes(store, from_lines=0).scope_for(scope, None)
     assert approximate is not None

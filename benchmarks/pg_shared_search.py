@@ -26,6 +26,7 @@ from membot.embed import default_embedder
 from membot.index import approximate as ann
 from membot.recall.bm25 import query_terms
 from membot.store import open_store
+from membot.store.approximate_postgres import PgvectorNominator
 from membot.store.postgres_lexical import bm25_query
 
 ROLES = ("human", "bot")
@@ -43,7 +44,7 @@ def main() -> None:
     bot = store.bot_id(scale.BOT)
     if bot is None:
         sys.exit(f"no store of {args.lines:,} lines: run benchmarks/scale.py first")
-    nominator = ann.PgvectorNominator(store, bot)
+    nominator = PgvectorNominator(store, bot)
     asked = [question for question, _ in scale.questions(args.questions)]
     first: tuple[list[str], list[int]] | None = None
     for question in asked:

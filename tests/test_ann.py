@@ -1,5 +1,5 @@
-"""Approximate search of large shared scopes (membot.index.approximate), on SQLite (usearch beside
-the store
+"""Approximate search of large shared scopes (membot.index.approximate, nominated by the
+store's own index: membot.store.approximate), on SQLite (usearch beside the store
 file) and PostgreSQL (pgvector's HNSW index): it finds what exact search finds, scores exactly,
 keeps to the scope, stays up to date, and takes over from the exact index at the threshold."""
 
@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from membot import Role, ann
+from membot import Role
 from membot.errors import StoreError
-from membot.index.approximate import ApproximateScope, ApproximateScopes, UsearchNominator
+from membot.index.approximate import ApproximateScope, ApproximateScopes
 from membot.index.vectors import Scope, VectorIndex
-from membot.store import NewLine, ThreadKey
+from membot.store import NewLine, ThreadKey, approximate_sqlite
+from membot.store.approximate import drop_saved_indexes
+from membot.store.approximate_sqlite import PART, UsearchNominator
 
 DIMENSION = 16
 BY = ("random-unit", DIMENSION)
@@ -54,18 +56,18 @@ def test_a_large_shared_scope_is_searched_approximately_and_scored_exactly(make_
     fill(store, 600)
     bot = store.bot_id("shared")
     scopes = ApproximateScopes(store, from_lines=500)
-    approximate = scopes.scope_for(Scope(bot, None), held_lines=None)
+    approximate = scopes.scope_for(Scope.of(bot, None), held_lines=None)
     assert isinstance(approximate, ApproximateScope)
-    assert scopes.scope_for(Scope(bot, store.person_id("person-1")), None) is None  # a person's
+    assert scopes.scope_for(Scope.of(bot, store.person_id("person-1")), None) is None  # a person's
     found_all = []
     for query in vectors(20, seed=1):
-        wanted = exact(store, Scope(bot, None), query, 10)
-        found = approximate.search(query, Scope(bot, None), 10, None)
+        wanted = exact(store, Scope.of(bot, None), query, 10)
+        found = approximate.search(query, Scope.of(bot, None), 10, None)
         found_all.append(len({i for i, _ in wanted} & {i for i, _ in found}) / 10)
         # Every score is the true cosine, whatever the index nominated.
         assert (
             dict(found).items()
-            <= dict(approximate.search(query, Scope(bot, None), 400, None)).items()
+            <= dict(approximate.search(query, Scope.of(bot, None), 400, None)).items()
         )
         for line_id, score in found:
             if line_id in dict(wanted):
@@ -77,8 +79,8 @@ def test_a_small_shared_scope_stays_exact(make_store) -> None:
     store = make_store()
     fill(store, 100)
     scopes = ApproximateScopes(store, from_lines=500)
-    assert scopes.scope_for(Scope(store.bot_id("shared"), None), held_lines=None) is None
-    assert scopes.scope_for(Scope(store.bot_id("shared"), None), held_lines=500) is not None
+    assert scopes.scope_for(Scope.of(store.bot_id("shared"), None), held_lines=None) is None
+    assert scopes.scope_for(Scope.of(store.bot_id("shared"), None), held_lines=500) is not None
 
 
 def test_approximate_lines_keep_to_the_scope_and_bring_their_neighbours(make_store) -> None:
@@ -87,7 +89,7 @@ def test_approximate_lines_keep_to_the_scope_and_bring_their_neighbours(make_sto
     fill(store, 300, seed=5, bot="other")  # another bot's lines never come back
     bot = store.bot_id("shared")
     thread = store.thread_id(ThreadKey("shared", "person-0", "t0"))
-    scope = Scope(bot, None, window_thread_id=thread, window_from_seq=3, roles=("human",))
+    scope = Scope.of(bot, None, feed=(thread, 3), roles=("human",))
     approximate = ApproximateScopes(store, from_lines=0).scope_for(scope, None)
     assert approximate is not None
     for query in vectors(5, seed=2):
@@ -109,16 +111,16 @@ def test_lines_written_later_are_found(make_store) -> None:
     store = make_store()
     fill(store, 300)
     bot = store.bot_id("shared")
-    approximate = ApproximateScopes(store, from_lines=0).scope_for(Scope(bot, None), None)
+    approximate = ApproximateScopes(store, from_lines=0).scope_for(Scope.of(bot, None), None)
     assert approximate is not None
     query = vectors(1, seed=9)[0]
-    approximate.search(query, Scope(bot, None), 10, None)  # the index is built
+    approximate.search(query, Scope.of(bot, None), 10, None)  # the index is built
     key = ThreadKey("shared", "late", "t")
     (late,) = store.add_lines([NewLine(key, Role.HUMAN, "late", query, 1)], BY)
-    best = approximate.search(query, Scope(bot, None), 1, None)
+    best = approximate.search(query, Scope.of(bot, None), 1, None)
     assert best[0][0] == late.id and best[0][1] == pytest.approx(1.0, abs=1e-5)
     store.forget("late", None, None)
-    assert late.id not in dict(approximate.search(query, Scope(bot, None), 10, None))
+    assert late.id not in dict(approximate.search(query, Scope.of(bot, None), 10, None))
 
 
 def test_the_exact_index_hands_a_shared_scope_over_at_the_threshold(
@@ -132,11 +134,11 @@ def test_the_exact_index_hands_a_shared_scope_over_at_the_threshold(
     bot = store.bot_id("shared")
     index = VectorIndex(store)
     query = vectors(1, seed=3)[0]
-    before = index.search(query, Scope(bot, None), 5)
+    before = index.search(query, Scope.of(bot, None), 5)
     assert index.scopes_held() == [(bot, None)]  # exact: held in memory
     fill(store, 200, seed=4)
-    index.search(query, Scope(bot, None), 5)  # brings the held matrix to 500 lines
-    after = index.search(query, Scope(bot, None), 5)
+    index.search(query, Scope.of(bot, None), 5)  # brings the held matrix to 500 lines
+    after = index.search(query, Scope.of(bot, None), 5)
     assert index.scopes_held() == []  # approximate now: the matrix is dropped
     assert before[0][0] in dict(after) or after[0][1] >= before[0][1]
 
@@ -184,7 +186,7 @@ def shared_memory_saving_its_index(
     people (``line N`` by ``person-K``), searched approximately from ``start`` lines and
     saving its index every ``save_every`` lines added."""
     monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", str(start))
-    monkeypatch.setattr(ann, "SAVE_EVERY", save_every)
+    monkeypatch.setattr(approximate_sqlite, "SAVE_EVERY", save_every)
     memory = make_memory()
     memory.configure_bot("shared", share_across_people=True)
     for n in range(lines):
@@ -293,8 +295,8 @@ def test_a_deleted_bots_graph_is_emptied_without_a_build(
 SLOW_CHILD = """
 import sys, time
 from pathlib import Path
-import membot.index.approximate as ann
-from membot.index.approximate_build import main
+import membot.store.approximate_sqlite as ann
+from membot.store.approximate_build import main
 read = ann.UsearchNominator._add_new
 def slow(self):
     Path(sys.argv[3]).write_text("read")
@@ -358,7 +360,7 @@ def test_a_graph_saved_as_lines_are_forgotten_elsewhere_removes_its_file(tmp_pat
     nominator.refresh()
     other = SqliteStore(tmp_path / "race.db")  # another process
     other.forget("person-0", None, None)
-    ann.drop_saved_indexes(other)
+    drop_saved_indexes(other)
     nominator.save()  # with the forgotten lines' vectors, after the forget's removal
     folder = tmp_path / "race.db.ann"
     assert list(folder.glob("bot-*")) == []
@@ -371,9 +373,9 @@ def test_half_written_index_files_go_with_a_forget(tmp_path) -> None:
     fill(store, 30)
     folder = tmp_path / "part.db.ann"
     folder.mkdir()
-    left = folder / f"tmpabc{ann.PART}"  # a process killed while it wrote an index
+    left = folder / f"tmpabc{PART}"  # a process killed while it wrote an index
     left.write_bytes(b"vectors")
-    ann.drop_saved_indexes(store)
+    drop_saved_indexes(store)
     assert not left.exists()
 
 
@@ -393,7 +395,7 @@ def test_a_second_child_finds_the_fresh_graph_saved_and_leaves_it(
 ) -> None:
     """Every serving process starts a child after a forget; the ones after the first find
     the file current and neither load nor write it again."""
-    from membot.index.approximate_build import build
+    from membot.store.approximate_build import build
 
     memory = shared_memory_saving_its_index(make_memory, monkeypatch, 20, 5, 30, people=3)
     memory.search("line", bot="shared")
@@ -414,14 +416,14 @@ def test_the_build_command_reports_what_it_built(tmp_path) -> None:
     store = SqliteStore(tmp_path / "cmd.db")
     fill(store, 40)
     bot = str(store.bot_id("shared"))
-    command = [sys.executable, "-m", "membot.index.approximate_build", str(store.path), bot]
+    command = [sys.executable, "-m", "membot.store.approximate_build", str(store.path), bot]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert f"built the approximate index of bot {bot}: 40 lines in" in done.stderr
     assert (tmp_path / "cmd.db.ann" / f"bot-{bot}.usearch").exists()
     wrong = subprocess.run(command[:-1], capture_output=True, text=True, timeout=60)
     assert (
-        wrong.returncode == 1 and "usage: python -m membot.index.approximate_build" in wrong.stderr
+        wrong.returncode == 1 and "usage: python -m membot.store.approximate_build" in wrong.stderr
     )
 
 
@@ -489,24 +491,24 @@ def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_sear
     ids = fill(store, 300)
     bot = store.bot_id("shared") or 0
     index = VectorIndex(store)
-    hits = index.lexical(["line", "42"], Scope(bot, None), 5)
+    hits = index.lexical(["line", "42"], Scope.of(bot, None), 5)
     assert hits[0].line_id == ids[42] and len(hits) == 5
     assert (hits[0].thread_id, hits[0].seq) == (
         store.thread_id(ThreadKey("shared", "person-2", "t4")),
         1,  # line 42 opens person-2's thread t4 (line 47 follows it)
     )
     with pytest.raises(ValueError, match="among"):  # the whole scope is never scored
-        index.lexical_scores(["42"], Scope(bot, None))
+        index.lexical_scores(["42"], Scope.of(bot, None))
     # A blend's lexical side: only the lines the approximate search read, by id.
-    read = index.scored_in_scope(vectors(1, seed=7)[0], Scope(bot, None)).ids
+    read = index.scored_in_scope(vectors(1, seed=7)[0], Scope.of(bot, None)).ids
     among = np.asarray(sorted({*read.tolist()[:5], ids[42]}), dtype=np.int64)
-    ranked, scores = index.lexical_scores(["line", "42"], Scope(bot, None), among=among)
+    ranked, scores = index.lexical_scores(["line", "42"], Scope.of(bot, None), among=among)
     assert ranked[0] == ids[42] and set(ranked.tolist()) <= set(among.tolist())
     assert len(ranked) == len(among) and scores[0] > 0  # every line says "line"
-    ranked, _ = index.lexical_scores(["42"], Scope(bot, None), among=among)
+    ranked, _ = index.lexical_scores(["42"], Scope.of(bot, None), among=among)
     assert ranked.tolist() == [ids[42]]
     assert index.scopes_held() == []  # nothing of the shared scope was read into memory
-    person = Scope(bot, store.person_id("person-2"))
+    person = Scope.of(bot, store.person_id("person-2"))
     assert index.lexical(["42"], person, 5)[0].line_id == ids[42]
     assert index.scopes_held() == [(bot, person.person_id)]
 

@@ -55,7 +55,7 @@ def world(store: SqliteStore) -> dict[str, int]:
 def scope(store: SqliteStore, person: str | None, **options) -> Scope:
     bot_id = store.bot_id(options.pop("bot", "membot"))
     assert bot_id is not None
-    return Scope(bot_id, store.person_id(person) if person else None, **options)
+    return Scope.of(bot_id, store.person_id(person) if person else None, **options)
 
 
 def found(index: VectorIndex, scope: Scope, k: int = 10, **options) -> set[int]:
@@ -101,7 +101,7 @@ def test_the_recent_window_of_the_current_thread_is_left_out(store: SqliteStore)
     other = add(store, "alice", "t2", QUERY)  # seq 1 of another thread: not in the window
     t1 = store.thread_id(ThreadKey("membot", "alice", "t1"))
     index = VectorIndex(store)
-    windowed = scope(store, "alice", window_thread_id=t1, window_from_seq=4)
+    windowed = scope(store, "alice", feed=(t1, 4))
     assert found(index, windowed) == {ids[0], ids[1], ids[2], other}
 
 
@@ -159,7 +159,7 @@ def test_the_index_reloads_after_lines_are_forgotten_elsewhere(store, tmp_path) 
 
 def test_an_empty_store_finds_nothing(store: SqliteStore) -> None:
     index = VectorIndex(store)
-    assert index.search(QUERY, Scope(1, None), 5) == []
+    assert index.search(QUERY, Scope.of(1, None), 5) == []
 
 
 WRITER = """
@@ -211,7 +211,7 @@ def test_scored_in_scope_lists_every_line_of_the_scope_with_its_cosine(tmp_path:
     add(store, "bob", "b", unit(0, 1, 0))
     second = add(store, "alice", "a", unit(1, 1, 0))
     index = VectorIndex(store)
-    alice = Scope(bot_id=store.bot_id("membot") or 0, person_id=store.person_id("alice"))
+    alice = Scope.of(store.bot_id("membot") or 0, store.person_id("alice"))
     lines = index.scored_in_scope(QUERY, alice)
     assert lines.ids.tolist() == [first, second]
     assert lines.seqs.tolist() == [1, 2]

@@ -72,6 +72,9 @@ from membot.model import (
     iso,
     utc_now,
 )
+from membot.recall.chat import strategy_options
+from membot.recall.source import RecallSource
+from membot.recall.strategies import Choice, Question, Strategy, register_strategy
 from membot.store.backup import BackupReport, backup_store, restore_store, restore_target
 from membot.store.base import DocumentInfo
 from membot.store.transfer import CopyReport, migrate_store
@@ -101,6 +104,7 @@ __all__ = [
     "Bot",
     "BotSettings",
     "BundledSmolLM2",
+    "Choice",
     "Citation",
     "ConfigError",
     "ConflictError",
@@ -123,11 +127,14 @@ __all__ = [
     "NotFoundError",
     "OpenAICompatibleLLM",
     "ProviderError",
+    "Question",
     "Recall",
+    "RecallSource",
     "Role",
     "ScriptedLLM",
     "StoreError",
     "StoreFullError",
+    "Strategy",
     "Summary",
     "ThreadInfo",
     "ThreadState",
@@ -145,9 +152,11 @@ __all__ = [
     "profile_from_toml",
     "profile_to_toml",
     "read_file",
+    "register_strategy",
     "resolve_embedder",
     "resolve_llm",
     "restore_store",
     "restore_target",
+    "strategy_options",
     "utc_now",
 ]

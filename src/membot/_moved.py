@@ -36,7 +36,7 @@ MOVED_MODULES = {
     "membot.profiles": "membot.memory.profile_files",
     "membot.search": "membot.index.vectors",
     "membot.ann": "membot.index.approximate",
-    "membot.ann_build": "membot.index.approximate_build",
+    "membot.ann_build": "membot.store.approximate_build",
     "membot.keys": "membot.service.keys",
     "membot.sms": "membot.service.text_messages",
     "membot.server.sms": "membot.server.sms_route",

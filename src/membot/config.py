@@ -21,11 +21,11 @@ from platformdirs import user_cache_dir, user_config_dir, user_data_dir
 
 from membot.errors import ConfigError
 from membot.line_checks import CONTROL, MAX_LINE_CHARS, MAX_NAME_CHARS, check_storable
+from membot.model import DEFAULT_BOT as DEFAULT_BOT  # where a line's default bot is named
 from membot.turn.templates import DEFAULTS as TEMPLATES
 from membot.turn.templates import TEMPLATE_NAMES, check_template
 
 APP_NAME = "membot"
-DEFAULT_BOT = "membot"
 DEFAULT_USER = "me"
 DEFAULT_EMBEDDER = "minilm"
 DEFAULT_LLM = "smollm2"

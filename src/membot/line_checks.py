@@ -18,7 +18,7 @@ from membot.errors import ConfigError
 from membot.model import Role
 
 if TYPE_CHECKING:
-    from membot.memory.facade import LineInput
+    from membot.model import LineInput
 
 # The longest line membot stores (docs/server.md: the server answers 413 past it). A
 # line is a turn of dialog: the longest in LoCoMo and LongMemEval is 23,821 characters, and

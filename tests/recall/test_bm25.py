@@ -72,20 +72,20 @@ def test_lexical_search_stays_in_its_scope_and_in_step_with_the_store(tmp_path: 
     add(store, "bob", "t1", "Miso is my hiking partner too")  # another person's line
     index = VectorIndex(store)
     bot = store.bot_id("membot") or 0
-    alice = Scope(bot, store.person_id("alice"))
+    alice = Scope.of(bot, store.person_id("alice"))
     hits = index.lexical(["miso", "hike"], alice, 10)
     assert {hit.line_id for hit in hits} == {hiking, reply}
     assert all(hit.score > 0 for hit in hits)
-    humans_only = Scope(bot, store.person_id("alice"), roles=("human",))
+    humans_only = Scope.of(bot, store.person_id("alice"), roles=("human",))
     assert [hit.line_id for hit in index.lexical(["miso"], humans_only, 10)] == [hiking]
     thread_1 = store.thread_id(ThreadKey("membot", "alice", "t1"))
-    recent = Scope(bot, alice.person_id, window_thread_id=thread_1, window_from_seq=2)
+    recent = Scope.of(bot, alice.person_id, feed=(thread_1, 2))
     assert [hit.line_id for hit in index.lexical(["miso"], recent, 10)] == [hiking]
     later = add(store, "alice", "t2", "Miso again")
     assert later in {hit.line_id for hit in index.lexical(["miso"], alice, 10)}
     store.forget("alice", "membot", "t1")
     assert [hit.line_id for hit in index.lexical(["miso", "hiking"], alice, 10)] == [later]
-    everyone = Scope(bot, None)
+    everyone = Scope.of(bot, None)
     assert len(index.lexical(["miso"], everyone, 10)) == 2  # bob's and alice's t2
     store.close()
 
@@ -94,7 +94,7 @@ def test_an_empty_scope_has_no_lexical_matches(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "s.db")
     add(store, "alice", "t1", "hello")
     index = VectorIndex(store)
-    nobody = Scope(store.bot_id("membot") or 0, 12345)  # a person with no lines
+    nobody = Scope.of(store.bot_id("membot") or 0, 12345)  # a person with no lines
     assert index.lexical(["hello"], nobody, 10) == []
     assert index.lexical_scores(["hello"], nobody)[0].size == 0
     store.close()

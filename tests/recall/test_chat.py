@@ -10,7 +10,7 @@ import pytest
 
 from membot import BotSettings, ConfigError, Memory, Role
 from membot.index.vectors import Scope
-from membot.recall.chat import CHAT_STRATEGIES, OPTIONS, ChatRecall, recall_for_turn
+from membot.recall.chat import ChatRecall, recall_for_turn, strategy_named, strategy_names
 from membot.store import ThreadKey
 from membot.store.base import lines_between
 
@@ -43,14 +43,10 @@ def recall(
     the new line's thread is forgotten after unless ``keep`` (so later calls do not find it)."""
     line = memory.add(text, user=user, thread=thread)
     thread_id = memory.store.thread_id(ThreadKey("membot", user, thread))
-    scope = Scope(
-        bot_id=memory.store.bot_id("membot") or 0,
-        person_id=None if settings.share_across_people else memory.store.person_id(user),
-        window_thread_id=thread_id,
-        window_from_seq=line.seq - settings.window_size,
-        roles=settings.recall_roles,
-    )
-    chosen = recall_for_turn(memory, settings, text, memory.embed([text])[0], scope)
+    feed = (thread_id or 0, line.seq - settings.window_size)
+    scope = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id(user), settings,
+                     feed=feed)  # fmt: skip
+    chosen = recall_for_turn(memory.recall_source, settings, text, memory.embed([text])[0], scope)
     if not keep:
         memory.forget(user=user, thread=thread)
     return chosen
@@ -74,7 +70,7 @@ def recalled_ids(memory: Memory, chosen: ChatRecall) -> set[int]:
     return ids
 
 
-@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategy_names())
 def test_every_strategy_finds_the_cat_and_respects_the_threshold(memory, strategy) -> None:
     ids = add_thread(memory, OLD)
     threshold = 0.3
@@ -106,14 +102,14 @@ def test_lines_below_the_threshold_are_not_kept(memory, strategy) -> None:
     assert [hit.line_id for hit in chosen.hits] == [best]
 
 
-@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategy_names())
 def test_an_unrelated_line_recalls_nothing(memory, strategy) -> None:
     add_thread(memory, OLD)
     chosen = recall(memory, "quantum chromodynamics lecture", settings_of(strategy=strategy))
     assert chosen == ChatRecall((), ())
 
 
-@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategy_names())
 def test_max_matches_is_respected(memory, strategy) -> None:
     for thread in range(6):
         add_thread(memory, [("cat Miso", Role.HUMAN), ("ok", Role.BOT)], thread=f"t{thread}")
@@ -124,7 +120,7 @@ def test_max_matches_is_respected(memory, strategy) -> None:
         assert len(chosen.blocks) <= limit
 
 
-@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategy_names())
 def test_the_feed_is_never_recalled(memory, strategy) -> None:
     """The new line's window_size lines before it are in the prompt already (a window unit
     holding feed lines is skipped whole, so window 2 / overlap 0 leaves line 1 recallable)."""
@@ -142,7 +138,7 @@ def test_the_feed_is_never_recalled(memory, strategy) -> None:
     assert older[0] in ids  # scrolled off: recallable again
 
 
-@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategy_names())
 def test_another_persons_lines_only_with_shared_memory(memory, strategy) -> None:
     bobs = add_thread(memory, [("my cat Miso is grey", Role.HUMAN), ("nice", Role.BOT)],
                       user="bob")  # fmt: skip
@@ -155,7 +151,7 @@ def test_another_persons_lines_only_with_shared_memory(memory, strategy) -> None
     assert bobs[0] in recalled_ids(memory, shared)
 
 
-@pytest.mark.parametrize("strategy", CHAT_STRATEGIES)
+@pytest.mark.parametrize("strategy", strategy_names())
 def test_tool_lines_are_recalled_only_when_asked(memory, strategy) -> None:
     add_thread(memory, [("weather for cat Miso walk: sunny", Role.TOOL)])
     plain = recall(memory, QUERY, settings_of(strategy=strategy, threshold=0.2))
@@ -279,7 +275,7 @@ def test_an_unknown_strategy_names_the_known_ones(memory) -> None:
         recall(memory, "hello", BotSettings(strategy="magic"))
     message = str(raised.value)
     assert "'magic'" in message
-    assert all(name in message for name in CHAT_STRATEGIES)
+    assert all(name in message for name in strategy_names())
     with pytest.raises(ConfigError, match="unknown strategy 'magic'"):
         memory.configure_bot(strategy="magic")
 
@@ -290,7 +286,7 @@ def test_an_unknown_option_names_the_ones_the_strategy_reads(memory) -> None:
         recall(memory, "hello", settings_of(strategy="hybrid", **{"strategy.speed": 2}))
     message = str(raised.value)
     assert "no option 'speed'" in message
-    assert all(f"strategy.{name}" in message for name in OPTIONS["hybrid"])
+    assert all(f"strategy.{name}" in message for name in strategy_named("hybrid").options)
     with pytest.raises(ConfigError, match=r"lines has no option 'lexical_top' \(it reads: strat"):
         recall(memory, "hello", settings_of(strategy="lines", **{"strategy.lexical_top": 2}))
     with pytest.raises(ConfigError, match=r"prune has no option 'lexical_top' \(it reads: none\)"):
@@ -316,24 +312,25 @@ def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -
     query = "What did I bake a week ago?"
     line = memory.add(query, user="alice", thread="now", created_at=now)
     vector = memory.embed([query])[0]
-    scope = Scope(bot_id=memory.store.bot_id("membot") or 0,
-                  person_id=memory.store.person_id("alice"),
-                  window_thread_id=memory.store.thread_id(ThreadKey("membot", "alice", "now")),
-                  window_from_seq=line.seq - 8)  # fmt: skip
+    feed = (memory.store.thread_id(ThreadKey("membot", "alice", "now")) or 0, line.seq - 8)
+    scope = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id("alice"),
+                     feed=feed)  # fmt: skip
     score = max(cosine(memory, query, "I baked a lemon cake"),
                 cosine(memory, query, "I baked a lemon cake!"))  # fmt: skip
     # Both lines fall short of the threshold, within the margin; BM25 is left out.
     settings = settings_of(strategy="blend", threshold=score + 0.05, max_matches=5,
                            expand_before=0, expand_after=0,
                            **{"strategy.lexical_top": 0})  # fmt: skip
-    dated = recall_for_turn(memory, settings, query, vector, scope, now)
+    dated = recall_for_turn(memory.recall_source, settings, query, vector, scope, now)
     assert [hit.line_id for hit in dated.hits] == [recent]  # the old one: not in the window
-    undated = recall_for_turn(memory, settings, query, vector, scope, None)
+    undated = recall_for_turn(memory.recall_source, settings, query, vector, scope, None)
     assert recent not in {hit.line_id for hit in undated.hits}
     off = settings.with_values({"strategy.time_weight": 0})
-    assert recall_for_turn(memory, off, query, vector, scope, now).hits == ()
+    assert recall_for_turn(memory.recall_source, off, query, vector, scope, now).hits == ()
     # Time words are read in the line said, not in a match string built around it.
-    plain = recall_for_turn(memory, settings, query, vector, scope, now, said="What did I bake?")
+    plain = recall_for_turn(
+        memory.recall_source, settings, query, vector, scope, now, said="What did I bake?"
+    )
     assert plain.hits == ()
 
 

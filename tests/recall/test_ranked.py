@@ -24,13 +24,13 @@ def stored(memory: Memory, *texts: str, thread: str = "t1", user: str = "ann") -
 
 
 def scope(memory: Memory, **values: object) -> Scope:
-    return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None, **values)
+    return Scope.of(memory.store.bot_id("membot") or 0, None, **values)
 
 
 def ranked(memory: Memory, strategy: str, query: str, now: datetime | None = None,
            **options: float) -> list[int]:  # fmt: skip
     settings = settings_for_ranking(strategy, options)
-    return ranked_lines(memory, settings, query, scope(memory), now)
+    return ranked_lines(memory.recall_source, settings, query, scope(memory), now)
 
 
 @pytest.mark.parametrize(
@@ -124,17 +124,19 @@ def test_only_the_other_partys_lines_widen_a_block(memory: Memory) -> None:
     settings = settings_for_ranking("blend", {"expand_before": 2, "expand_after": 2})
     query = "what did Ann call the puppy"
     vector = memory.embed([query])[0]
-    first = chosen_for_turn(memory, settings, query, vector, scope(memory))[0]
+    first = chosen_for_turn(memory.recall_source, settings, query, vector, scope(memory))[0]
     assert first.hit.line_id == ids[0]
     # Bob's line two away is the exchange: the block reaches it, and Ann's line between comes
     assert (first.block.first_seq, first.block.last_seq) == (1, 3)
     alone = settings_for_ranking("blend", {"expand_before": 2, "expand_after": 2,
                                            "partners_only": 0})  # fmt: skip
-    first = chosen_for_turn(memory, alone, query, vector, scope(memory))[0]
+    first = chosen_for_turn(memory.recall_source, alone, query, vector, scope(memory))[0]
     assert (first.block.first_seq, first.block.last_seq) == (1, 3)  # ±2, every line
     only_ann = stored(memory, "Ann: I adopted a puppy", "Ann: it is called Rex", thread="t3")
     settings, query = settings_for_ranking("lines"), "Ann: I adopted a puppy"
-    choices = chosen_for_turn(memory, settings, query, memory.embed([query])[0], scope(memory))
+    choices = chosen_for_turn(
+        memory.recall_source, settings, query, memory.embed([query])[0], scope(memory)
+    )
     (hit,) = [choice for choice in choices if choice.hit.line_id == only_ann[0]]
     assert (hit.block.first_seq, hit.block.last_seq) == (1, 1)  # one party: the match alone
 
@@ -144,12 +146,12 @@ def test_ranking_stops_expanding_at_depth_and_the_rest_follow_in_match_order(
 ) -> None:
     ids = stored(memory, "alpha", "beta", "gamma alpha", "delta", "epsilon")
     settings = settings_for_ranking("lines")
-    order = ranked_lines(memory, settings, "alpha", scope(memory), depth=1)
+    order = ranked_lines(memory.recall_source, settings, "alpha", scope(memory), depth=1)
     assert order[0] in (ids[0], ids[2])
     assert len(order) == 1  # a benchmark cut at k needs no more than k matches
     vector = memory.embed(["alpha"])[0]
-    choices = chosen_for_turn(memory, settings, "alpha", vector, scope(memory))
-    full = context_order(memory, choices, scope(memory), depth=1)
+    choices = chosen_for_turn(memory.recall_source, settings, "alpha", vector, scope(memory))
+    full = context_order(memory.recall_source, choices, scope(memory), depth=1)
     assert len(full) == len(set(full)) == 5
 
 
@@ -207,10 +209,12 @@ def test_a_turn_keeps_the_first_matches_of_the_benchmarks_ranking(
     kept = [match.line.id for match in preview.matches]
     assert len(kept) == (2 if strategy == "windows" else 3)  # windows: one per thread
     settings = settings_for_ranking(strategy, base=memory.bot_settings())
-    person = Scope(memory.store.bot_id("membot") or 0, memory.store.person_id("ann"))
-    choices = chosen_for_turn(memory, settings, query, memory.embed([query])[0], person)
+    person = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id("ann"))
+    choices = chosen_for_turn(
+        memory.recall_source, settings, query, memory.embed([query])[0], person
+    )
     assert [choice.hit.line_id for choice in choices][: len(kept)] == kept
-    order = ranked_lines(memory, settings, query, person)
+    order = ranked_lines(memory.recall_source, settings, query, person)
     assert order[0] == kept[0]
     placed = {line.id for block in preview.blocks for line in block.lines}
     # what the turn holds is what its three matches' blocks hold, each found in the ranking

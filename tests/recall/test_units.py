@@ -8,10 +8,9 @@ import pytest
 from membot import BotSettings, LineInput, Memory
 from membot.index.vectors import Scope
 from membot.model import Role
-from membot.recall import chat as chat_recall
 from membot.recall.chat import recall_for_turn
 from membot.recall.layout import Layout, StoredLine
-from membot.recall.pairs import PairUnits, turn_pairs
+from membot.recall.pairs import PairUnits, UnitCache, turn_pairs
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 from membot.recall.windows import WindowUnits, windows_of
 from membot.store import ThreadKey
@@ -30,13 +29,13 @@ def dialog(memory: Memory, *turns: tuple[Role, str], thread: str = "t1", user: s
 
 
 def scope(memory: Memory, **values: object) -> Scope:
-    return Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=None, **values)
+    return Scope.of(memory.store.bot_id("membot") or 0, None, **values)
 
 
 def ranked(memory: Memory, strategy: str, query: str, where: Scope | None = None,
            **options: float) -> list[int]:  # fmt: skip
     settings = settings_for_ranking(strategy, options)
-    return ranked_lines(memory, settings, query, where or scope(memory))
+    return ranked_lines(memory.recall_source, settings, query, where or scope(memory))
 
 
 def test_a_turn_partner_is_the_reply_after_a_human_line_or_the_line_before_a_bot_line() -> None:
@@ -111,7 +110,7 @@ def test_pairs_find_a_question_by_its_answer_and_place_both(make_memory, minilm)
     ann = memory.store.person_id("ann")
     order = ranked(memory, "pairs", "Italian rice dish")
     assert order[:2] in ([ids[0], ids[1]], others)  # a risotto pair, whoever said it
-    only_ann = Scope(bot_id=memory.store.bot_id("membot") or 0, person_id=ann)
+    only_ann = Scope.of(memory.store.bot_id("membot") or 0, ann)
     order = ranked(memory, "pairs", "Italian rice dish", only_ann)
     assert order == [ids[0], ids[1], ids[2], ids[3]]  # the pair in seq order, Bob's left out
 
@@ -137,15 +136,17 @@ def test_windows_place_the_best_window_in_order(make_memory, minilm) -> None:
 
 def test_unit_vectors_are_built_once_per_state_of_the_store(memory: Memory, embedder) -> None:
     dialog(memory, (H, "red kite"), (B, "a bird"), (H, "blue sea"), (B, "the ocean"))
-    units = PairUnits()
+    units = UnitCache(PairUnits())
     bot_id = memory.store.bot_id("membot") or 0
-    units.embedded_units(memory, bot_id, None)
-    units.embedded_units(memory, bot_id, None)
+    units.embedded_units(memory.store, memory.embed, bot_id, None)
+    units.embedded_units(memory.store, memory.embed, bot_id, None)
     assert embedder.calls.count(["red kite a bird", "blue sea the ocean"]) == 1
     dialog(memory, (H, "green tree"))
-    assert [line.id for line in units.embedded_units(memory, bot_id, None)[0][-1]] == [5]
+    assert [
+        line.id for line in units.embedded_units(memory.store, memory.embed, bot_id, None)[0][-1]
+    ] == [5]
     dialog(memory, (B, "an oak"))  # the unit "green tree" becomes "green tree an oak"
-    units.embedded_units(memory, bot_id, None)
+    units.embedded_units(memory.store, memory.embed, bot_id, None)
     assert ["green tree an oak"] in embedder.calls
     # Units that did not change were embedded once, whatever came after.
     assert sum(call.count("red kite a bird") for call in embedder.calls) == 1
@@ -156,17 +157,14 @@ def turn_scope(memory: Memory, user: str, thread: str, shared: bool = False) -> 
     when the bot shares memory), the thread's last line in the feed."""
     store = memory.store
     last = store.last_lines(store.thread_id(ThreadKey("membot", user, thread)) or 0, 1)
-    return Scope(
-        bot_id=store.bot_id("membot") or 0,
-        person_id=None if shared else store.person_id(user),
-        window_thread_id=store.thread_id(ThreadKey("membot", user, thread)),
-        window_from_seq=last[0].seq,
-    )
+    feed = (store.thread_id(ThreadKey("membot", user, thread)) or 0, last[0].seq)
+    settings = BotSettings(share_across_people=shared)
+    return Scope.of(store.bot_id("membot") or 0, store.person_id(user), settings, feed=feed)
 
 
 def units_recalled(memory: Memory, strategy: str, query: str, where: Scope) -> set[str]:
     settings = BotSettings(strategy=strategy, threshold=0.1, max_matches=10)
-    chosen = recall_for_turn(memory, settings, query, memory.embed([query])[0], where)
+    chosen = recall_for_turn(memory.recall_source, settings, query, memory.embed([query])[0], where)
     texts = set()
     for block in chosen.blocks:
         lines = lines_between(memory.store, block.source_thread_id, block.first_seq,
@@ -202,5 +200,5 @@ def test_a_turn_reads_and_embeds_no_unit_of_another_persons_lines(memory: Memory
     assert recalled == {"my cat Miso", "a fine cat"}
     embedded = embedder.embedded[before:]
     assert "my cat Miso a fine cat" in embedded and not any("bob" in text for text in embedded)
-    held = chat_recall._UNITS["pairs", 0, 0].held_texts(memory)
+    held = memory.recall_source.held_texts()
     assert held and not any("bob" in text for text in held)  # bob's lines were not read

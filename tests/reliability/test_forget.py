@@ -17,7 +17,6 @@ from membot import Bot, Memory, ScriptedLLM
 from membot.embed import CachedEmbedder
 from membot.memory import forgetting
 from membot.memory.forgetting import derived_texts
-from membot.recall import chat as chat_recall
 
 # Words no other line has (and that the FTS5 stemmer leaves as they are).
 SECRET_WORDS = ("zqxvbnm", "jxvlkwp", "frobnixt")
@@ -94,7 +93,7 @@ def needles_for(memory: Memory, user: str, thread: str | None) -> dict[str, byte
     ]
     for summary in summaries:
         texts += [summary.text, *(point[2:] for point in summary.text.splitlines())]
-    assert set(texts) <= set(derived_texts(memory, lines, summaries)) | staying
+    assert set(texts) <= set(derived_texts(lines, summaries, memory.window_shapes())) | staying
     for text in texts:
         if text in staying:
             continue
@@ -111,7 +110,7 @@ def needles_for(memory: Memory, user: str, thread: str | None) -> dict[str, byte
 def in_memory_texts(memory: Memory) -> list[str]:
     """What this process holds of the store's texts in memory: the strategies' lines and
     units (the vector index holds vectors only: checked by its scopes)."""
-    return [text for kind in chat_recall._UNITS.values() for text in kind.held_texts(memory)]
+    return memory.recall_source.held_texts()
 
 
 @pytest.mark.parametrize("thread", ["private", None], ids=["a thread", "a person"])

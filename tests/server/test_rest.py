@@ -63,6 +63,13 @@ def test_requests_without_a_good_key_get_401(server: Server):
     assert revoked.status_code == 401 and "revoked" in _error(revoked)["message"]
 
 
+def test_the_strategies_a_bot_may_use_are_listed_with_their_options(server: Server, admin):
+    assert _error(server.client.get("/v1/strategies"))["type"] == "unauthorized"
+    listed = server.client.get("/v1/strategies", headers=admin).json()["strategies"]
+    assert list(listed)[:7] == ["lines", "hybrid", "blend", "bm25", "prune", "pairs", "windows"]
+    assert listed["blend"]["lexical_weight"] == 0.5 and listed["pairs"] == {}
+
+
 def test_an_admin_builds_bots_and_others_see_only_theirs(server: Server, admin):
     made = server.client.post(
         "/v1/bots", json={"name": "coach", "settings": {"bot_name": "Cy"}}, headers=admin

@@ -49,7 +49,7 @@ def test_a_line_whose_id_commits_after_a_larger_one_is_still_seen(
     bot, person = store.bot_id("membot"), store.person_id("alice")
     assert bot is not None and person is not None
     index = VectorIndex(store)
-    scope = Scope(bot, person)
+    scope = Scope.of(bot, person)
     assert len(index.search(np.ones(4), scope, k=10)) == 1
 
     slow, fast = open_transaction(postgres_url), open_transaction(postgres_url)

@@ -13,16 +13,17 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings
-from membot.eval import STRATEGIES, evaluate_locomo, evaluate_longmemeval, write_report
+from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings, strategy_options
+from membot.eval import evaluate_locomo, evaluate_longmemeval, write_report
 
 eval_app = typer.Typer(
     rich_markup_mode=None, help="Measure recall on public benchmarks.", no_args_is_help=True
 )
 err = Console(stderr=True, emoji=False)
 
+STRATEGIES = " | ".join(strategy_options())  # membot's own and any other package's
 StrategyOption = Annotated[
-    str, typer.Option("--strategy", "-s", help=f"Recall strategy: {' | '.join(STRATEGIES)}.")
+    str, typer.Option("--strategy", "-s", help=f"Recall strategy: {STRATEGIES}.")
 ]
 SetOption = Annotated[
     list[str] | None,

@@ -72,8 +72,8 @@ def question_scores(memory: Memory, settings: BotSettings, qa: dict[str, Any]) -
 def context_refs(memory: Memory, settings: BotSettings, question: str, depth: int) -> list[str]:
     """The dia_ids of the first ``depth`` lines a turn asking ``question`` places in context
     (no ``now``: LoCoMo's questions are undated, so only dates naming their year count)."""
-    scope = Scope(bot_id=memory.store.bot_id(DEFAULT_BOT) or 0, person_id=None)
-    line_ids = ranked_lines(memory, settings, question, scope, depth=depth)[:depth]
+    scope = Scope.of(memory.store.bot_id(DEFAULT_BOT) or 0, None)
+    line_ids = ranked_lines(memory.recall_source, settings, question, scope, depth=depth)[:depth]
     return [line.ref or "" for line in memory.store.lines(line_ids)]
 
 

@@ -173,10 +173,10 @@ def corpus_ranking(
 ) -> list[int]:
     """The strategy's ranking as corpus indices, unranked corpus turns last in corpus order;
     ``now`` is the question's date."""
-    scope = Scope(bot_id=memory.store.bot_id(DEFAULT_BOT) or 0, person_id=None, roles=("human",))
+    scope = Scope.of(memory.store.bot_id(DEFAULT_BOT) or 0, None, roles=("human",))
     index_of = {ref: index for index, ref in enumerate(corpus.refs)}
     order: dict[int, None] = {}
-    for line in memory.store.lines(ranked_lines(memory, settings, query, scope, now)):
+    for line in memory.store.lines(ranked_lines(memory.recall_source, settings, query, scope, now)):
         if line.ref in index_of:  # a line outside the official corpus is not scored
             order.setdefault(index_of[line.ref])
     for index in range(len(corpus.refs)):

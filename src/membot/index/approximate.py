@@ -8,91 +8,33 @@ nearest the query; those lines, with the lines right before and after each, are 
 the store and scored exactly. Every score a strategy sees is a true cosine; only which lines it
 looks at is approximate (recall@10 against exact search: ``benchmarks/hnsw_recall.py``).
 
-- PostgreSQL: pgvector's HNSW index, which the store keeps up to date as lines are written.
-- SQLite: a usearch HNSW index of int8 vectors (about 530 bytes a line with its graph, where
-  float32 takes 1,536 for the vector alone; the candidates are rescored from the store's
-  float32 vectors, so int8's rounding only shuffles the 200 nominees), built from the store page
-  by page the first time, saved beside the store file (``<store>.ann/bot-<id>.usearch``) so
-  that a new process loads it instead of building it, and brought up to date from the store
-  (the lines past its cursor) before each search. After lines of the bot are removed, a child
-  process builds it again (:mod:`membot.index.approximate_build`) while the old graph, without
-  them, answers.
+The nominees come from the store's own approximate index (:mod:`membot.store.approximate`):
+pgvector's HNSW index on PostgreSQL, a usearch graph saved beside a SQLite store.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
 import os
-import tempfile
+import warnings
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from membot.errors import StoreError
-from membot.index.approximate_build import Rebuild
-from membot.index.vectors import InScope, Scope, similarities
+from membot.index.scope import InScope, Scope, similarities
 from membot.recall.lines import Hit
+from membot.store.approximate import NearLines, Nominator, approximate_nominator
 from membot.store.base import ROLE_CODES, VectorRows
 
 log = logging.getLogger(__name__)
 
 DEFAULT_APPROXIMATE_FROM = 50_000  # lines in a shared scope; MEMBOT_APPROXIMATE_FROM changes it
 CANDIDATES = 200  # lines the index nominates per search, before their neighbours join them
-# Nodes a search visits: twice the candidates, so the nominees are the near ones the graph
-# finds rather than the last it reached (benchmarks/hnsw_recall.py measures the recall).
-SEARCH_DEPTH = 2 * CANDIDATES
 # The lexical side of a large scope asks the store's full-text search for its rarest words
 # only, as many as hold this many lines between them (a common word in a store of a million
 # lines costs seconds to score; docs/performance.md measures the turn with this bound).
 LEXICAL_POSTINGS = 10_000
-
-
-@runtime_checkable
-class NearLines(Protocol):
-    """What approximate search reads from any store."""
-
-    def scope_line_count(self, bot_id: int) -> int: ...
-    def vector_rows_around(self, line_ids: list[int]) -> VectorRows: ...
-    def lexical_search(
-        self,
-        terms: Sequence[str],
-        bot_id: int,
-        person_id: int | None,
-        thread_id: int | None,
-        roles: Sequence[str],
-        limit: int,
-        max_postings: int | None = None,
-        among: Sequence[int] | None = None,
-    ) -> list[tuple[int, float]]: ...
-
-
-@runtime_checkable
-class IndexedStore(NearLines, Protocol):
-    """A store that keeps an approximate index itself (PostgreSQL with pgvector)."""
-
-    def count_lines(self) -> int: ...
-    def approximate_search(
-        self, query: np.ndarray, bot_id: int, person_id: int | None, k: int, ef_search: int
-    ) -> list[tuple[int, float]]: ...
-
-
-@runtime_checkable
-class PagedStore(NearLines, Protocol):
-    """A store file whose vectors an index beside it is built from (SQLite)."""
-
-    path: Path
-
-    def bot_generation(self, bot_id: int) -> int: ...
-    def bot_line_ids(self, bot_id: int) -> np.ndarray: ...
-    def get_meta(self, key: str) -> str | None: ...
-    def vector_page(self, bot_id: int, after_id: int, limit: int) -> VectorRows: ...
-
-
-class Nominator(Protocol):
-    def nominate(self, query: np.ndarray, count: int) -> list[int]: ...
 
 
 def approximate_from() -> int:
@@ -112,13 +54,11 @@ class ApproximateScopes:
         """Have each graph held of a bot whose lines were removed take them out now (a fresh
         graph is built beside it); the others only add the lines written since."""
         for bot_id, scope in list(self._scopes.items()):
-            nominator = scope.nominator
-            if isinstance(nominator, UsearchNominator) and nominator.index is not None:
-                try:
-                    nominator.refresh()
-                except Exception:  # a graph that could not take them out is not kept
-                    log.exception("dropping bot %s's approximate graph", bot_id)
-                    del self._scopes[bot_id]
+            try:
+                scope.nominator.take_out_removed()
+            except Exception:  # a graph that could not take them out is not kept
+                log.exception("dropping bot %s's approximate graph", bot_id)
+                del self._scopes[bot_id]
 
     def scope_for(self, scope: Scope, held_lines: int | None) -> ApproximateScope | None:
         """The approximate search for ``scope`` when it is a shared scope of at least
@@ -133,11 +73,8 @@ class ApproximateScopes:
         lines = self.store.scope_line_count(scope.bot_id) if held_lines is None else held_lines
         if lines < self.from_lines:
             return None
-        if isinstance(self.store, IndexedStore):
-            nominator: Nominator = PgvectorNominator(self.store, scope.bot_id)
-        elif isinstance(self.store, PagedStore):
-            nominator = UsearchNominator(self.store, scope.bot_id)
-        else:
+        nominator = approximate_nominator(self.store, scope.bot_id)
+        if nominator is None:
             return None
         found = self._scopes[scope.bot_id] = ApproximateScope(self.store, nominator)
         return found
@@ -227,264 +164,21 @@ def in_scope(rows: VectorRows, scope: Scope) -> np.ndarray:
     return keep
 
 
-class PgvectorNominator:
-    """Nominees from pgvector's HNSW index over every line of the store, filtered by bot.
-    Before pgvector 0.8 the filter applies to the ``ef_search`` lines the index visited, so
-    a bot holding a share of the store visits that many more (up to pgvector's 1,000)."""
-
-    def __init__(self, store: IndexedStore, bot_id: int) -> None:
-        self.store, self.bot_id = store, bot_id
-        share = store.scope_line_count(bot_id) / max(store.count_lines(), 1)
-        self.depth = int(SEARCH_DEPTH / max(share, 1e-3))
-
-    def nominate(self, query: np.ndarray, count: int) -> list[int]:
-        found = self.store.approximate_search(query, self.bot_id, None, count, self.depth)
-        return [line_id for line_id, _ in found]
+# Names this module held before the store kept its approximate index (0.1's membot.ann).
+_MOVED_TO_STORE = {
+    "PgvectorNominator": "membot.store.approximate_postgres",
+    "UsearchNominator": "membot.store.approximate_sqlite",
+    "drop_saved_indexes": "membot.store.approximate",
+    "IndexedStore": "membot.store.near_lines",
+    "PagedStore": "membot.store.near_lines",
+    "SEARCH_DEPTH": "membot.store.near_lines",
+}
 
 
-# usearch's graph: 16 links a node (32 on the ground layer); 64 candidates kept while adding,
-# half usearch's default, since building is what a large scope waits for the first time and
-# the nominees are rescored exactly anyway.
-CONNECTIVITY, EXPANSION_ADD = 16, 64
-PAGE_LINES = 20_000  # vectors read from the store at a time while building (30 MB)
-PART = ".part"  # the suffix of an index file being written, renamed over the old when whole
-SAVE_EVERY = 1_000  # lines added since the index file was written, at least, before it is again
-
-
-class UsearchNominator:
-    """Nominees from a usearch index of one bot's lines, kept beside the SQLite store file.
-
-    The file records the cursor (last line id added), the embedder its vectors came from and
-    the bot's generation: a new process loads it and adds the lines past the cursor. When
-    the bot's lines were removed or re-embedded (its generation moved: forgetting in that
-    bot, deleting it, ``membot reindex``), a process holding a graph takes the removed lines'
-    keys out of it at its next search, so no search nominates them, and goes on answering
-    from it while a child process (:mod:`membot.index.approximate_build`) builds a fresh graph from
-    the store and saves it; the process then loads that file in place of its own, and the
-    removed lines' bytes (usearch's removal keeps them in the graph) leave its memory. A
-    graph that had lines taken out is never saved, and a file of an older generation is
-    never loaded. A process with no graph yet, or whose embedder changed, builds one itself
-    at its search. Forgetting also removes that bot's saved files at once
-    (:func:`drop_saved_indexes`); other bots' indexes, in files and in memory, stand."""
-
-    def __init__(self, store: PagedStore, bot_id: int, add_threads: int = 0) -> None:
-        self.store, self.bot_id = store, bot_id
-        folder = Path(f"{store.path}.ann")
-        self.path, self.stamp_path = folder / f"bot-{bot_id}.usearch", folder / f"bot-{bot_id}.json"
-        self.index: object | None = None
-        self.cursor = 0
-        self.made_by: list[str | None] | None = None
-        self.generation: int | None = None
-        self.unsaved = 0
-        self.add_threads = add_threads  # 0: every core
-        self.rebuild: Rebuild | None = None  # the fresh graph a child builds while this answers
-
-    def nominate(self, query: np.ndarray, count: int) -> list[int]:
-        index = self.refresh()
-        if len(index) == 0:
-            return []
-        index.expansion_search = max(SEARCH_DEPTH, count)
-        matches = index.search(np.asarray(query, dtype=np.float32), count, threads=1)
-        return [int(key) for key in matches.keys]
-
-    def refresh(self):  # -> usearch.index.Index
-        """The index, with every line of the bot up to now."""
-        generation = self.store.bot_generation(self.bot_id)
-        if self.rebuild is not None and not self.rebuild.running():
-            self._take_rebuilt(generation)
-        if generation != self.generation or self.index is None:
-            made_by = self._made_by()
-            if self.index is None:
-                self._load(made_by, generation)
-            if made_by != self.made_by or self.generation not in (None, generation):
-                if self.index is not None and made_by == self.made_by:
-                    self._answer_while_rebuilt()
-                else:
-                    self._start(made_by)
-            self.generation = generation
-        self._add_new()
-        return self.index
-
-    def settle(self, timeout: float | None = None) -> None:
-        """Wait for the fresh graph being built, if one is, and take it in place of this one."""
-        if self.rebuild is not None:
-            self.rebuild.wait(timeout)
-            self.refresh()
-
-    def _answer_while_rebuilt(self) -> None:
-        """Take the lines the store no longer holds out of the graph, and have a child
-        process build a fresh one (unless one is at it already)."""
-        alive = self.store.bot_line_ids(self.bot_id)
-        if not len(alive):  # the bot was deleted or emptied: nothing to build
-            self._start(self.made_by)
-            return
-        keys = np.asarray(self.index.keys, dtype=np.int64)
-        gone = np.setdiff1d(keys, alive, assume_unique=True)
-        if len(gone):
-            self.index.remove(gone)
-        log.info("lines of bot %s were removed or re-embedded: %d left its graph, which answers "
-                 "while a fresh one is built", self.bot_id, len(gone))  # fmt: skip
-        if self.rebuild is None or not self.rebuild.running():
-            self._rebuild_beside()
-
-    def _rebuild_beside(self) -> None:
-        """A child process building a fresh graph; where none can start, one built here."""
-        try:
-            generation = self.store.bot_generation(self.bot_id)
-            self.rebuild = Rebuild(Path(self.store.path), self.bot_id, generation)
-        except OSError as error:
-            log.warning("cannot start a process to build bot %s's graph (%s): building it "
-                        "here", self.bot_id, error)  # fmt: skip
-            self._start(self.made_by)
-
-    def _take_rebuilt(self, generation: int) -> None:
-        """The child is done: load what it saved, if of the bot's generation now; if lines
-        went again while it built, have another build; if it failed, build here."""
-        rebuild, self.rebuild = self.rebuild, None
-        if self._load(self.made_by, generation):
-            self.generation, self.unsaved = generation, 0
-            log.info("bot %s's fresh graph is loaded", self.bot_id)
-        elif rebuild is not None and generation != rebuild.generation:
-            self._rebuild_beside()  # lines went again after it started: its file is old
-        else:
-            status = rebuild.process.returncode if rebuild is not None else None
-            log.warning("building bot %s's graph in a child process failed (exit status %s): "
-                        "building it here", self.bot_id, status)  # fmt: skip
-            self._start(self.made_by)
-
-    def _new_index(self, dimension: int):
-        from usearch.index import Index  # an import of native code, only where it is used
-
-        return Index(
-            ndim=dimension,
-            metric="cos",
-            dtype="i8",
-            connectivity=CONNECTIVITY,
-            expansion_add=EXPANSION_ADD,
-            expansion_search=SEARCH_DEPTH,
-        )
-
-    def _start(self, made_by: list[str | None] | None) -> None:
-        """An empty graph, which :meth:`_add_new` fills from the store, here."""
-        if self.generation is not None:
-            log.info("building the approximate index of bot %s here", self.bot_id)
-        self.index = self._new_index(int((made_by or [None, 0])[1] or 0))
-        self.made_by, self.cursor, self.unsaved, self.rebuild = made_by, 0, 0, None
-
-    def _made_by(self) -> list[str | None]:
-        """The store's embedder and dimension, as a saved index's stamp records them."""
-        return [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
-
-    def _current_stamp(self, made_by: list[str | None] | None, generation: int) -> dict | None:
-        """The saved index's stamp, if it is of ``made_by``'s vectors at ``generation``."""
-        try:
-            stamp = json.loads(self.stamp_path.read_text())
-        except (OSError, ValueError):
-            return None
-        current = stamp.get("made_by") == made_by and stamp.get("generation") == generation
-        return stamp if current and "cursor" in stamp else None
-
-    def saved_is_current(self) -> bool:
-        """Whether the saved index is of the store's embedder and the bot's generation now
-        (another process built it already)."""
-        stamp = self._current_stamp(self._made_by(), self.store.bot_generation(self.bot_id))
-        return stamp is not None and self.path.exists()
-
-    def _load(self, made_by: list[str | None] | None, generation: int) -> bool:
-        """The saved index, where one of this embedder's vectors, of the bot's generation, is
-        there and readable; whether it was."""
-        stamp = self._current_stamp(made_by, generation)
-        if stamp is None:
-            return False
-        try:
-            from usearch.index import Index
-
-            index = Index.restore(str(self.path))
-        except (OSError, ValueError, RuntimeError) as error:
-            log.info("building the approximate index of bot %s again: %s", self.bot_id, error)
-            return False
-        if index is None:
-            return False
-        self.index, self.made_by, self.cursor = index, made_by, int(stamp["cursor"])
-        return True
-
-    def _add_new(self) -> None:
-        added = 0
-        while True:
-            rows = self.store.vector_page(self.bot_id, self.cursor, PAGE_LINES)
-            if not len(rows.ids):
-                break
-            if self.cursor == 0 and added == 0:
-                log.info("building the approximate index of bot %s", self.bot_id)
-            new = ~np.asarray(self.index.contains(rows.ids), dtype=bool)
-            if new.any():
-                self.index.add(rows.ids[new], rows.vectors[new], threads=self.add_threads)
-            self.cursor, added = int(rows.ids[-1]), added + int(new.sum())
-        self.unsaved += added
-        if self.unsaved >= max(SAVE_EVERY, len(self.index) // 100):
-            self.save()
-
-    def save(self) -> None:
-        """Write the index and its stamp (each to a new file renamed over the old: a reader
-        sees a whole file; an index newer than its stamp only re-reads lines it skips). Not
-        while a fresh graph is built: this one had lines taken out, whose bytes it keeps."""
-        if self.rebuild is not None:
-            return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        stamp = json.dumps(
-            {"made_by": self.made_by, "cursor": self.cursor, "generation": self.generation}
-        )
-        for target, write in (
-            (self.path, lambda name: self.index.save(name)),
-            (self.stamp_path, lambda name: Path(name).write_text(stamp)),
-        ):
-            handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=PART)
-            os.close(handle)
-            try:
-                write(name)
-                os.replace(name, target)
-            except FileNotFoundError:  # a forget removed the file being written: not saved
-                log.info("bot %s's index was not saved: lines were forgotten", self.bot_id)
-                return
-            finally:
-                Path(name).unlink(missing_ok=True)
-        self.unsaved = 0
-        if self.store.bot_generation(self.bot_id) != self.generation:
-            # Lines went while this was written, after the forget removed the files: what
-            # was just written may hold them, and is never loaded; it goes too.
-            for written in (self.stamp_path, self.path):
-                written.unlink(missing_ok=True)
-
-
-def drop_saved_indexes(store: object) -> None:
-    """Remove the approximate indexes saved beside a SQLite store (``<store>.ann``) that are
-    not of their bot's generation, after lines were forgotten or a bot deleted: the
-    forgotten lines' vectors are in them. Each process builds those bots' indexes again from
-    the store at its next search of them (their generation moved); other bots' files stay."""
-    if not isinstance(store, PagedStore):
-        return
-    folder = Path(f"{store.path}.ann")
-    for stamp_path in folder.glob("bot-*.json"):
-        try:
-            stamp = json.loads(stamp_path.read_text())
-            current = stamp["generation"] == store.bot_generation(int(stamp_path.stem[4:]))
-        except (OSError, ValueError, KeyError, TypeError):
-            current = False
-        if not current:
-            _remove(stamp_path.with_suffix(".usearch"))
-            _remove(stamp_path)
-    for saved in folder.glob("bot-*.usearch"):
-        if not saved.with_suffix(".json").exists():  # no stamp: no telling what it holds
-            _remove(saved)
-    for part in folder.glob(f"*{PART}"):  # being written, or left by a process killed meanwhile
-        _remove(part)
-
-
-def _remove(saved: Path) -> None:
-    try:
-        saved.unlink(missing_ok=True)
-    except OSError as error:
-        raise StoreError(
-            f"the lines are forgotten, but {saved} (an approximate index holding their "
-            f"vectors) could not be removed: {error.strerror}; remove it by hand"
-        ) from error
+def __getattr__(name: str) -> object:
+    if name not in _MOVED_TO_STORE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _MOVED_TO_STORE[name]
+    warnings.warn(f"{__name__}.{name} moved to {module}: import it from there",
+                  DeprecationWarning, stacklevel=2)  # fmt: skip
+    return getattr(importlib.import_module(module), name)

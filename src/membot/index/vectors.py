@@ -9,84 +9,21 @@ a scope when the store says lines were removed or re-embedded (its ``generation`
 
 from __future__ import annotations
 
-import functools
 import os
+import threading
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from membot.index.approximate import ApproximateScope, ApproximateScopes
+from membot.index.scope import InScope, Scope, similarities
 from membot.recall.bm25 import ScopeTerms
 from membot.recall.lines import Hit
 from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
 
-if TYPE_CHECKING:
-    from membot.index.approximate import ApproximateScope
+__all__ = ["InScope", "Scope", "VectorIndex", "best_scored", "drop_least_recent", "similarities"]
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
-
-
-@functools.cache
-def _blas() -> ThreadpoolController:
-    return ThreadpoolController()
-
-
-def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``matrix @ query`` (float32) on one BLAS thread: a product of a few thousand rows is
-    too small to share out, and BLAS's own threads made it many times slower whenever
-    another process kept a core busy (docs/performance.md)."""
-    with _blas().limit(limits=1, user_api="blas"):
-        return matrix @ np.asarray(query, dtype=np.float32)
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Which lines a search may return.
-
-    ``person_id`` None means every person of the bot (only for bots that share memory).
-    ``thread_id`` limits the search to one thread. Lines of ``window_thread_id`` with
-    ``seq >= window_from_seq`` are skipped: they are in the prompt's recent window already.
-    """
-
-    bot_id: int
-    person_id: int | None
-    thread_id: int | None = None
-    window_thread_id: int | None = None
-    window_from_seq: int | None = None
-    roles: tuple[str, ...] = ("human", "bot")
-
-
-@dataclass(frozen=True)
-class InScope:
-    """The lines of one scope as parallel arrays, with their cosine to one query."""
-
-    ids: np.ndarray
-    thread_ids: np.ndarray
-    seqs: np.ndarray
-    scores: np.ndarray
-    created: np.ndarray  # seconds since 1970, UTC
-
-    @classmethod
-    def empty(cls) -> InScope:
-        nothing = np.zeros(0, dtype=np.int64)
-        return cls(nothing, nothing, nothing, np.zeros(0, dtype=np.float32),
-                   np.zeros(0, dtype=np.float64))  # fmt: skip
-
-    def neighbour_scores(self) -> np.ndarray:
-        """Each line's previous plus next line's score in its thread; a neighbour outside
-        the scope (or the thread) counts the line's own score."""
-        keys = self.thread_ids.astype(np.int64) * 2**32 + self.seqs.astype(np.int64)
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        total = np.zeros_like(self.scores)
-        for step in (-1, 1):
-            wanted = keys + step
-            at = np.clip(np.searchsorted(sorted_keys, wanted), 0, max(len(keys) - 1, 0))
-            found = sorted_keys[at] == wanted if len(keys) else np.zeros(0, dtype=bool)
-            total += np.where(found, self.scores[order[at]], self.scores)
-        return total
 
 
 class _Matrix:
@@ -279,10 +216,8 @@ class VectorIndex:
             )
         self.budget_bytes = budget_bytes
         self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
-        from membot.index.approximate import (
-            ApproximateScopes,  # ann builds on this module's Scope, InScope
-        )
-
+        # The held scopes are read and refreshed by one thread at a time.
+        self._lock = threading.RLock()
         self.approximate = ApproximateScopes(store)
 
     def _scope(self, scope: Scope) -> _Matrix:
@@ -317,7 +252,16 @@ class VectorIndex:
 
     def scopes_held(self) -> list[tuple[int, int | None]]:
         """The (bot id, person id or None) of the scopes in memory, least recent first."""
-        return list(self._scopes)
+        with self._lock:
+            return list(self._scopes)
+
+    def reset(self) -> None:
+        """After lines were removed from the store: drop every scope held (read again, without
+        them, at its next search), and have each approximate graph take the removed lines
+        out now (a fresh graph is built beside it)."""
+        with self._lock:
+            self._scopes = OrderedDict()
+            self.approximate.take_out_removed()
 
     def search(
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None = None
@@ -330,18 +274,20 @@ class VectorIndex:
     ) -> list[Hit]:
         """The ``k`` lines in scope nearest ``query`` (cosine at least ``min_score``), with
         their thread and seq, best first."""
-        if approximate := self._approximate(scope):
-            return approximate.hits(query, scope, k, min_score)
-        return self._scope(scope).search(query, scope, k, min_score)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.hits(query, scope, k, min_score)
+            return self._scope(scope).search(query, scope, k, min_score)
 
     def lexical(self, words: list[str], scope: Scope, k: int) -> list[Hit]:
         """The ``k`` lines in scope with the best BM25 for ``words`` (any line holding one of
         them), best first; a hit's score is its BM25. IDF and mean length are the scope's
         (a person's lines with the bot, or a shared bot's lines); for a large shared scope,
         the store's own full-text search answers (its statistics are the store's)."""
-        if approximate := self._approximate(scope):
-            return approximate.lexical(words, scope, k)
-        return self._scope(scope).lexical(words, scope, k)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.lexical(words, scope, k)
+            return self._scope(scope).lexical(words, scope, k)
 
     def lexical_scores(
         self,
@@ -356,19 +302,21 @@ class VectorIndex:
         ``among`` (the ones :meth:`scored_in_scope` gave, which are all a blend ranks), and
         ``among`` is required. With ``just_read``, the scope as the search just before read
         it: no second trip to the store in one turn."""
-        if approximate := self._approximate(scope):
-            if among is None:
-                raise ValueError("a large shared scope's BM25 is read for given lines (among)")
-            return approximate.lexical_scores(words, scope, among)
-        held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
-        return (held or self._scope(scope)).lexical_scores(words, scope)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                if among is None:
+                    raise ValueError("a large shared scope's BM25 is read for given lines (among)")
+                return approximate.lexical_scores(words, scope, among)
+            held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
+            return (held or self._scope(scope)).lexical_scores(words, scope)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order; for a large
         shared scope, the lines its approximate index nominates and their neighbours."""
-        if approximate := self._approximate(scope):
-            return approximate.scored(query, scope)
-        return self._scope(scope).scored(query, scope)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.scored(query, scope)
+            return self._scope(scope).scored(query, scope)
 
 
 def best_scored(

@@ -4,18 +4,18 @@
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import fields
 from typing import TYPE_CHECKING
 
 from membot.config import DEFAULT_BOT, BotSettings
-from membot.errors import ConfigError, NotFoundError, StoreError
+from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
 from membot.line_checks import check_bot_name
 from membot.recall.chat import check_strategy
-from membot.store.base import bot_taken
+from membot.store.base import bot_taken, number_taken
 
 if TYPE_CHECKING:
     from membot.embed import Embedder
+    from membot.index.source import IndexedLines
     from membot.store import Store
     from membot.turn.tokens import TokenCounter
 
@@ -32,7 +32,7 @@ class BotProfiles:
     store: Store
     embedder: Embedder
     tokens: TokenCounter
-    _recall_lock: threading.RLock
+    recall_source: IndexedLines
 
     def bot_settings(
         self, bot: str = DEFAULT_BOT, overrides: dict[str, object] | None = None
@@ -101,6 +101,12 @@ class BotProfiles:
         """The bots in the store, by name."""
         return self.store.bots()
 
+    def window_shapes(self) -> set[tuple[int, int]]:
+        """The (window_size, window_overlap) of the store's bots: the windows their lines
+        may have been cut into."""
+        shapes = (self.bot_settings(bot) for bot in self.bots())
+        return {(settings.window_size, settings.window_overlap) for settings in shapes}
+
     def has_bot(self, bot: str) -> bool:
         return self.store.bot_id(bot) is not None
 
@@ -127,10 +133,10 @@ class BotProfiles:
         people = self.store.people(bot)
         lines = [line for person in people for line in self.store.history(person, bot, None)]
         summaries = [kept for person in people for kept in self.store.summaries(person, bot)]
-        texts = derived_texts(self, lines, summaries)
+        texts = derived_texts(lines, summaries, self.window_shapes())
         removed = self.store.delete_bot(bot)  # its keys revoked in the same transaction
         try:
-            drop_removed(self, texts)
+            drop_removed(self.recall_source, self.embedder, texts)
         finally:
             self.store.finish_removal()
         return removed
@@ -160,13 +166,22 @@ class BotProfiles:
         the prompt for the person's line (only where what sizes the prompt changes from
         ``before``: a profile an earlier membot kept may still change its other settings)."""
         check_bot_name(bot)
-        from membot.service.text_messages import check_number_free
         from membot.turn.context import check_room, prompt_shape
 
         check_strategy(settings)
         if before is None or prompt_shape(settings) != prompt_shape(before):
             check_room(settings, self.tokens)
-        check_number_free(self, bot, settings)
+        if settings.sms_number:
+            owner = self.sms_number_owner(settings.sms_number)
+            if owner is not None and owner != bot:
+                raise number_taken(owner, settings.sms_number)
+
+    def sms_number_owner(self, number: str) -> str | None:
+        """The bot people reach at ``number`` (its profile's ``sms_number``), or None."""
+        found = [bot for bot in self.bots() if self.bot_settings(bot).sms_number == number]
+        if len(found) > 1:  # two writers racing past the check as the profiles were saved
+            raise ConflictError(f"bots {', '.join(found)} share one SMS number: give each its own")
+        return found[0] if found else None
 
     @staticmethod
     def _changed_from_defaults(settings: BotSettings) -> dict[str, object]:

@@ -28,18 +28,21 @@ from membot.errors import (
     NotFoundError,
     StoreError,
 )
-from membot.index.vectors import Scope, VectorIndex
+from membot.index.source import IndexedLines
+from membot.index.vectors import Scope
 from membot.line_checks import check_moment, check_roles, checked_line
 from membot.memory.bots import BotProfiles
 from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.model import (
     Block,
     Line,
+    LineInput,
     Match,
     Role,
     ThreadInfo,
     ThreadState,
     aware,
+    embedding_text,
     utc_now,
 )
 from membot.recall import push_to_buffer
@@ -47,31 +50,6 @@ from membot.recall.chat import recall_for_turn
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
 from membot.store.base import check_embedder_meta, lines_between
 from membot.turn.tokens import TokenCounter, default_token_counter
-
-
-@dataclass(frozen=True)
-class LineInput:
-    """A line to add in bulk (imports). ``source_key`` says where it came from (the
-    importers set it: ``ref:`` and its ref, or its place and text in the file); a thread holds
-    each key once, so :meth:`Memory.add_many` skips a line whose key is stored already."""
-
-    text: str
-    user: str
-    thread: str
-    role: Role | str = Role.HUMAN
-    bot: str = DEFAULT_BOT
-    created_at: datetime | None = None
-    speaker: str | None = None
-    ref: str | None = None
-    source_key: str | None = None
-    answers: int | None = None  # the id of the line this reply answers (NewLine.answers)
-
-
-def embedding_text(text: str, speaker: str | None) -> str:
-    """The text a line is embedded as: ``Speaker: text`` when a speaker is known, so a
-    question naming a person ("When did Caroline...") meets what that person said (LoCoMo
-    R@10 .58 -> .64 with MiniLM); the stored text and its lexical row stay the line's own."""
-    return f"{speaker}: {text}" if speaker else text
 
 
 def _source_key(item: LineInput) -> SourceKey | None:
@@ -123,11 +101,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
             embedder = resolve_embedder(embedder, cache_path=cache_path, key_env=embedder_key_env)
         self.embedder = embedder
         self.tokens = token_counter or default_token_counter()
-        self.index = VectorIndex(self.store)
-        # Recall reads and refreshes in-process caches (the vector index, the strategies'
-        # per-store-state caches): one thread at a time, so a server's threads can share
-        # one Memory. Storing lines is serialised by the store itself.
-        self._recall_lock = threading.RLock()
+        # What recall reads: the store's lines through in-process caches (the vector index,
+        # the strategies' units), one recall at a time, so a server's threads can share one
+        # Memory. Storing lines is serialised by the store itself.
+        self.recall_source = IndexedLines(self.store, self.embed)
+        self.index = self.recall_source.index
         # The turn locks each of this process's threads holds: a thread holding one takes
         # it again at once (a line added inside a turn lock waited 180 s for itself).
         self._turns_held = threading.local()
@@ -175,8 +153,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         for bot in shared:
             bot_id = self.store.bot_id(bot)
             if bot_id is not None:
-                with self._recall_lock:
-                    self.index.search(vector, Scope(bot_id, None), 1)
+                with self.recall_source.reading():
+                    self.index.search(vector, Scope.of(bot_id, None), 1)
 
     # -- embedding ------------------------------------------------------------------------
 
@@ -404,8 +382,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
             if thread_id is None:
                 return []
         vector = self.embed([query], keep=False)[0]
-        scope = Scope(bot_id, person_id, thread_id=thread_id, roles=tuple(roles))
-        with self._recall_lock:
+        scope = Scope.of(bot_id, person_id, thread_id=thread_id, roles=roles)
+        with self.recall_source.reading():
             hits = self.index.search(vector, scope, k)
         return self._matches(hits)
 
@@ -507,16 +485,12 @@ class Memory(BotProfiles, SummariesAndExpertise):
         thread_id = self._thread_id(line)
         # The feed is the window_size lines before the new one; neither is searched.
         window_from = line.seq - settings.window_size
-        scope = Scope(
-            bot_id=self.store.bot_id(line.bot) or 0,
-            person_id=None if settings.share_across_people else self.store.person_id(line.person),
-            window_thread_id=thread_id,
-            window_from_seq=window_from,
-            roles=settings.recall_roles,
-        )
+        person_id = self.store.person_id(line.person)
+        bot_id = self.store.bot_id(line.bot) or 0
+        scope = Scope.of(bot_id, person_id, settings, feed=(thread_id, window_from))
         asked = check_moment(now, "now") if now is not None else line.created_at
-        with self._recall_lock:
-            chosen = recall_for_turn(self, settings, query, vector, scope, asked, said=line.text)
+        with self.recall_source.reading() as source:
+            chosen = recall_for_turn(source, settings, query, vector, scope, asked, said=line.text)
         fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))
@@ -557,21 +531,16 @@ class Memory(BotProfiles, SummariesAndExpertise):
         if bot_id is None or (person_id is None and not settings.share_across_people):
             return Recall((), (), 0.0)
         thread_id = self.store.thread_id(ThreadKey(bot, user, thread)) if thread else None
-        window_from = None
+        window_from, feed = None, None
         if thread_id is not None:
             last = self.store.last_lines(thread_id, 1)
             window_from = (last[-1].seq + 1 if last else 1) - settings.window_size
-        scope = Scope(
-            bot_id=bot_id,
-            person_id=None if settings.share_across_people else person_id,
-            window_thread_id=thread_id,
-            window_from_seq=window_from,
-            roles=settings.recall_roles,
-        )
+            feed = (thread_id, window_from)
+        scope = Scope.of(bot_id, person_id, settings, feed=feed)
         vector = self.embed([text], keep=False)[0]  # recall without storing: a query
         asked = check_moment(now, "now") if now is not None else utc_now()
-        with self._recall_lock:
-            chosen = recall_for_turn(self, settings, text, vector, scope, asked, said=text)
+        with self.recall_source.reading() as source:
+            chosen = recall_for_turn(source, settings, text, vector, scope, asked, said=text)
         owner = None if settings.share_across_people else user
         fresh = {(entry.source_thread_id, entry.first_seq) for entry in chosen.blocks}
         blocks = self._load_blocks(
@@ -622,10 +591,10 @@ class Memory(BotProfiles, SummariesAndExpertise):
 
         history = self.store.history(user, bot, thread)
         summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]
-        texts = derived_texts(self, history, summaries)
+        texts = derived_texts(history, summaries, self.window_shapes())
         removed = self.store.forget(user, bot, thread)
         try:
-            drop_removed(self, texts)
+            drop_removed(self.recall_source, self.embedder, texts)
         finally:
             self.store.finish_removal()  # also a rewrite an earlier forget could not finish
         return removed

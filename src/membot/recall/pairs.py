@@ -9,9 +9,10 @@ before it; a line without such a partner stands alone. Each unit's text is its l
 A matched pair places both its lines, in seq order; units are placed by score.
 
 The pair vectors are built from the lines of the turn's scope (a person's lines with the
-bot, or a shared bot's lines), once per state of the scope, through ``Memory.embed`` (the
-embedder's cache included) and kept with the Memory; the per-line vectors still decide which
-lines are in scope. A turn's recall (:mod:`membot.recall.chat`) matches the query against them.
+bot, or a shared bot's lines), once per state of the scope, through the recall source's
+``embed`` (the embedder's cache included) and kept by the source (:class:`UnitCache`); the
+per-line vectors still decide which lines are in scope. A turn's recall
+(:mod:`membot.recall.units`) matches the query against them.
 
 Parameters: none.
 """
@@ -19,18 +20,14 @@ Parameters: none.
 from __future__ import annotations
 
 import threading
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from membot.index.vectors import drop_least_recent
 from membot.recall.layout import Layout, ScopeLines, StoredLine
-
-if TYPE_CHECKING:
-    from membot.memory.facade import Memory
+from membot.store.base import LineStore
 
 Unit = tuple[StoredLine, ...]
 ScopeKey = tuple[int, int | None]  # (bot id, person id or None for a bot that shares memory)
@@ -39,37 +36,49 @@ ScopeKey = tuple[int, int | None]  # (bot id, person id or None for a bot that s
 # recently used scopes dropped first): about 85,000 MiniLM units, each vector held twice (in
 # the matrix, and by its text for the scope's next state).
 UNITS_BUDGET_BYTES = 256 * 1024 * 1024
+# Every kind of unit this process has cut (by key), whichever source cut it: forgetting
+# drops the cached embeddings of the forgotten lines' units of each.
+KINDS_CUT: dict[tuple[str, int, int], Units] = {}
 
 
 class Units:
     """Lines grouped into units, each unit searched by the vector of its joined text.
 
     Subclasses say how a scope's lines form units (``units``) and how a unit reads
-    (``text``).
+    (``text``); a :class:`UnitCache` keeps one kind's units and vectors by scope.
     """
 
     name = "units"
     separator = " "
 
-    def __init__(self, budget_bytes: int = UNITS_BUDGET_BYTES) -> None:
-        self.budget_bytes = budget_bytes
-        self._cache: weakref.WeakKeyDictionary[Memory, OrderedDict[ScopeKey, _ScopeUnits]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._lock = threading.Lock()  # the cache's dictionaries, not the embedding
+    @property
+    def key(self) -> tuple[str, int, int]:
+        """What tells kinds apart: the name, and a window's size and overlap."""
+        return (self.name, getattr(self, "size", 0), getattr(self, "overlap", 0))
 
     def units(self, layout: Layout) -> list[Unit]:
         raise NotImplementedError
 
-    def forget(self, memory: Memory) -> None:
-        """Drop the lines, units and vectors kept for ``memory``."""
-        with self._lock:
-            self._cache.pop(memory, None)
+    def text(self, unit: Unit) -> str:
+        return self.separator.join(line.labelled for line in unit)
 
-    def held_texts(self, memory: Memory) -> list[str]:
-        """Every text kept for ``memory``: its scopes' lines and their units' texts."""
+
+class UnitCache:
+    """One kind's units of the scopes asked last and their vectors, cut again when lines
+    came and kept while none did (least recently used scopes dropped past
+    ``budget_bytes``)."""
+
+    def __init__(self, kind: Units, budget_bytes: int = UNITS_BUDGET_BYTES) -> None:
+        self.kind = kind
+        KINDS_CUT.setdefault(kind.key, kind)
+        self.budget_bytes = budget_bytes
+        self._scopes: OrderedDict[ScopeKey, _ScopeUnits] = OrderedDict()
+        self._lock = threading.Lock()  # the cache's dictionary, not the embedding
+
+    def held_texts(self) -> list[str]:
+        """Every text kept: the scopes' lines and their units' texts."""
         with self._lock:
-            held = list(self._cache.get(memory, {}).values())
+            held = list(self._scopes.values())
         texts: list[str] = []
         for scope in held:
             texts += [line.text for line in scope.lines.by_id.values()]
@@ -77,12 +86,10 @@ class Units:
                 texts += [*scope.embedded.texts, *scope.embedded.known]
         return texts
 
-    def text(self, unit: Unit) -> str:
-        return self.separator.join(line.labelled for line in unit)
-
     def embedded_units(
         self,
-        memory: Memory,
+        store: LineStore,
+        embed: Callable[[list[str]], np.ndarray],
         bot_id: int,
         person_id: int | None,
         defer: tuple[int, int] | None = None,
@@ -96,29 +103,24 @@ class Units:
         are not embedded yet, their rows zeros until a call that does not defer them. A chat
         turn defers the units of its feed, which it skips anyway, so the thread's growing last
         unit is embedded once it leaves the feed, not at every turn."""
-        scope = self._scope(memory, (bot_id, person_id))
-        moved, grew = scope.lines.update(memory.store)
+        scope = self._scope((bot_id, person_id))
+        moved, grew = scope.lines.update(store)
         if moved or grew or scope.embedded is None:
             # Vectors of an earlier state hold only while no line was re-embedded or removed.
             known = scope.embedded.known if scope.embedded is not None and not moved else {}
-            units = self.units(scope.lines.layout())
-            scope.embedded = _EmbeddedUnits(units, self.text, known)
-        scope.embedded.embed_missing(memory, defer)
-        self._trim(memory)
+            units = self.kind.units(scope.lines.layout())
+            scope.embedded = _EmbeddedUnits(units, self.kind.text, known)
+        scope.embedded.embed_missing(embed, defer)
+        with self._lock:
+            drop_least_recent(self._scopes, self.budget_bytes)
         return scope.embedded.units, scope.embedded.vectors
 
-    def _scope(self, memory: Memory, key: ScopeKey) -> _ScopeUnits:
+    def _scope(self, key: ScopeKey) -> _ScopeUnits:
         """The scope's kept units (new if none), now the most recently used."""
         with self._lock:
-            scopes = self._cache.setdefault(memory, OrderedDict())
-            scope = scopes.pop(key, None) or _ScopeUnits(ScopeLines(*key))
-            scopes[key] = scope
+            scope = self._scopes.pop(key, None) or _ScopeUnits(ScopeLines(*key))
+            self._scopes[key] = scope
             return scope
-
-    def _trim(self, memory: Memory) -> None:
-        """Drop the least recently used scopes past the budget (the latest always stays)."""
-        with self._lock:
-            drop_least_recent(self._cache.get(memory, OrderedDict()), self.budget_bytes)
 
 
 class _ScopeUnits:
@@ -157,7 +159,9 @@ class _EmbeddedUnits:
         row = next(iter(self.known.values())).nbytes if self.known else 0
         return self.vectors.nbytes + len(self.known) * row
 
-    def embed_missing(self, memory: Memory, defer: tuple[int, int] | None) -> None:
+    def embed_missing(
+        self, embed: Callable[[list[str]], np.ndarray], defer: tuple[int, int] | None
+    ) -> None:
         """Embed the units not embedded yet, but those ``defer`` names."""
         wanted = self.missing
         if defer is not None:
@@ -173,7 +177,7 @@ class _EmbeddedUnits:
         texts = list(dict.fromkeys(self.texts[index] for index in rows))
         new = [text for text in texts if text not in self.known]
         if new:
-            vectors = np.asarray(memory.embed(new), np.float32)
+            vectors = np.asarray(embed(new), np.float32)
             self.known = self.known | dict(zip(new, vectors, strict=True))
         if len(self.vectors) != len(self.units):
             width = len(self.known[texts[0]])

@@ -19,12 +19,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from membot.config import BotSettings
-from membot.index.vectors import Scope
-from membot.recall.chat import EVERY_LINE, Choice, check_strategy, chosen_for_turn
-from membot.store.base import lines_between
+from membot.index.scope import Scope
+from membot.recall.chat import EVERY_LINE, check_strategy, chosen_for_turn
+from membot.recall.strategies import Choice
 
 if TYPE_CHECKING:
-    from membot.memory.facade import Memory
+    from membot.recall.source import RecallSource
 
 # Bot settings a benchmark may set with ``--set`` beside the strategy's own options.
 BOT_SETTINGS = ("expand_before", "expand_after", "window_size", "window_overlap")
@@ -46,7 +46,7 @@ def settings_for_ranking(
 
 
 def ranked_lines(
-    memory: Memory,
+    source: RecallSource,
     settings: BotSettings,
     query: str,
     scope: Scope,
@@ -58,13 +58,13 @@ def ranked_lines(
     that many lines are placed; the other matches follow alone."""
     if depth is not None:  # each match places at least its own line
         settings = replace(settings, max_matches=min(settings.max_matches, depth))
-    vector = memory.embed([query])[0]
-    choices = chosen_for_turn(memory, settings, query, vector, scope, now, said=query)
-    return context_order(memory, choices, scope, depth)
+    vector = source.embed([query])[0]
+    choices = chosen_for_turn(source, settings, query, vector, scope, now, said=query)
+    return context_order(source, choices, scope, depth)
 
 
 def context_order(
-    memory: Memory, choices: Sequence[Choice], scope: Scope, depth: int | None = None
+    source: RecallSource, choices: Sequence[Choice], scope: Scope, depth: int | None = None
 ) -> list[int]:
     """The lines of ``choices`` (best first), each line once, by score: a match at its
     order, the lines of its block at the decayed order (see the module docstring)."""
@@ -81,7 +81,7 @@ def context_order(
             continue
         # A match already placed in another's block still brings its own block.
         placed.setdefault(line_id)
-        for distance, neighbour in _block_lines(memory, choice, scope):
+        for distance, neighbour in _block_lines(source, choice, scope):
             order = _decayed(choice.order, choice.decay, distance)
             heapq.heappush(heap, (-order, pushed, neighbour, None))
             pushed += 1
@@ -94,11 +94,11 @@ def _decayed(order: float, decay: float, distance: int) -> float:
     return order - abs(order) * (1 - decay**distance)
 
 
-def _block_lines(memory: Memory, choice: Choice, scope: Scope) -> list[tuple[int, int]]:
+def _block_lines(source: RecallSource, choice: Choice, scope: Scope) -> list[tuple[int, int]]:
     """(distance from the match, line id) of the block's other lines in scope, nearest
     first: lines of roles recall leaves out, and the feed's, stay out as in a turn."""
     block, hit = choice.block, choice.hit
-    lines = lines_between(memory.store, block.source_thread_id, block.first_seq, block.last_seq)
+    (lines,) = source.lines_in_ranges([(block.source_thread_id, block.first_seq, block.last_seq)])
     found = []
     for line in lines:
         in_feed = (

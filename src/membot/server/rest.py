@@ -26,6 +26,7 @@ from membot import (
     profile_from_toml,
     profile_to_toml,
     read_file,
+    strategy_options,
 )
 from membot.server.auth import caller, need_admin, need_bot, person_of, service_of
 from membot.server.errors import (
@@ -311,6 +312,13 @@ def search(
 def who_am_i(key: Key) -> dict[str, Any]:
     """The key's scope: which bot and person it acts for (never its secret)."""
     return key.to_json()
+
+
+@router.get("/strategies", tags=["bots"])
+def list_strategies(key: Key) -> dict[str, dict[str, dict[str, float]]]:
+    """The recall strategies a bot may use, each with its options and their defaults (a
+    bot's ``strategy.NAME`` settings)."""
+    return {"strategies": strategy_options()}
 
 
 @router.get("/bots/{bot}/users", tags=["memory"])

@@ -50,7 +50,7 @@ from membot.config import E164, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError, TurnFailedError
 from membot.memory.facade import LineInput
 from membot.model import Role, Turn, utc_now
-from membot.store.base import SmsRecord, SmsSender, SmsStore, number_taken
+from membot.store.base import SmsRecord, SmsSender, SmsStore
 
 log = logging.getLogger(__name__)
 
@@ -215,19 +215,7 @@ def help_text(settings: BotSettings) -> str:
 
 def bot_for_sms_number(memory: Memory, number: str) -> str | None:
     """The bot people reach at ``number`` (its profile's ``sms_number``), or None."""
-    found = [bot for bot in memory.bots() if memory.bot_settings(bot).sms_number == number]
-    if len(found) > 1:  # two writers racing past check_number_free
-        raise ConflictError(f"bots {', '.join(found)} share one SMS number: give each its own")
-    return found[0] if found else None
-
-
-def check_number_free(memory: Memory, bot: str, settings: BotSettings) -> None:
-    """``ConflictError`` when another bot has ``settings.sms_number`` already."""
-    if not settings.sms_number:
-        return
-    owner = bot_for_sms_number(memory, settings.sms_number)
-    if owner is not None and owner != bot:
-        raise number_taken(owner, settings.sms_number)
+    return memory.sms_number_owner(number)
 
 
 # -- the idempotency record -----------------------------------------------------------------

@@ -4,7 +4,7 @@ import { api, path, session } from "./api.js";
 import { h, field, say, when, download, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
 
-const STRATEGIES = ["blend", "hybrid", "lines", "bm25", "prune", "pairs", "windows"];
+let strategyNames = []; // the server's registered strategies (GET /v1/strategies)
 const GROUPS = [
   ["Names", ["bot_name", "human_name"]],
   ["Model", ["llm", "llm_key_env", "citations", "relevance_check", "reply_tokens", "context_size"]],
@@ -80,6 +80,7 @@ function importAsNewForm() {
 
 export async function renderBot(section, [bot]) {
   const profile = await api("GET", path`/v1/bots/${bot}`);
+  strategyNames = Object.keys((await api("GET", "/v1/strategies")).strategies);
   section.append(
     h("h1", { tabindex: "-1", text: `Bot ${bot}` }),
     h("p", { class: "links" },
@@ -140,7 +141,7 @@ function controlFor(name, value, template) {
   if (typeof value === "boolean") return h("input", { ...common, type: "checkbox", checked: value });
   if (typeof value === "number") return h("input", { ...common, type: "number", step: "any", inputmode: "decimal", value: String(value) });
   if (name === "strategy") {
-    const names = STRATEGIES.includes(value) ? STRATEGIES : [value, ...STRATEGIES];
+    const names = strategyNames.includes(value) ? strategyNames : [value, ...strategyNames];
     return h("select", common, names.map((each) => h("option", { value: each, selected: each === value, text: each })));
   }
   if (Array.isArray(value)) return h("input", { ...common, value: value.join(", ") });

@@ -5,10 +5,11 @@ usearch graph must be built again from the store: the lines gone are only marked
 graph, their bytes stay. That build takes seconds to a minute (45 s at a million lines on 2
 cores) and holds Python's lock the whole time, so it runs here, in a process of its own at a
 lower priority and on one core, while the processes serving turns go on answering from their
-old graphs with the removed lines taken out (:class:`membot.index.approximate.UsearchNominator`).
-It saves the graph beside the store, where every process loads it.
+old graphs with the removed lines taken out
+(:class:`membot.store.approximate_sqlite.UsearchNominator`). It saves the graph beside the
+store, where every process loads it.
 
-    python -m membot.index.approximate_build STORE BOT_ID
+    python -m membot.store.approximate_build STORE BOT_ID
 
 One build per bot at a time: a second child waits for the first, then finds its file
 current and stops. If the bot's lines moved again while it built, its file (which may hold
@@ -21,38 +22,19 @@ import contextlib
 import fcntl
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from membot.store.approximate_sqlite import UsearchNominator
+from membot.store.sqlite import SqliteStore
+
 EXIT_FAILED = 1
-
-
-class Rebuild:
-    """A child process building one bot's graph (the parent's handle on it)."""
-
-    def __init__(self, store_path: Path, bot_id: int, generation: int) -> None:
-        self.generation = generation  # the bot's when it started: its file is of this or later
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "membot.index.approximate_build", str(store_path), str(bot_id)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,  # its errors go to the parent's stderr, as its own
-        )
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def wait(self, timeout: float | None = None) -> None:
-        self.process.wait(timeout)
 
 
 def build(store_path: Path, bot_id: int) -> int | None:
     """Build and save the bot's graph; the lines it holds, or None when nothing was saved
     (found saved and current already, or lines went while it built)."""
-    from membot.index.approximate import UsearchNominator
-    from membot.store.sqlite import SqliteStore
-
     store = SqliteStore(store_path)
     try:
         folder = Path(f"{store_path}.ann")
@@ -80,7 +62,7 @@ def _peak_mb() -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2 or not argv[1].isdigit():
-        print("usage: python -m membot.index.approximate_build STORE BOT_ID", file=sys.stderr)
+        print("usage: python -m membot.store.approximate_build STORE BOT_ID", file=sys.stderr)
         return EXIT_FAILED
     with contextlib.suppress(OSError):
         os.nice(10)  # the turns being served come first

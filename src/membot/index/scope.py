@@ -1,0 +1,99 @@
+"""What a search may return (:class:`Scope`), the lines of a scope scored against one query
+(:class:`InScope`), and the one matrix product both exact and approximate search score by."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+if TYPE_CHECKING:
+    from membot.config import BotSettings
+
+
+@functools.cache
+def _blas() -> ThreadpoolController:
+    return ThreadpoolController()
+
+
+def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` (float32) on one BLAS thread: a product of a few thousand rows is
+    too small to share out, and BLAS's own threads made it many times slower whenever
+    another process kept a core busy (docs/performance.md)."""
+    with _blas().limit(limits=1, user_api="blas"):
+        return matrix @ np.asarray(query, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which lines a search may return.
+
+    ``person_id`` None means every person of the bot (only for bots that share memory).
+    ``thread_id`` limits the search to one thread. Lines of ``window_thread_id`` with
+    ``seq >= window_from_seq`` are skipped: they are in the prompt's recent window already.
+    """
+
+    bot_id: int
+    person_id: int | None
+    thread_id: int | None = None
+    window_thread_id: int | None = None
+    window_from_seq: int | None = None
+    roles: tuple[str, ...] = ("human", "bot")
+
+    @classmethod
+    def of(
+        cls,
+        bot_id: int,
+        person_id: int | None,
+        settings: BotSettings | None = None,
+        *,
+        thread_id: int | None = None,
+        feed: tuple[int, int] | None = None,
+        roles: Sequence[str] | None = None,
+    ) -> Scope:
+        """The scope of a search, the one way every search builds it: the person's lines
+        with the bot (every person's where ``person_id`` is None, or where ``settings`` say
+        the bot shares memory across people), of one thread (``thread_id``), without the
+        feed (``feed``: thread id and first seq, lines already in the prompt), of ``roles``
+        (default: those the bot's ``recall_roles`` name, or human and bot lines)."""
+        shared = settings is not None and settings.share_across_people
+        if roles is None:
+            roles = settings.recall_roles if settings is not None else ("human", "bot")
+        feed_thread, feed_from = feed if feed is not None else (None, None)
+        person = None if shared else person_id
+        return cls(bot_id, person, thread_id, feed_thread, feed_from, tuple(roles))
+
+
+@dataclass(frozen=True)
+class InScope:
+    """The lines of one scope as parallel arrays, with their cosine to one query."""
+
+    ids: np.ndarray
+    thread_ids: np.ndarray
+    seqs: np.ndarray
+    scores: np.ndarray
+    created: np.ndarray  # seconds since 1970, UTC
+
+    @classmethod
+    def empty(cls) -> InScope:
+        nothing = np.zeros(0, dtype=np.int64)
+        return cls(nothing, nothing, nothing, np.zeros(0, dtype=np.float32),
+                   np.zeros(0, dtype=np.float64))  # fmt: skip
+
+    def neighbour_scores(self) -> np.ndarray:
+        """Each line's previous plus next line's score in its thread; a neighbour outside
+        the scope (or the thread) counts the line's own score."""
+        keys = self.thread_ids.astype(np.int64) * 2**32 + self.seqs.astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        total = np.zeros_like(self.scores)
+        for step in (-1, 1):
+            wanted = keys + step
+            at = np.clip(np.searchsorted(sorted_keys, wanted), 0, max(len(keys) - 1, 0))
+            found = sorted_keys[at] == wanted if len(keys) else np.zeros(0, dtype=bool)
+            total += np.where(found, self.scores[order[at]], self.scores)
+        return total
