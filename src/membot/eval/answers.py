@@ -294,6 +294,9 @@ def _done_records(records: Path | None, resume: bool, run: AnswerRun) -> list[di
         except json.JSONDecodeError:
             if number < len(texts):  # only the last line can be one a killed run was writing
                 raise ConfigError(f"{records}: line {number} is not JSON") from None
+            # that line is dropped, so the next record starts a line of its own
+            kept = "".join(line + "\n" for line in texts[:-1])
+            records.write_text(kept, encoding="utf-8")
     models = {record.get("llm") for record in done}
     if models - {run.llm.name}:
         raise ConfigError(
