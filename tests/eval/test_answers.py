@@ -146,7 +146,10 @@ LONGMEMEVAL = [
         "haystack_session_ids": ["answer_q1_1"],
         "haystack_dates": ["2023/05/21 (Sun) 10:00"],
         "haystack_sessions": [
-            session(("user", "My bicycle is blue."), ("assistant", "A blue bicycle, nice."))
+            [
+                {"role": "user", "content": "My bicycle is blue.", "has_answer": True},
+                {"role": "assistant", "content": "A blue bicycle, nice."},
+            ]
         ],
         "answer_session_ids": ["answer_q1_1"],
     },
@@ -196,6 +199,7 @@ def test_each_question_is_a_turn_of_its_own_after_the_last_session(
     dog, instrument, _ = saved
     assert (dog["f1"], dog["contained"], dog["context_contained"]) == (0.4, True, True)
     assert (instrument["contained"], instrument["context_contained"]) == (False, True)
+    assert (dog["evidence_recalled"], instrument["evidence_recalled"]) == (1.0, 1.0)
     assert report["overall"]["n"] == 3
     assert report["by_category"]["multi-hop"]["found_not_said"] == 1.0
     assert report["by_category"]["single-hop"]["f1"] == 0.4
@@ -208,10 +212,10 @@ def test_the_table_has_a_row_per_category_then_all(files: dict[str, Path], embed
     report = evaluate_answers(files["locomo"], groups, locomo_run(llm, embedder, judge),
                               show_progress=False)  # fmt: skip
     table = answers_table(report).splitlines()
-    assert table[0].startswith("| category | n | F1 | contained | in context |")
+    assert table[0].startswith("| category | n | F1 | contained | evidence recalled | in context |")
     assert "judge" in table[0]
     assert [row.split(" | ")[0] for row in table[2:]] == ["| multi-hop", "| single-hop", "| all"]
-    assert table[-1].startswith("| all | 2 | 1.0 | 1.0 | 1.0 | 0.0 | 1.0 |")
+    assert table[-1].startswith("| all | 2 | 1.0 | 1.0 | 1.0 | 1.0 | 0.0 | 1.0 |")
 
 
 def test_limit_and_questions_choose_in_file_order(files: dict[str, Path]) -> None:
@@ -269,6 +273,8 @@ def test_longmemeval_asks_at_the_question_date_with_abstention_apart(
     assert "Tuesday 2023-05-30 16:40" in llm.history[0][0]["content"]
     assert set(report["by_category"]) == {"single-session-user", "abstention"}
     assert report["by_category"]["single-session-user"]["contained"] == 1.0
+    assert report["by_category"]["single-session-user"]["evidence_recalled"] == 1.0
+    assert report["by_category"]["abstention"]["evidence_recalled"] is None  # nothing marked
     assert "unanswerable question" in judge.history[1][0]["content"]
     assert report["overall"]["judge"] == 1.0
 

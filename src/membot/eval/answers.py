@@ -11,8 +11,9 @@ thread is forgotten after the turn, so no question recalls an earlier question o
 
 Each reply is scored by :mod:`membot.eval.answer_scores` (LoCoMo's token F1, "contained", and
 with a judge the benchmark's published judge prompt), and so is the turn's recalled context
-(``Turn.history_hints``, the history the prompt held): "contained in context" tells a
-question memory did not find from one the model did not say. A record per question is
+(``Turn.history_hints``, the history the prompt held), and the lines the benchmark marks as
+holding the answer are looked for among the recalled ones: these tell a question memory did
+not find from one the model did not say. A record per question is
 appended to a JSONL file as soon as it is scored, so a run stopped anywhere goes on from the
 next question (``resume``).
 """
@@ -69,6 +70,7 @@ class Question:
     locomo_category: int | None = None  # the rule LoCoMo's F1 applies; None: plain F1
     question_type: str = ""  # LongMemEval's, which picks its judge prompt
     abstention: bool = False  # LongMemEval's ``_abs``: the answer is never said
+    evidence: tuple[str, ...] = ()  # refs of the lines holding the answer, as imported
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,8 @@ def _locomo_question(
     answer = qa.get("answer", qa.get("adversarial_answer"))  # adversarial: no "answer"
     category = qa["category"]
     return Question(f"{key}:{place}", key, CATEGORIES[category], qa["question"], str(answer),
-                    user, now, locomo_category=category)  # fmt: skip
+                    user, now, locomo_category=category,
+                    evidence=tuple(qa.get("evidence", ())))  # fmt: skip
 
 
 def longmemeval_groups(path: Path, assistant_turns: bool = False) -> list[Group]:
@@ -130,9 +133,22 @@ def longmemeval_groups(path: Path, assistant_turns: bool = False) -> list[Group]
             id=key, group=key, category="abstention" if abstention else entry["question_type"],
             text=entry["question"], answer=str(entry["answer"]), user=key, now=asked,
             question_type=entry["question_type"], abstention=abstention,
+            evidence=_marked_turns(entry),
         )  # fmt: skip
         groups.append(Group(key, lines_by_question[key], [question]))
     return groups
+
+
+def _marked_turns(entry: dict[str, Any]) -> tuple[str, ...]:
+    """The refs (``<session id>:<turn index>``, as the importer writes them) of the turns
+    marked ``has_answer``: on either side, though only user turns are stored by default."""
+    return tuple(
+        f"{session_id}:{index}"
+        for session_id, turns in zip(entry["haystack_session_ids"], entry["haystack_sessions"],
+                                     strict=True)
+        for index, turn in enumerate(turns)
+        if turn.get("has_answer")
+    )  # fmt: skip
 
 
 def _json(path: Path) -> list[dict[str, Any]]:
@@ -204,6 +220,8 @@ def ask(bot: Bot, question: Question, run: AnswerRun) -> dict[str, Any]:
     reply = turn.response
     context = "\n".join(part for part in (turn.history_hints, turn.expertise_hints) if part)
     rule = question.locomo_category
+    recalled = {line.ref for block in turn.recalled for line in block.lines}
+    evidence = [ref for ref in question.evidence if ref in recalled]
     record = {
         "id": question.id,
         "category": question.category,
@@ -213,6 +231,10 @@ def ask(bot: Bot, question: Question, run: AnswerRun) -> dict[str, Any]:
         "f1": round(locomo_f1(reply, question.answer, rule), 4),
         "contained": contained(reply, question.answer, rule),
         "context_contained": contained(context, question.answer, rule),
+        # the share of the lines holding the answer that the prompt held; None without any
+        "evidence_recalled": round(len(evidence) / len(question.evidence), 4)
+        if question.evidence
+        else None,
         "judge": None,
         "seconds": round(seconds, 2),
         "reply_tokens": turn.tokens.get("response", 0),
@@ -322,6 +344,7 @@ def _row(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     the two kinds of failure, the judge's share (None without a judge), total seconds and
     mean reply tokens."""
     judged = [float(r["judge"]) for r in records if r.get("judge") is not None]
+    evidence = [r["evidence_recalled"] for r in records if r.get("evidence_recalled") is not None]
     share = lambda test: mean([float(test(r)) for r in records])  # noqa: E731
 
     def rounded(value: float | None, digits: int = 3) -> float | None:
@@ -334,6 +357,7 @@ def _row(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "context_contained": rounded(share(lambda r: r["context_contained"])),
         "not_found": rounded(share(lambda r: not r["context_contained"])),
         "found_not_said": rounded(share(lambda r: r["context_contained"] and not r["contained"])),
+        "evidence_recalled": rounded(mean(evidence)),
         "judge": rounded(mean(judged)),
         "seconds": round(sum(r["seconds"] for r in records), 1),
         "reply_tokens": rounded(mean([r["reply_tokens"] for r in records]), 1),
@@ -358,10 +382,12 @@ def answers_report(
         "embedder": embedder,
         "settings": dict(run.settings),
         "metric": "f1: LoCoMo's token F1 by its category rules (LongMemEval: plain F1); "
-        "contained: the normalised answer appears in the reply; context_contained: in the "
-        "recalled history of the turn's prompt; not_found: share whose context lacked it; "
-        "found_not_said: share whose context held it and whose reply did not; judge: share "
-        "the judge called correct; seconds: total; reply_tokens: mean",
+        "contained: the normalised answer appears in the reply; evidence_recalled: share of "
+        "the lines marked as holding the answer (LoCoMo's evidence, LongMemEval's has_answer) "
+        "that the prompt held, over questions with any; context_contained: the answer appears "
+        "in the recalled history of the turn's prompt; not_found: share whose context lacked "
+        "it; found_not_said: share whose context held it and whose reply did not; judge: "
+        "share the judge called correct; seconds: total; reply_tokens: mean",
         "questions": len(records),
         "overall": _row(records),
         "by_category": {name: _row(rows) for name, rows in sorted(by_category.items())},
@@ -372,7 +398,8 @@ def answers_report(
 
 COLUMNS = (
     ("n", "n"), ("f1", "F1"), ("contained", "contained"),
-    ("context_contained", "in context"), ("found_not_said", "in context, not said"),
+    ("evidence_recalled", "evidence recalled"), ("context_contained", "in context"),
+    ("found_not_said", "in context, not said"),
     ("judge", "judge"), ("seconds", "seconds"), ("reply_tokens", "reply tokens"),
 )  # fmt: skip
 
