@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from membot import ConfigError
+from membot import LLM, ConfigError, resolve_llm
 from membot.cli.common import Options
 from membot.eval.answers import (
     AnswerRun,
@@ -25,7 +25,6 @@ from membot.eval.answers import (
     turn_settings,
 )
 from membot.eval.harness import write_report
-from membot.llm import LLM, resolve_llm
 
 err = Console(stderr=True, emoji=False)
 
