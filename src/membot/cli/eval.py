@@ -14,7 +14,24 @@ import typer
 from rich.console import Console
 
 from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings, strategy_options
+from membot.cli.eval_answers import (
+    AnswerOptions,
+    AnswersOption,
+    JudgeKeyOption,
+    JudgeOption,
+    LimitOption,
+    LlmOption,
+    QuestionsOption,
+    ResumeOption,
+    run_answers,
+)
 from membot.eval import evaluate_locomo, evaluate_longmemeval, write_report
+from membot.eval.answers import (
+    DEFAULT_LOCOMO_CATEGORIES,
+    locomo_groups,
+    longmemeval_groups,
+    parse_categories,
+)
 
 eval_app = typer.Typer(
     rich_markup_mode=None, help="Measure recall on public benchmarks.", no_args_is_help=True
@@ -77,6 +94,25 @@ def _run(
     return report
 
 
+def _answers(
+    context: typer.Context,
+    benchmark: str,
+    file: Path,
+    groups: Callable[[], list[Any]],
+    chosen: AnswerOptions,
+    strategy: str,
+    settings: list[str] | None,
+    as_json: bool,
+    out: Path | None,
+) -> None:
+    """``--answers``: each question asked through ``Bot.turn``, the reply scored."""
+    options = _options(settings or [])
+    if out:
+        _check_writable(out)
+    run_answers(context, benchmark, file, groups, chosen, strategy, options, as_json, out,
+                _embedder(context), _db(context))  # fmt: skip
+
+
 def _check_writable(path: Path) -> None:
     """``ConfigError`` unless a report can be written at ``path`` (its missing folders are
     made, as :func:`write_report` does)."""
@@ -112,8 +148,32 @@ def locomo(
     settings: SetOption = None,
     as_json: JsonOption = False,
     out: OutOption = None,
+    answers: AnswersOption = False,
+    llm: LlmOption = None,
+    judge: JudgeOption = None,
+    judge_key_env: JudgeKeyOption = None,
+    resume: ResumeOption = False,
+    limit: LimitOption = None,
+    questions: QuestionsOption = None,
+    categories: Annotated[
+        str | None,
+        typer.Option(
+            "--categories",
+            help="With --answers: LoCoMo categories asked, ids or names, comma-separated "
+            "(1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) "
+            "[default: 1,2,3,4].",
+        ),
+    ] = None,
 ) -> None:
-    """LoCoMo evidence recall at 5, 10, 25, 50 dialog turns in context."""
+    """LoCoMo evidence recall at 5, 10, 25, 50 dialog turns in context; with --answers, the
+    answers' token F1."""
+    chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions)
+    chosen.check_used({"--categories": categories})
+    if answers:
+        asked = parse_categories(categories) if categories else DEFAULT_LOCOMO_CATEGORIES
+        groups = lambda: locomo_groups(file, asked)  # noqa: E731
+        _answers(context, "locomo", file, groups, chosen, strategy, settings, as_json, out)
+        return
     report = _run(evaluate_locomo, context, file, strategy, settings, as_json, out)
     if not as_json:
         recall = ", ".join(f"R@{k} {value:.3f}" for k, value in report["recall_at"].items())
@@ -130,8 +190,30 @@ def longmemeval(
     settings: SetOption = None,
     as_json: JsonOption = False,
     out: OutOption = None,
+    answers: AnswersOption = False,
+    llm: LlmOption = None,
+    judge: JudgeOption = None,
+    judge_key_env: JudgeKeyOption = None,
+    resume: ResumeOption = False,
+    limit: LimitOption = None,
+    questions: QuestionsOption = None,
+    assistant_turns: Annotated[
+        bool,
+        typer.Option(
+            "--assistant-turns",
+            help="With --answers: store the haystacks' assistant turns too (recall stores the "
+            "user turns only, as the official corpus holds them).",
+        ),
+    ] = False,
 ) -> None:
-    """LongMemEval's official retrieval metrics, turn and session level, with a BM25 baseline."""
+    """LongMemEval's official retrieval metrics, turn and session level, with a BM25 baseline;
+    with --answers, the answers' scores."""
+    chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions)
+    chosen.check_used({"--assistant-turns": assistant_turns})
+    if answers:
+        groups = lambda: longmemeval_groups(file, assistant_turns)  # noqa: E731
+        _answers(context, "longmemeval", file, groups, chosen, strategy, settings, as_json, out)
+        return
     report = _run(evaluate_longmemeval, context, file, strategy, settings, as_json, out)
     if not as_json:
         for name in ("session", "session_turn2session", "turn"):

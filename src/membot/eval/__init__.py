@@ -1,5 +1,7 @@
-"""Benchmark harnesses (LoCoMo, LongMemEval) and where the public evaluation data lives."""
+"""Benchmark harnesses (LoCoMo, LongMemEval: recall, and answers asked through ``Bot.turn``)
+and where the public evaluation data lives."""
 
+from membot.eval.answers import evaluate_answers, locomo_groups, longmemeval_groups
 from membot.eval.data import shared_data_dir
 from membot.eval.harness import write_report
 from membot.eval.locomo import evaluate_locomo
@@ -8,8 +10,11 @@ from membot.recall.chat import strategy_names
 
 __all__ = [
     "STRATEGIES",
+    "evaluate_answers",
     "evaluate_locomo",
     "evaluate_longmemeval",
+    "locomo_groups",
+    "longmemeval_groups",
     "shared_data_dir",
     "strategy_names",
     "write_report",

@@ -1,0 +1,154 @@
+"""``membot eval locomo|longmemeval --answers``: the options of the answer harness and the
+run, a thin adapter over :mod:`membot.eval.answers`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from membot import LLM, ConfigError, resolve_llm
+from membot.cli.common import Options
+from membot.eval.answers import (
+    AnswerRun,
+    Group,
+    answers_table,
+    evaluate_answers,
+    records_path_for,
+    selected,
+    turn_settings,
+)
+from membot.eval.harness import write_report
+
+err = Console(stderr=True, emoji=False)
+
+AnswersOption = Annotated[
+    bool,
+    typer.Option(
+        "--answers",
+        help="Ask each question through Bot.turn and score the reply (token F1, answer "
+        "contained, in the recalled context; see docs/answers.md) instead of measuring recall.",
+    ),
+]
+LlmOption = Annotated[
+    str | None,
+    typer.Option(
+        "--llm",
+        help="With --answers: the model that answers, smollm2 | openai:MODEL[@URL] | "
+        "script:PATH [default: the root command's --llm, else smollm2].",
+        show_default=False,
+    ),
+]
+JudgeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge",
+        help="With --answers: an LLM judge, openai:MODEL[@URL] (or script:PATH), asked with "
+        "the benchmark's published judge prompt [default: no judge].",
+        show_default=False,
+    ),
+]
+JudgeKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-key-env",
+        help="Environment variable holding the judge's API key (default: OPENAI_API_KEY for "
+        "OpenAI itself, none for other servers).",
+    ),
+]
+ResumeOption = Annotated[
+    bool,
+    typer.Option(
+        "--resume",
+        help="With --answers: go on from the answers kept beside --out (OUT.answers.jsonl), "
+        "skipping the questions answered there.",
+    ),
+]
+LimitOption = Annotated[
+    int | None,
+    typer.Option("--limit", min=1, help="With --answers: only the first N questions chosen."),
+]
+QuestionsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--questions",
+        help="With --answers: only these question ids, comma-separated (LoCoMo: SAMPLE_ID:N, "
+        "N its place in the sample's qa list from 1; LongMemEval: question_id).",
+    ),
+]
+
+
+@dataclass(frozen=True)
+class AnswerOptions:
+    """The ``--answers`` options as one command was given them."""
+
+    answers: bool = False
+    llm: str | None = None
+    judge: str | None = None
+    judge_key_env: str | None = None
+    resume: bool = False
+    limit: int | None = None
+    questions: str | None = None
+
+    def check_used(self, extra: dict[str, Any]) -> None:
+        """``ConfigError`` for an answer option given without ``--answers``."""
+        if self.answers:
+            return
+        given = {
+            "--llm": self.llm, "--judge": self.judge, "--judge-key-env": self.judge_key_env,
+            "--resume": self.resume, "--limit": self.limit, "--questions": self.questions,
+            **extra,
+        }  # fmt: skip
+        if used := [name for name, value in given.items() if value]:
+            raise ConfigError(f"{', '.join(used)}: only with --answers")
+
+
+def answering_model(context: typer.Context, spec: str | None) -> LLM:
+    """The model ``--llm`` names (this command's, else the root command's, else smollm2),
+    made as every command makes it."""
+    root = context.find_root().obj
+    options = root if isinstance(root, Options) else Options("", None, None, None)
+    return replace(options, llm_spec=spec or options.llm_spec).make_llm()
+
+
+def run_answers(
+    context: typer.Context,
+    benchmark: str,
+    file: Path,
+    groups: Callable[[], list[Group]],
+    chosen: AnswerOptions,
+    strategy: str,
+    options: dict[str, float],
+    as_json: bool,
+    out: Path | None,
+    embedder: str,
+    db: str | None,
+) -> dict[str, Any]:
+    """Read the benchmark, ask the questions chosen, print the table (and the report as JSON
+    with ``as_json``), write the report to ``out`` and the answers beside it."""
+    ids = [part.strip() for part in (chosen.questions or "").split(",") if part.strip()]
+    chosen_groups = selected(groups(), ids, chosen.limit)
+    judge = resolve_llm(chosen.judge, key_env=chosen.judge_key_env) if chosen.judge else None
+    run = AnswerRun(
+        benchmark, answering_model(context, chosen.llm), judge, embedder,
+        turn_settings(strategy, options), db,
+    )  # fmt: skip
+    records = records_path_for(out) if out else None
+    report = evaluate_answers(file, chosen_groups, run, records, resume=chosen.resume)
+    if out:
+        try:
+            write_report(report, out)
+        except OSError as error:
+            raise ConfigError(f"cannot write the report to {out}: {error}") from error
+        err.print(f"report written to {out}, answers to {records}", markup=False)
+    if as_json:
+        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stderr.write(answers_table(report) + "\n")  # as it is: Markdown, for the docs
+    return report
