@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from membot.index.scope import similarities
 from membot.model import Line, Role
 from membot.recall.strategies import Choice, Question
 
@@ -138,7 +139,7 @@ def _groups(said: list[_Said], vectors: np.ndarray, line_ids: list[int]) -> list
     """The choices' indexes in groups of near-duplicates, in order of each group's first;
     a line joins the first group whose first line it nearly duplicates. Two choices of one
     line (two windows around it) are not copies of each other."""
-    near = vectors @ vectors.T >= DUPLICATE_COSINE
+    near = similarities(vectors, vectors.T) >= DUPLICATE_COSINE  # one BLAS thread
     groups: list[list[int]] = []
     by_words: dict[str, int] = {}
     leads = np.zeros(len(said), dtype=bool)
@@ -183,16 +184,17 @@ def _repeats(line: Line | None, said: _Said, asked: _Said) -> bool:
 
 
 def _lines_of(source: RecallSource, hits: Sequence[Hit]) -> dict[int, Line]:
-    """The hits' lines by id, read in one query (a range per thread)."""
-    spans: dict[int, tuple[int, int]] = {}
-    for hit in hits:
-        first, last = spans.get(hit.thread_id, (hit.seq, hit.seq))
-        spans[hit.thread_id] = (min(first, hit.seq), max(last, hit.seq))
+    """The hits' lines by id, read in one query (a range for each run of seqs)."""
+    runs: list[tuple[int, int, int]] = []
+    for thread, seq in sorted({(hit.thread_id, hit.seq) for hit in hits}):
+        if runs and runs[-1][0] == thread and runs[-1][2] == seq - 1:
+            runs[-1] = (thread, runs[-1][1], seq)
+        else:
+            runs.append((thread, seq, seq))
     wanted = {hit.line_id for hit in hits}
-    ranges = [(thread, first, last) for thread, (first, last) in spans.items()]
     return {
         line.id: line
-        for lines in source.lines_in_ranges(ranges)
+        for lines in source.lines_in_ranges(runs)
         for line in lines
         if line.id in wanted
     }
