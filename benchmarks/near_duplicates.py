@@ -17,6 +17,9 @@ Run from the project root (about a minute on 2 cores with the embedding cache wa
 
 from __future__ import annotations
 
+import itertools
+import json
+
 import numpy as np
 from calibrate_threshold import LOCOMO_PATH, LONGMEMEVAL_PATH, encode_all, load_locomo
 
@@ -72,8 +75,6 @@ def pair_table(title: str, pairs: tuple[tuple[str, str], ...], vectors: dict) ->
 
 def conversations() -> list[list[str]]:
     """LoCoMo dev's conversations and the user lines of the first LongMemEval_S haystacks."""
-    import json
-
     histories, _ = load_locomo(LOCOMO_PATH)
     talks = [history.texts for history in histories]
     for item in json.loads(LONGMEMEVAL_PATH.read_text())[:LONGMEMEVAL_HAYSTACKS]:
@@ -92,7 +93,7 @@ def band_table(talks: list[list[str]], vectors: dict) -> None:
         matrix = np.stack([vectors[text] for text in texts])
         cosines = np.triu(matrix @ matrix.T, k=1)
         total += len(texts) * (len(texts) - 1) // 2
-        for band, (low, high) in enumerate(zip(BANDS, BANDS[1:], strict=False)):
+        for band, (low, high) in enumerate(itertools.pairwise(BANDS)):
             rows, columns = np.nonzero((cosines >= low) & (cosines < high))
             counts[band] += len(rows)
             for row, column in zip(rows.tolist(), columns.tolist(), strict=True):
@@ -101,7 +102,7 @@ def band_table(talks: list[list[str]], vectors: dict) -> None:
                 if len(examples[band]) < EXAMPLES and normalised(a) != normalised(b):
                     examples[band].append((float(cosines[row, column]), a[:70], b[:70]))
     print(f"\nPairs of lines of one conversation ({len(talks)} conversations, {total:,} pairs)")
-    for band, (low, high) in enumerate(zip(BANDS, BANDS[1:], strict=False)):
+    for band, (low, high) in enumerate(itertools.pairwise(BANDS)):
         print(f"  [{low:.2f}, {min(high, 1.0):.2f}{')' if high <= 1 else ']'}: {counts[band]:6,}"
               f" pairs, {same_text[band]:,} of them the same normalised text")  # fmt: skip
         for cosine, a, b in examples[band]:

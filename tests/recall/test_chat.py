@@ -113,7 +113,8 @@ def test_an_unrelated_line_recalls_nothing(memory, strategy) -> None:
 def test_max_matches_is_respected(memory, strategy) -> None:
     says = ("naps", "purrs", "eats", "hides", "climbs", "plays")  # not duplicates of each other
     for thread, word in enumerate(says):
-        add_thread(memory, [(f"cat Miso {word}", Role.HUMAN), ("ok", Role.BOT)], thread=f"t{thread}")
+        said = [(f"cat Miso {word}", Role.HUMAN), ("ok", Role.BOT)]
+        add_thread(memory, said, thread=f"t{thread}")
     for limit in (0, 1, 2):
         settings = settings_of(strategy=strategy, threshold=0.2, max_matches=limit)
         chosen = recall(memory, QUERY, settings, thread=f"now{limit}")

@@ -103,7 +103,8 @@ def test_a_benchmark_ranks_the_copies_after_every_other_line(memory) -> None:
     other = add(memory, "t9", (Role.HUMAN, "cat Miso sleeps"))[0]
     bot_id, person_id = memory.store.bot_id("membot") or 0, memory.store.person_id("alice")
     settings = settings_for_ranking("blend")
-    order = ranked_lines(memory.recall_source, settings, "cat Miso tuna", Scope.of(bot_id, person_id))
+    scope = Scope.of(bot_id, person_id)
+    order = ranked_lines(memory.recall_source, settings, "cat Miso tuna", scope)
     assert order[:2] == [copies[-1], other]
     assert sorted(order[2:]) == copies[:2]
 

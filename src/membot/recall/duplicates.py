@@ -45,9 +45,10 @@ EXTRA_CANDIDATES = 20  # matches read beyond max_matches, to fill the slots a co
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d+")
 _QUESTION_WORDS = frozenset(
-    "who whom whose what which when where why how is are am was were do does did can could "
-    "will would should shall may might have has had".split()
-)
+    {"who", "whom", "whose", "what", "which", "when", "where", "why", "how", "is", "are", "am",
+     "was", "were", "do", "does", "did", "can", "could", "will", "would", "should", "shall",
+     "may", "might", "have", "has", "had"}
+)  # fmt: skip
 
 
 def normalised(text: str) -> str:
