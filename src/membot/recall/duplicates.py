@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from membot.recall.source import RecallSource
 
 DUPLICATE_COSINE = 0.95
-EXTRA_CANDIDATES = 20  # matches read beyond max_matches, to fill the slots a collapse frees
+EXTRA_CANDIDATES = 10  # read beyond max_matches to fill freed slots (a turn: 13, not 3)
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d+")
 _QUESTION_WORDS = frozenset(
@@ -97,43 +97,37 @@ def distinct_choices(
     moved behind the others, at most ``limit``."""
     if not choices:
         return []
-    lines = _lines_of(source, [choice.hit for choice in choices])
-    vectors = source.vectors([choice.hit.line_id for choice in choices], question.scope)
-    said = [
-        _Said.of(lines[choice.hit.line_id].text if choice.hit.line_id in lines else "", vector)
-        for choice, vector in zip(choices, vectors, strict=True)
-    ]
     line_ids = [choice.hit.line_id for choice in choices]
-    collapsed = [_collapsed(choices, group) for group in _groups(said, vectors, line_ids)]
+    lines = _lines_of(source, [choice.hit for choice in choices])
+    vectors = source.vectors(line_ids, question.scope)
+    said = [
+        _Said.of(lines[line_id].text if line_id in lines else "", vector)
+        for line_id, vector in zip(line_ids, vectors, strict=True)
+    ]
     asked = _asked(source, question)
-    repeats = {
-        number
-        for number, choice in enumerate(collapsed)
-        if _repeats(lines.get(choice.kept.hit.line_id), said[choice.index], asked)
-    }
-    if not repeats:
-        return [choice.kept for choice in collapsed[:limit]]
-    # Ordered last in a benchmark's ranking too (membot.recall.ranked reads the orders).
-    floor = min(choice.kept.order for choice in collapsed) - 1.0
-    kept = [choice.kept for number, choice in enumerate(collapsed) if number not in repeats]
-    kept += [replace(collapsed[number].kept, order=floor) for number in sorted(repeats)]
+    to_asked = similarities(vectors, asked.vector)
+    kept: list[Choice] = []
+    repeats: list[Choice] = []
+    for group in _groups(said, vectors, line_ids):
+        index, choice = _collapsed(choices, group)
+        repeat = _repeats(lines.get(line_ids[index]), said[index], asked, float(to_asked[index]))
+        (repeats if repeat else kept).append(choice)
+    if repeats:
+        # Ordered last in a benchmark's ranking too (membot.recall.ranked reads the orders).
+        floor = min(choice.order for choice in choices) - 1.0
+        kept += [replace(choice, order=floor) for choice in repeats]
     return kept[:limit]
 
 
-@dataclass(frozen=True)
-class _Collapsed:
-    index: int  # of the choice kept, in the strategy's choices
-    kept: Choice  # that choice, with its duplicates
-
-
-def _collapsed(choices: Sequence[Choice], group: list[int]) -> _Collapsed:
-    """The group's choice kept (first in order; of those ordered alike, the most recent),
-    carrying the others as its duplicates."""
+def _collapsed(choices: Sequence[Choice], group: list[int]) -> tuple[int, Choice]:
+    """The group's choice kept (first in order; of those ordered alike, the most recent) and
+    its index, carrying the others as its duplicates."""
+    if len(group) == 1:
+        return group[0], choices[group[0]]
     best = max(group, key=lambda i: (choices[i].order, choices[i].hit.line_id))
     others = tuple(choices[i].hit for i in group if i != best)
     base = choices[best]
-    kept = replace(base, hit=replace(base.hit, duplicates=len(others)), duplicates=others)
-    return _Collapsed(best, kept)
+    return best, replace(base, hit=replace(base.hit, duplicates=len(others)), duplicates=others)
 
 
 def _groups(said: list[_Said], vectors: np.ndarray, line_ids: list[int]) -> list[list[int]]:
@@ -174,13 +168,14 @@ def _asked(source: RecallSource, question: Question) -> _Said:
     return _Said.of(line, np.asarray(vector, dtype=np.float32))
 
 
-def _repeats(line: Line | None, said: _Said, asked: _Said) -> bool:
-    """Whether a recalled line is a person's question asked again now."""
+def _repeats(line: Line | None, said: _Said, asked: _Said, cosine: float) -> bool:
+    """Whether a recalled line (``cosine`` to the line asked now) is a person's question
+    asked again now."""
     return (
         line is not None
         and str(line.role) == Role.HUMAN
+        and said.near(asked, cosine)
         and is_question(line.text)
-        and said.near(asked)
     )
 
 
