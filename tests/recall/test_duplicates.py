@@ -139,3 +139,17 @@ def test_the_fifth_thread_recalls_the_exam_date_with_the_bundled_embedder(
     assert [match["duplicates"] for match in replies] in ([3], [])
     questions = [match for match in trace if match["role"] == "human" and "?" in match["text"]]
     assert all(match is trace[-1] for match in questions)  # a repeat comes last, if at all
+
+
+def test_a_large_shared_scope_reads_the_vectors_from_the_store(make_memory, embedder) -> None:
+    """A bot sharing memory across many lines is searched approximately (its vectors are not
+    held in memory): the copies' vectors are read from the store, and still collapse."""
+    memory: Memory = make_memory(embedder)
+    memory.create_bot("shared", share_across_people=True)
+    for number in range(3):
+        memory.add("I keep bees on my roof!", user=f"p{number}", thread="t", bot="shared")
+    memory.add("Bees sting sometimes", user="p9", thread="t", bot="shared")
+    memory.recall_source.index.approximate.from_lines = 1  # every shared scope is large
+    found = memory.preview_recall("bees on my roof", user="p0", bot="shared")
+    assert found.matches[0].duplicates == 2
+    assert memory.recall_source.index.scopes_held() == []  # none read into memory
