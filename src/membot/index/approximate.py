@@ -101,6 +101,17 @@ class ApproximateScope:
             rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep], scores, rows.created[keep]
         )
 
+    def vectors(self, line_ids: np.ndarray) -> np.ndarray:
+        """The stored vectors of ``line_ids``, in that order; zeros for a line not stored."""
+        rows = self.store.vector_rows_around([int(line_id) for line_id in line_ids])
+        width = rows.vectors.shape[1] if rows.vectors.ndim == 2 else 0
+        found = np.zeros((len(line_ids), width), dtype=np.float32)
+        at = {line_id: row for row, line_id in enumerate(rows.ids.tolist())}
+        for index, line_id in enumerate(line_ids.tolist()):
+            if line_id in at:
+                found[index] = rows.vectors[at[line_id]]
+        return found
+
     def search(
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None
     ) -> list[tuple[int, float]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -142,6 +143,17 @@ class _Matrix:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return self._hits(top[np.isfinite(scores[top])], scores)
+
+    def vectors_of(self, line_ids: np.ndarray) -> np.ndarray:
+        """The vectors of ``line_ids``, in that order; zeros for a line not held."""
+        held = self.columns["ids"][: self.size] if self.size else np.zeros(0, dtype=np.int64)
+        found = np.zeros((len(line_ids), self.vectors.shape[1]), dtype=np.float32)
+        if not len(held) or not len(line_ids):
+            return found
+        rows = np.clip(np.searchsorted(held, line_ids), 0, self.size - 1)
+        there = held[rows] == line_ids
+        found[there] = self.vectors[rows[there]]
+        return found
 
     def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
         if not len(rows):
@@ -309,6 +321,15 @@ class VectorIndex:
                 return approximate.lexical_scores(words, scope, among)
             held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
             return (held or self._scope(scope)).lexical_scores(words, scope)
+
+    def vectors(self, line_ids: Sequence[int], scope: Scope) -> np.ndarray:
+        """The vectors of ``line_ids`` (lines of ``scope``), in that order: rows of the matrix
+        held, or, for a large shared scope, read from the store; zeros for a line not there."""
+        ids = np.asarray(line_ids, dtype=np.int64)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.vectors(ids)
+            return self._scope(scope).vectors_of(ids)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order; for a large

@@ -387,9 +387,17 @@ class Memory(BotProfiles, SummariesAndExpertise):
             hits = self.index.search(vector, scope, k)
         return self._matches(hits)
 
-    def _matches(self, hits: Sequence[tuple[int, float]]) -> list[Match]:
+    def _matches(
+        self, hits: Sequence[tuple[int, float]], duplicates: Sequence[int] = ()
+    ) -> list[Match]:
+        """The hits' lines as matches; ``duplicates``: how many each stands for, in order."""
         lines = {line.id: line for line in self.store.lines([line_id for line_id, _ in hits])}
-        return [Match(lines[i], score) for i, score in hits if i in lines]
+        counts = list(duplicates) or [0] * len(hits)
+        return [
+            Match(lines[i], score, count)
+            for (i, score), count in zip(hits, counts, strict=True)
+            if i in lines
+        ]
 
     def history(
         self, *, user: str, bot: str | None = None, thread: str | None = None
@@ -510,7 +518,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         blocks = self._load_blocks(
             buffer, thread_id, window_from, fresh_keys, owner, settings.recall_roles
         )
-        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
+                                      [hit.duplicates for hit in chosen.hits]))  # fmt: skip
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
 
     def preview_recall(
@@ -546,7 +555,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         blocks = self._load_blocks(
             chosen.blocks, thread_id or 0, window_from or 0, fresh, owner, settings.recall_roles
         )
-        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
+                                      [hit.duplicates for hit in chosen.hits]))  # fmt: skip
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
 
     def _load_blocks(
