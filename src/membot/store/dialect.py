@@ -120,5 +120,13 @@ def _percent_marks(statement: str) -> str:
     return statement.replace("?", "%s")
 
 
+def one_row(row: Row | None) -> Row:
+    """The row a statement always returns (an aggregate, ``RETURNING`` of a row inserted, a
+    row just locked): a ``StoreError`` if the database returned none after all."""
+    if row is None:
+        raise StoreError("the database returned no row where the statement always returns one")
+    return row
+
+
 SQLITE = Dialect()
 POSTGRESQL = PostgresDialect()
