@@ -117,9 +117,8 @@ class UsearchNominator:
                 else:
                     self._start(made_by)
             self.generation = generation
-        index = self._graph()
-        self._add_new(index)
-        return index
+        self._add_new()
+        return self._graph()
 
     def _graph(self) -> Index:
         """The graph held: every caller comes after :meth:`refresh` loaded or started one."""
@@ -232,7 +231,8 @@ class UsearchNominator:
         self.index, self.made_by, self.cursor = index, made_by, int(stamp["cursor"])
         return True
 
-    def _add_new(self, index: Index) -> None:
+    def _add_new(self) -> None:
+        index = self._graph()
         added = 0
         while True:
             rows = self.store.vector_page(self.bot_id, self.cursor, PAGE_LINES)
