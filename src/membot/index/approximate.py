@@ -144,7 +144,9 @@ class ApproximateScope:
         keep = in_scope(rows, scope)
         columns = (rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep])
         where = {line_id: (thread, seq) for line_id, thread, seq in zip(*columns, strict=True)}
-        return [Hit(i, *map(int, where[i]), score) for i, score in found if i in where]
+        return [
+            Hit(i, int(where[i][0]), int(where[i][1]), score) for i, score in found if i in where
+        ]
 
     def lexical_scores(
         self, words: Sequence[str], scope: Scope, among: np.ndarray
@@ -163,7 +165,7 @@ class ApproximateScope:
 def in_scope(rows: VectorRows, scope: Scope) -> np.ndarray:
     """Which rows ``scope`` lets a search return (its bot, person, thread, roles; not the
     feed)."""
-    keep = rows.bot_ids == scope.bot_id
+    keep: np.ndarray = rows.bot_ids == scope.bot_id
     if scope.person_id is not None:
         keep &= rows.person_ids == scope.person_id
     if scope.thread_id is not None:

@@ -13,6 +13,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -69,9 +70,17 @@ class _Matrix:
         new = held[at] != rows.ids
         if new.all():
             return rows
-        arrays = [getattr(rows, name)[new] for name in (*_COLUMNS[:6], "vectors", "created")]
-        texts = tuple(text for text, keep in zip(rows.texts, new, strict=False) if keep)
-        return VectorRows(*arrays, texts=texts)
+        return VectorRows(
+            ids=rows.ids[new],
+            bot_ids=rows.bot_ids[new],
+            person_ids=rows.person_ids[new],
+            thread_ids=rows.thread_ids[new],
+            seqs=rows.seqs[new],
+            roles=rows.roles[new],
+            vectors=rows.vectors[new],
+            created=rows.created[new],
+            texts=tuple(text for text, keep in zip(rows.texts, new, strict=False) if keep),
+        )
 
     def _sort(self) -> None:
         """Back into id order after a line committed later than a line with a larger id
@@ -118,7 +127,7 @@ class _Matrix:
     def mask(self, scope: Scope) -> np.ndarray:
         size = self.size
         column = {name: values[:size] for name, values in self.columns.items()}
-        mask = column["bot_ids"] == scope.bot_id
+        mask: np.ndarray = column["bot_ids"] == scope.bot_id
         if scope.person_id is not None:
             mask &= column["person_ids"] == scope.person_id
         if scope.thread_id is not None:
@@ -203,7 +212,17 @@ class _Matrix:
 DEFAULT_INDEX_BYTES = 1024 * 1024 * 1024
 
 
-def drop_least_recent(held: OrderedDict, budget_bytes: int) -> None:
+class HoldsBytes(Protocol):
+    """What :func:`drop_least_recent` weighs: a scope's matrix, a strategy's units."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+Held = TypeVar("Held", bound=HoldsBytes)
+
+
+def drop_least_recent(held: OrderedDict[Any, Held], budget_bytes: int) -> None:
     """Drop the least recently used of ``held`` (oldest first; each with ``nbytes``) while
     together they take more than ``budget_bytes``; the most recent one always stays."""
     used = sum(each.nbytes for each in held.values())

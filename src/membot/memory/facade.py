@@ -36,7 +36,6 @@ from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.model import (
     Block,
     Line,
-    LineInput,
     Match,
     Role,
     ThreadInfo,
@@ -44,6 +43,9 @@ from membot.model import (
     aware,
     embedding_text,
     utc_now,
+)
+from membot.model import (
+    LineInput as LineInput,  # re-exported: membot and the text-message service import it here
 )
 from membot.recall import push_to_buffer
 from membot.recall.chat import recall_for_turn
@@ -629,13 +631,13 @@ class Memory(BotProfiles, SummariesAndExpertise):
             if progress:
                 progress(len(chunk))
         extras: dict[str, list[tuple[int, np.ndarray]]] = {}
-        for table, texts in self.store.all_extra_texts().items():  # summaries, expertise
+        for table, held in self.store.all_extra_texts().items():  # summaries, expertise
             extras[table] = []
             if table == "memories":  # a summary's vectors: the whole, then each key point
-                extras[table] = [(i, _embedded(embedder, summary_parts(text))) for i, text in texts]
+                extras[table] = [(i, _embedded(embedder, summary_parts(text))) for i, text in held]
                 continue
-            for start in range(0, len(texts), batch_size):
-                chunk = texts[start : start + batch_size]
+            for start in range(0, len(held), batch_size):
+                chunk = held[start : start + batch_size]
                 embedded = _embedded(embedder, [text for _, text in chunk])
                 extras[table] += [(i, v) for (i, _), v in zip(chunk, embedded, strict=True)]
         dimension = embedder.dimension if not vectors else int(vectors[0][1].shape[0])
