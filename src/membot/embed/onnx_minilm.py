@@ -2,7 +2,8 @@
 
 On first use the model's BERT encoder is written as an ONNX graph from the packaged weights
 (``model.safetensors``) by :mod:`membot.embed.bert_graph`, into membot's cache folder (about
-1 s, once; no network). Tokenising, mean pooling and normalising follow the model's
+1 s, once; no network). Tokenising (by :mod:`membot.embed.wordpiece`: the ids of
+``tokenizers``, without it), mean pooling and normalising follow the model's
 sentence-transformers configuration (max 256 tokens, mean of the token vectors, unit length),
 so vectors match sentence-transformers' own (cosine 0.99999 or more on 1,000 LoCoMo and
 LongMemEval lines, tests/embed/test_minilm_vectors.py). Measured on 2 cores
@@ -31,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from membot.embed.base import normalize
+from membot.embed.wordpiece import WordPieceTokenizer
 from membot.errors import ProviderError
 from membot.optional import require_extra
 
@@ -128,7 +130,7 @@ class OnnxMiniLMEmbedder:
             if quantized
             else self.full_path
         )
-        self._tokenizer = None
+        self._tokenizer: WordPieceTokenizer | None = None
         self._lock = threading.Lock()
 
     def _session(self):
@@ -153,14 +155,12 @@ class OnnxMiniLMEmbedder:
             )
         return _SESSIONS[key]
 
-    def _tokenizer_or_load(self):
+    def _tokenizer_or_load(self) -> WordPieceTokenizer:
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-            tokenizer.enable_truncation(_max_length(self.model_dir))
-            tokenizer.no_padding()  # each chunk is padded to its own longest line
-            self._tokenizer = tokenizer
+            # Unpadded: each chunk is padded to its own longest line (_pooled).
+            self._tokenizer = WordPieceTokenizer.from_file(
+                self.model_dir / "tokenizer.json", max_length=_max_length(self.model_dir)
+            )
         return self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -174,7 +174,7 @@ class OnnxMiniLMEmbedder:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         session = self._session()
-        ids = [encoding.ids for encoding in self._tokenizer_or_load().encode_batch(texts)]
+        ids = self._tokenizer_or_load().encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         chunks = [order[start : start + CHUNK_ROWS] for start in range(0, len(order), CHUNK_ROWS)]
         result = np.zeros((len(texts), self.dimension), dtype=np.float32)
