@@ -161,14 +161,17 @@ def test_every_code_point_gives_the_ids_of_tokenizers(reference, wordpiece) -> N
     """Each character alone, twice and between letters: the Unicode tables (categories,
     lowercase, NFD) of tokenizers and of this Python agree, or the module says otherwise."""
     codes = [code for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
-    texts = [f"x{chr(code)}y {chr(code)}{chr(code)}" for code in codes]
+    blocks = [codes[start : start + 256] for start in range(0, len(codes), 256)]
+    texts = [
+        " ".join(f"x{chr(code)}y {chr(code)}{chr(code)}" for code in block) for block in blocks
+    ]
     expected = reference.encode_batch(texts, add_special_tokens=False)
     different = [
-        f"U+{code:04X}"
-        for code, text, encoding in zip(codes, texts, expected, strict=True)
+        f"U+{block[0]:04X}..U+{block[-1]:04X}"
+        for block, text, encoding in zip(blocks, texts, expected, strict=True)
         if wordpiece.encode(text, add_special_tokens=False) != encoding.ids
     ]
-    assert not different, f"{len(different)} code points differ: {' '.join(different[:50])}"
+    assert not different, f"{len(different)} blocks differ: {' '.join(different[:20])}"
 
 
 def test_a_tokenizer_json_of_another_kind_is_refused(tmp_path: Path) -> None:
