@@ -28,6 +28,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -133,7 +134,7 @@ class OnnxMiniLMEmbedder:
         self._tokenizer: WordPieceTokenizer | None = None
         self._lock = threading.Lock()
 
-    def _session(self):
+    def _session(self) -> Any:  # an onnxruntime.InferenceSession
         key = str(self.onnx_path)
         if key not in _SESSIONS:
             import onnxruntime
@@ -199,7 +200,7 @@ def _workers() -> int:
     return os.cpu_count() or 1
 
 
-def _pooled(session, rows: list[list[int]]) -> np.ndarray:
+def _pooled(session: Any, rows: list[list[int]]) -> np.ndarray:
     """Mean of the token vectors of each row (padding left out), one run for the chunk."""
     width = max(len(row) for row in rows)
     ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -208,6 +209,7 @@ def _pooled(session, rows: list[list[int]]) -> np.ndarray:
         ids[index, : len(row)] = row
         mask[index, : len(row)] = 1
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-    hidden = session.run(None, feeds)[0]
+    hidden: np.ndarray = session.run(None, feeds)[0]
     weights = mask[..., None].astype(np.float32)
-    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    pooled: np.ndarray = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    return pooled

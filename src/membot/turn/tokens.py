@@ -106,7 +106,7 @@ class WordPieceTokenCounter:
     """Counts with the bundled MiniLM's tokenizer (membot.embed.wordpiece, no model loaded)."""
 
     def __init__(self, tokenizer_path: str | None = None) -> None:
-        from membot.embed.sentence import bundled_minilm_path
+        from membot.embed.onnx_minilm import bundled_minilm_path
         from membot.embed.wordpiece import WordPieceTokenizer
 
         path = tokenizer_path or bundled_minilm_path() / "tokenizer.json"
