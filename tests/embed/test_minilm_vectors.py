@@ -22,7 +22,16 @@ from membot.embed.onnx_minilm import bundled_minilm_path
 from membot.eval import shared_data_dir
 
 # onnx too: the core builds the graph without it (membot.embed.onnx_writer).
-HEAVY = ("torch", "transformers", "sentence_transformers", "llama_cpp", "onnx")
+HEAVY = (
+    "torch",
+    "transformers",
+    "sentence_transformers",
+    "llama_cpp",
+    "onnx",
+    # Nor tokenizers (and its huggingface_hub): membot.embed.wordpiece cuts the text.
+    "tokenizers",
+    "huggingface_hub",
+)
 
 
 def dialog_sample(count: int = 500) -> list[str]:

@@ -2,7 +2,8 @@
 
 On first use the model's BERT encoder is written as an ONNX graph from the packaged weights
 (``model.safetensors``) by :mod:`membot.embed.bert_graph`, into membot's cache folder (about
-1 s, once; no network). Tokenising, mean pooling and normalising follow the model's
+1 s, once; no network). Tokenising (by :mod:`membot.embed.wordpiece`: the ids of
+``tokenizers``, without it), mean pooling and normalising follow the model's
 sentence-transformers configuration (max 256 tokens, mean of the token vectors, unit length),
 so vectors match sentence-transformers' own (cosine 0.99999 or more on 1,000 LoCoMo and
 LongMemEval lines, tests/embed/test_minilm_vectors.py). Measured on 2 cores
@@ -27,10 +28,12 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from membot.embed.base import normalize
+from membot.embed.wordpiece import WordPieceTokenizer
 from membot.errors import ProviderError
 from membot.optional import require_extra
 
@@ -128,10 +131,10 @@ class OnnxMiniLMEmbedder:
             if quantized
             else self.full_path
         )
-        self._tokenizer = None
+        self._tokenizer: WordPieceTokenizer | None = None
         self._lock = threading.Lock()
 
-    def _session(self):
+    def _session(self) -> Any:  # an onnxruntime.InferenceSession
         key = str(self.onnx_path)
         if key not in _SESSIONS:
             import onnxruntime
@@ -153,14 +156,12 @@ class OnnxMiniLMEmbedder:
             )
         return _SESSIONS[key]
 
-    def _tokenizer_or_load(self):
+    def _tokenizer_or_load(self) -> WordPieceTokenizer:
         if self._tokenizer is None:
-            from tokenizers import Tokenizer
-
-            tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-            tokenizer.enable_truncation(_max_length(self.model_dir))
-            tokenizer.no_padding()  # each chunk is padded to its own longest line
-            self._tokenizer = tokenizer
+            # Unpadded: each chunk is padded to its own longest line (_pooled).
+            self._tokenizer = WordPieceTokenizer.from_file(
+                self.model_dir / "tokenizer.json", max_length=_max_length(self.model_dir)
+            )
         return self._tokenizer
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -174,7 +175,7 @@ class OnnxMiniLMEmbedder:
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         session = self._session()
-        ids = [encoding.ids for encoding in self._tokenizer_or_load().encode_batch(texts)]
+        ids = self._tokenizer_or_load().encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
         chunks = [order[start : start + CHUNK_ROWS] for start in range(0, len(order), CHUNK_ROWS)]
         result = np.zeros((len(texts), self.dimension), dtype=np.float32)
@@ -199,7 +200,7 @@ def _workers() -> int:
     return os.cpu_count() or 1
 
 
-def _pooled(session, rows: list[list[int]]) -> np.ndarray:
+def _pooled(session: Any, rows: list[list[int]]) -> np.ndarray:
     """Mean of the token vectors of each row (padding left out), one run for the chunk."""
     width = max(len(row) for row in rows)
     ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -208,6 +209,7 @@ def _pooled(session, rows: list[list[int]]) -> np.ndarray:
         ids[index, : len(row)] = row
         mask[index, : len(row)] = 1
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-    hidden = session.run(None, feeds)[0]
+    hidden: np.ndarray = session.run(None, feeds)[0]
     weights = mask[..., None].astype(np.float32)
-    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    pooled: np.ndarray = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    return pooled

@@ -103,30 +103,27 @@ class LlamaTokenCounter:
 
 
 class WordPieceTokenCounter:
-    """Counts with the bundled MiniLM's tokenizer (``tokenizers``, no model loaded)."""
+    """Counts with the bundled MiniLM's tokenizer (membot.embed.wordpiece, no model loaded)."""
 
     def __init__(self, tokenizer_path: str | None = None) -> None:
-        from tokenizers import Tokenizer
+        from membot.embed.onnx_minilm import bundled_minilm_path
+        from membot.embed.wordpiece import WordPieceTokenizer
 
-        from membot.embed.sentence import bundled_minilm_path
-
-        path = tokenizer_path or str(bundled_minilm_path() / "tokenizer.json")
-        self._tokenizer = Tokenizer.from_file(path)
-        self._tokenizer.no_truncation()
-        self._tokenizer.no_padding()
+        path = tokenizer_path or bundled_minilm_path() / "tokenizer.json"
+        self._tokenizer = WordPieceTokenizer.from_file(path)  # no maximum length
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        return len(self._tokenizer.encode(text, add_special_tokens=False))
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        encoding = self._tokenizer.encode(text, add_special_tokens=False)
-        if len(encoding.ids) <= max_tokens:
+        ends = self._tokenizer.token_ends(text)
+        if len(ends) <= max_tokens:
             return text
         if max_tokens <= 0:
             return ""
-        return text[: encoding.offsets[max_tokens - 1][1]]
+        return text[: ends[max_tokens - 1]]
 
 
 @functools.cache
