@@ -53,7 +53,8 @@ def _stemmer() -> snowballstemmer.stemmer:
 
 
 def _stems(text: str) -> list[str]:
-    return _stemmer().stemWords(normalize_answer(text).split())
+    stems: list[str] = _stemmer().stemWords(normalize_answer(text).split())  # untyped package
+    return stems
 
 
 def token_f1(prediction: str, gold: str) -> float:
@@ -190,7 +191,7 @@ def _locomo_label(said: str) -> str:
         except json.JSONDecodeError:
             data = None
         if isinstance(data, dict) and isinstance(data.get("label"), str):
-            return data["label"].strip().upper()
+            return str(data["label"]).strip().upper()
     return "CORRECT" if "CORRECT" in said and "WRONG" not in said else "WRONG"
 
 
@@ -198,6 +199,7 @@ def judge_longmemeval(
     judge: LLM, question_type: str, question: str, answer: object, reply: str, abstention: bool
 ) -> Verdict:
     """LongMemEval's judge for the question's type: correct when its reply says yes."""
+    template: str | None
     if abstention:
         template = LONGMEMEVAL_ABSTENTION_PROMPT
     else:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -345,7 +345,9 @@ def _row(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     mean reply tokens."""
     judged = [float(r["judge"]) for r in records if r.get("judge") is not None]
     evidence = [r["evidence_recalled"] for r in records if r.get("evidence_recalled") is not None]
-    share = lambda test: mean([float(test(r)) for r in records])  # noqa: E731
+
+    def share(test: Callable[[dict[str, Any]], object]) -> float | None:
+        return mean([float(bool(test(r))) for r in records])
 
     def rounded(value: float | None, digits: int = 3) -> float | None:
         return None if value is None else round(value, digits)

@@ -114,12 +114,16 @@ def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
         raise ImportFormatError(f"{where}: not a valid line: {error}") from error
 
 
-def _thread_name(value: object) -> object:
+def _thread_name(value: object) -> str:
     """A line's thread: its name, a number written as one (a session's id), else "imported"
     when left out; a list or an object is no name (it used to be stored as its repr)."""
     if value is None or value == "":
         return "imported"
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise ValueError("a line needs a thread name")
+    return value
 
 
 def _ref(value: object) -> str | None:
