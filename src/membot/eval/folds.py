@@ -123,6 +123,8 @@ def folds_by_item(ids: Sequence[str], strata: Sequence[str], k: int) -> list[int
 
 
 def _check_k(k: int, available: int, what: str) -> None:
+    if available < 2:
+        raise ConfigError(f"--folds needs 2 {what} or more; the file holds {available}")
     if not 2 <= k <= available:
         raise ConfigError(f"--folds {k}: give 2 to {available} (the file holds {available} {what})")
 

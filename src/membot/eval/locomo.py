@@ -53,9 +53,9 @@ def evaluate_locomo(
         raise ConfigError("--choose needs --folds: a choice is scored on folds it was not made on")
     samples = load_json(Path(path))
     samples = samples if isinstance(samples, list) else [samples]
-    fold_of = folds_by_group([sample["sample_id"] for sample in samples], folds) if folds else []
     metric = f"recall_at.{metric[2:]}" if metric.upper().startswith("R@") else metric
     primary = metric_reader(metric, _summary([(1, {str(k): 0.0 for k in K_VALUES})]))  # checked now
+    fold_of = folds_by_group([sample["sample_id"] for sample in samples], folds) if folds else []
     lines_by_sample = defaultdict(list)
     for line in read_file(Path(path), "locomo", DEFAULT_BOT, None).lines:
         lines_by_sample[line.thread.split("/")[0]].append(line)

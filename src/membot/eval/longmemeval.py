@@ -133,8 +133,8 @@ def evaluate_longmemeval(
     questions = questions if isinstance(questions, list) else [questions]
     ids = [question["question_id"] for question in questions]
     types = [question.get("question_type", "") for question in questions]
-    fold_of = folds_by_item(ids, types, folds) if folds else []
     primary = metric_reader(metric, _metric_template())  # a wrong name fails now, not after
+    fold_of = folds_by_item(ids, types, folds) if folds else []
     haystacks = [haystack_lines(path, question) for question in questions]
     model = cached_embedder(embedder) if isinstance(embedder, str) else embedder
     scored = _score(questions, haystacks, grid, model, db, show_progress)
