@@ -87,7 +87,10 @@ MetricOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Also write the JSON report here.")]
-FileArgument = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The data file.")]
+FileArgument = Annotated[
+    Path,
+    typer.Argument(exists=True, dir_okay=False, help="The data file (.json, or gzipped .json.gz)."),
+]
 
 
 def _embedder(context: typer.Context) -> str:

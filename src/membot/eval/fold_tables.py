@@ -18,15 +18,23 @@ LONGMEMEVAL_COLUMNS: tuple[Column, ...] = tuple(
     for level in ("session", "turn")
     for key in ("recall_all@5", "recall_all@10", "ndcg_any@10")
 )
+# By question type, the three the targets name (docs/benchmarks.md), to keep the table legible.
+LONGMEMEVAL_TYPE_COLUMNS: tuple[Column, ...] = (
+    ("session recall_all@5", ("session", "recall_all@5")),
+    ("turn recall_all@10", ("turn", "recall_all@10")),
+    ("turn ndcg_any@10", ("turn", "ndcg_any@10")),
+)
 
 
 def folded_tables(report: Mapping[str, Any]) -> str:
     """The tables of a report made with folds (``report["folds"]``)."""
     if report["benchmark"] == "locomo":
-        columns, count, groups = LOCOMO_COLUMNS, "questions", "by_category"
+        columns = by_group = LOCOMO_COLUMNS
+        count, groups = "questions", "by_category"
     else:
-        columns, count, groups = LONGMEMEVAL_COLUMNS, "n", "by_question_type"
-    parts = [fold_table(report, columns, count), group_table(report, columns, count, groups)]
+        columns, by_group = LONGMEMEVAL_COLUMNS, LONGMEMEVAL_TYPE_COLUMNS
+        count, groups = "n", "by_question_type"
+    parts = [fold_table(report, columns, count), group_table(report, by_group, count, groups)]
     if "grid" in report["folds"]:
         parts.append(choice_table(report))
     return "\n\n".join("\n".join(part) for part in parts) + "\n"
