@@ -68,8 +68,8 @@ class Grid:
         names = list(choose or {})
         combinations = [dict(zip(names, values, strict=True))
                         for values in itertools.product(*(choose or {}).values())]  # fmt: skip
-        wanted = [({**base}, {})] + ([({**base, **each}, each) for each in combinations]
-                                     if names else [])  # fmt: skip
+        wanted: list[tuple[dict[str, float], dict[str, float]]] = [(base, {})]
+        wanted += [({**base, **each}, each) for each in combinations] if names else []
         defaults = strategy_options().get(strategy, {})
         settings: list[BotSettings] = []
         points = []
@@ -140,7 +140,7 @@ def cross_validate(
     spread, and the same numbers pooled over all questions (each scored in its own fold)."""
     k = max(fold_of) + 1
     questions = range(len(fold_of))
-    folds = []
+    folds: list[dict[str, Any]] = []
     pooled: list[tuple[int, int]] = []
     for fold in range(k):
         held = [index for index in questions if fold_of[index] == fold]
@@ -149,7 +149,7 @@ def cross_validate(
                    for point in grid.candidates}  # fmt: skip
         best = max(grid.candidates, key=lambda point: trained[point])  # the first of a tie
         pooled += [(best, index) for index in held]
-        entry = {"fold": fold + 1, "held_out": labels[fold], "questions": len(held)}
+        entry: dict[str, Any] = {"fold": fold + 1, "held_out": labels[fold], "questions": len(held)}
         if grid.chooses:
             entry |= {"chosen": grid.points[best].chosen, "chosen_on_others": trained[best],
                       "default": summarise([(0, index) for index in held])}  # fmt: skip
@@ -178,9 +178,10 @@ def spread(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             leaves.setdefault(path, []).append(value)
     result: dict[str, Any] = {"mean": {}, "std": {}, "min": {}, "max": {}}
     for path, values in leaves.items():
-        for name, value in (("mean", np.mean(values)), ("std", np.std(values)),
-                            ("min", min(values)), ("max", max(values))):  # fmt: skip
-            _put(result[name], path, round(float(value), 4))
+        numbers = {"mean": float(np.mean(values)), "std": float(np.std(values)),
+                   "min": min(values), "max": max(values)}  # fmt: skip
+        for name, value in numbers.items():
+            _put(result[name], path, round(value, 4))
     return result
 
 

@@ -24,8 +24,9 @@ from membot.eval.folds import Grid, cross_validate, folds_by_group, metric_reade
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
 from membot.eval.metrics import evidence_recall, mean_by_key
 from membot.index.vectors import Scope
-from membot.memory.facade import LineInput, Memory
+from membot.memory.facade import Memory
 from membot.memory.importers import load_json, read_file
+from membot.model import LineInput
 from membot.recall.ranked import ranked_lines
 
 K_VALUES = (5, 10, 25, 50)

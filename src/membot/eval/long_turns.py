@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from membot.line_checks import MAX_LINE_CHARS
-from membot.memory.facade import LineInput
+from membot.model import LineInput
 
 # Where a part may end, best first: a paragraph, a line, a sentence, a word.
 BREAKS = ("\n\n", "\n", ". ", "? ", "! ", " ")

@@ -56,8 +56,9 @@ from membot.eval.metrics import (
 )
 from membot.index.vectors import Scope
 from membot.line_checks import MAX_LINE_CHARS, checked_line
-from membot.memory.facade import LineInput, Memory
+from membot.memory.facade import Memory
 from membot.memory.importers import load_json, parse_time
+from membot.model import LineInput
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 
 K_VALUES = (1, 3, 5, 10, 30, 50)
