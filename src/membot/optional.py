@@ -2,9 +2,10 @@
 
 Each extra in pyproject.toml brings one of them: ``llm`` the bundled offline model
 (llama-cpp-python, built from source), ``st`` sentence-transformers models (torch),
-``postgres`` the PostgreSQL store, ``sms`` the Twilio route. Code that needs one imports it
-through :func:`require_extra`, so a missing extra is a :class:`ConfigError` that says which
-``pip install`` brings it, never an ImportError from deep inside membot.
+``int8`` the quantiser of ``minilm-int8`` (onnx), ``postgres`` the PostgreSQL store, ``sms``
+the Twilio route. Code that needs one imports it through :func:`require_extra`, so a missing
+extra is a :class:`ConfigError` that says which ``pip install`` brings it, never an
+ImportError from deep inside membot.
 """
 
 from __future__ import annotations

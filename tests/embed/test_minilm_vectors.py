@@ -2,7 +2,7 @@
 
 The bundled MiniLM's ONNX graph is built from its weights by membot (membot.embed.bert_graph);
 these tests compare it with the model run by sentence-transformers itself, on real dialog,
-and check that embedding a line loads none of the optional heavy packages.
+and check that embedding a line loads none of the optional packages (onnx included).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from membot.embed.bert_graph import read_safetensors
 from membot.embed.onnx_minilm import bundled_minilm_path
 from membot.eval import shared_data_dir
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "llama_cpp")
+# onnx too: the core builds the graph without it (membot.embed.onnx_writer).
+HEAVY = ("torch", "transformers", "sentence_transformers", "llama_cpp", "onnx")
 
 
 def dialog_sample(count: int = 500) -> list[str]:
@@ -64,7 +65,7 @@ def test_the_vectors_are_sentence_transformers_vectors_on_real_dialog(minilm) ->
 
 
 @pytest.mark.slow
-def test_embedding_with_the_default_embedder_loads_no_torch_and_no_llama_cpp(
+def test_embedding_with_the_default_embedder_loads_no_optional_package(
     isolated_home: Path,
 ) -> None:
     """``pip install membot`` has none of them; the default path must not reach for one."""

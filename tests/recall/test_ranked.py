@@ -165,7 +165,7 @@ def test_hybrid_finds_what_only_one_side_finds(memory: Memory) -> None:
 def test_a_question_about_last_week_prefers_the_line_said_last_week(memory: Memory) -> None:
     old = memory.add("I finished a novel", user="ann", thread="t1",
                      created_at=datetime(2023, 1, 2, tzinfo=UTC)).id  # fmt: skip
-    new = memory.add("I finished a novel", user="ann", thread="t2",
+    new = memory.add("I finished the novel", user="ann", thread="t2",
                      created_at=datetime(2023, 3, 10, tzinfo=UTC)).id  # fmt: skip
     query, now = "Which novel did I finish last week?", datetime(2023, 3, 14, tzinfo=UTC)
     assert ranked(memory, "blend", query, now)[0] == new
@@ -174,9 +174,10 @@ def test_a_question_about_last_week_prefers_the_line_said_last_week(memory: Memo
 
 def test_a_question_naming_a_dated_day_needs_no_now(memory: Memory) -> None:
     ids = []
-    for day in (1, 7, 20):
+    for day, which in ((1, "a"), (7, "the"), (20, "one")):  # not duplicates of each other
         when = datetime(2023, 7, day, tzinfo=UTC)
-        ids.append(memory.add("We baked a cake", user="ann", thread=f"t{day}", created_at=when).id)
+        text = f"We baked {which} cake"
+        ids.append(memory.add(text, user="ann", thread=f"t{day}", created_at=when).id)
     query = "What did we bake on 7 July, 2023?"
     assert ranked(memory, "blend", query)[0] == ids[1]
     assert ranked(memory, "blend", query, time_weight=0.0)[0] == ids[0]

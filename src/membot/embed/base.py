@@ -31,7 +31,8 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
         vectors = vectors[None, :]
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return vectors / norms
+    unit: np.ndarray = vectors / norms
+    return unit
 
 
 def checked_vectors(vectors: object, count: int, name: str) -> np.ndarray:

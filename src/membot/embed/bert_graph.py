@@ -3,10 +3,11 @@
 The bundled all-MiniLM-L6-v2 is a BERT encoder (6 layers, 12 heads, hidden size 384): word,
 position and token-type embeddings and a LayerNorm, then per layer self-attention with the
 padding masked out, a LayerNorm, a feed-forward block with GELU (erf form, as BERT's) and a
-LayerNorm. This module writes that computation node by node with ``onnx.helper``, so the model
-runs on ONNX Runtime from the packaged weights alone: no torch, no transformers. The graph's
-inputs and output are those of the former torch.onnx export (``input_ids``,
-``attention_mask``, ``token_type_ids`` in, ``hidden`` out, every tensor batch by tokens), and
+LayerNorm. This module writes that computation node by node as ONNX's protobuf bytes
+(:mod:`membot.embed.onnx_writer`), so the model runs on ONNX Runtime from the packaged weights
+alone: no torch, no transformers, not even the ``onnx`` package. The graph's inputs and output
+are those of the former torch.onnx export (``input_ids``, ``attention_mask``,
+``token_type_ids`` in, ``hidden`` out, every tensor batch by tokens), and
 tests/embed/test_minilm_vectors.py checks its vectors against sentence-transformers' own.
 """
 
@@ -16,12 +17,17 @@ import json
 import math
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from membot.embed import onnx_writer
 
 # LayerNormalization is an ONNX operator from opset 17 on; every ONNX Runtime membot takes
 # (1.20 and later) runs it.
 OPSET = 17
+IR_VERSION = 8  # the IR of opset 17, which every ONNX Runtime from 1.14 reads
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 Weights = dict[str, np.ndarray]
 
@@ -46,34 +52,34 @@ def read_safetensors(path: Path) -> Weights:
     return tensors
 
 
-class _GraphWriter:
+class GraphWriter:
     """Nodes and weights of the graph being written, each output named after its step."""
 
     def __init__(self) -> None:
-        self.nodes: list = []
-        self.initializers: list = []
+        self.nodes: list[bytes] = []
+        self.initializers: list[bytes] = []
 
     def weight(self, name: str, value: np.ndarray) -> str:
-        from onnx import numpy_helper
-
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        # ascontiguousarray makes a scalar an array of one, as the file has had it from the
+        # start (onnx's numpy_helper was handed it so): Add and Mul broadcast it all the same.
+        self.initializers.append(onnx_writer.tensor(name, np.ascontiguousarray(value)))
         return name
 
-    def op(self, op_type: str, inputs: list[str], name: str, **attributes: object) -> str:
-        from onnx import helper
-
-        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
+    def op(
+        self, op_type: str, inputs: list[str], name: str, **attributes: onnx_writer.Attribute
+    ) -> str:
+        self.nodes.append(onnx_writer.node(op_type, inputs, [name], name, **attributes))
         return name
 
 
-def _linear(graph: _GraphWriter, x: str, weights: Weights, prefix: str) -> str:
+def _linear(graph: GraphWriter, x: str, weights: Weights, prefix: str) -> str:
     """``x @ W.T + b`` of a torch Linear (its weight stored as out by in)."""
     w = graph.weight(f"{prefix}.weight_t", weights[f"{prefix}.weight"].T)
     b = graph.weight(f"{prefix}.bias", weights[f"{prefix}.bias"])
     return graph.op("Add", [graph.op("MatMul", [x, w], f"{prefix}.matmul"), b], f"{prefix}.out")
 
 
-def _layer_norm(graph: _GraphWriter, x: str, weights: Weights, prefix: str, epsilon: float) -> str:
+def _layer_norm(graph: GraphWriter, x: str, weights: Weights, prefix: str, epsilon: float) -> str:
     scale = graph.weight(f"{prefix}.weight", weights[f"{prefix}.weight"])
     bias = graph.weight(f"{prefix}.bias", weights[f"{prefix}.bias"])
     return graph.op(
@@ -81,7 +87,7 @@ def _layer_norm(graph: _GraphWriter, x: str, weights: Weights, prefix: str, epsi
     )
 
 
-def _embeddings(graph: _GraphWriter, weights: Weights, epsilon: float) -> str:
+def _embeddings(graph: GraphWriter, weights: Weights, epsilon: float) -> str:
     """Word + position + token-type embeddings of each token, then a LayerNorm."""
     prefix = "embeddings"
     words = graph.op(
@@ -103,7 +109,7 @@ def _embeddings(graph: _GraphWriter, weights: Weights, epsilon: float) -> str:
     return _layer_norm(graph, summed, weights, f"{prefix}.LayerNorm", epsilon)
 
 
-def _additive_mask(graph: _GraphWriter) -> str:
+def _additive_mask(graph: GraphWriter) -> str:
     """0 where a key token is real, the float32 minimum where it is padding (as transformers
     does), shaped batch by 1 by 1 by tokens to add to every head's scores. Written in
     transformers' order (unsqueeze twice, cast, 1 - mask, times the minimum), which ONNX
@@ -121,7 +127,7 @@ def _additive_mask(graph: _GraphWriter) -> str:
 
 
 def _self_attention(
-    graph: _GraphWriter, x: str, mask: str, weights: Weights, prefix: str, heads: int, width: int
+    graph: GraphWriter, x: str, mask: str, weights: Weights, prefix: str, heads: int, width: int
 ) -> str:
     """Multi-head scaled dot-product attention over the real tokens; batch by tokens by hidden."""
     head_width = width // heads
@@ -150,7 +156,7 @@ def _self_attention(
     return _linear(graph, joined, weights, f"{prefix}.output.dense")
 
 
-def _gelu(graph: _GraphWriter, x: str, prefix: str) -> str:
+def _gelu(graph: GraphWriter, x: str, prefix: str) -> str:
     """``x * 0.5 * (1 + erf(x / sqrt 2))``, the exact GELU BERT uses."""
     root2 = graph.weight(f"{prefix}.sqrt2", np.array(math.sqrt(2.0), np.float32))
     half = graph.weight(f"{prefix}.half", np.array(0.5, np.float32))
@@ -161,7 +167,7 @@ def _gelu(graph: _GraphWriter, x: str, prefix: str) -> str:
 
 
 def _layer(
-    graph: _GraphWriter, x: str, mask: str, weights: Weights, index: int, config: dict
+    graph: GraphWriter, x: str, mask: str, weights: Weights, index: int, config: dict[str, Any]
 ) -> str:
     prefix = f"encoder.layer.{index}"
     epsilon = float(config["layer_norm_eps"])
@@ -194,12 +200,9 @@ def _layer(
     )
 
 
-def build_bert_onnx(model_dir: Path, target: Path) -> Path:
-    """Write the encoder of the BERT model in ``model_dir`` (``config.json`` and
-    ``model.safetensors``) as an ONNX file at ``target``; the caller renames it into place."""
-    import onnx
-    from onnx import TensorProto, helper
-
+def read_bert(model_dir: Path) -> tuple[dict[str, Any], Weights]:
+    """The configuration and weights (float32, names without ``bert.``) of the BERT model
+    in ``model_dir``."""
     config = json.loads((model_dir / "config.json").read_text())
     if config.get("model_type") != "bert" or config.get("hidden_act", "gelu") != "gelu":
         raise ValueError(f"{model_dir} holds no BERT encoder with GELU: {config.get('model_type')}")
@@ -207,25 +210,31 @@ def build_bert_onnx(model_dir: Path, target: Path) -> Path:
         name.removeprefix("bert."): value.astype(np.float32) if value.dtype.kind == "f" else value
         for name, value in read_safetensors(model_dir / "model.safetensors").items()
     }
-    graph = _GraphWriter()
+    return config, weights
+
+
+def write_encoder(graph: GraphWriter, config: dict[str, Any], weights: Weights) -> None:
+    """The encoder's nodes and weights, from the ``INPUTS`` to its output ``hidden``."""
     x = _embeddings(graph, weights, float(config["layer_norm_eps"]))
     mask = _additive_mask(graph)
     for index in range(int(config["num_hidden_layers"])):
         x = _layer(graph, x, mask, weights, index, config)
     graph.op("Identity", [x], "hidden")
+
+
+def build_bert_onnx(model_dir: Path, target: Path) -> Path:
+    """Write the encoder of the BERT model in ``model_dir`` (``config.json`` and
+    ``model.safetensors``) as an ONNX file at ``target``; the caller renames it into place."""
+    config, weights = read_bert(model_dir)
+    graph = GraphWriter()
+    write_encoder(graph, config, weights)
     axes = ["batch", "tokens"]
-    inputs = [
-        helper.make_tensor_value_info(name, TensorProto.INT64, axes)
-        for name in ("input_ids", "attention_mask", "token_type_ids")
-    ]
-    output = helper.make_tensor_value_info(
-        "hidden", TensorProto.FLOAT, [*axes, int(config["hidden_size"])]
+    inputs = [onnx_writer.tensor_value_info(name, onnx_writer.INT64, axes) for name in INPUTS]
+    output = onnx_writer.tensor_value_info(
+        "hidden", onnx_writer.FLOAT, [*axes, int(config["hidden_size"])]
     )
-    model = helper.make_model(
-        helper.make_graph(graph.nodes, "bert_encoder", inputs, [output], graph.initializers),
-        opset_imports=[helper.make_opsetid("", OPSET)],
-        producer_name="membot",
+    body = onnx_writer.graph(graph.nodes, "bert_encoder", inputs, [output], graph.initializers)
+    target.write_bytes(
+        onnx_writer.model(body, ir_version=IR_VERSION, opset=OPSET, producer_name="membot")
     )
-    model.ir_version = 8  # the IR of opset 17, which every ONNX Runtime from 1.14 reads
-    onnx.save_model(model, str(target))
     return target

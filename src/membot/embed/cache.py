@@ -9,6 +9,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class CachedEmbedder:
         with self._lock:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def _write(self, sql: str, rows: list[tuple]) -> None:
+    def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         with self._lock:
             self._db.execute("BEGIN")
             try:

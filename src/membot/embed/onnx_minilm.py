@@ -9,11 +9,12 @@ LongMemEval lines, tests/embed/test_minilm_vectors.py). Measured on 2 cores
 (benchmarks/embed_speed.py): a short line in about 5 ms, against 13 with torch.
 
 ``quantized=True`` (the ``minilm-int8`` embedder) runs an int8 copy of that file instead,
-made from it once by ONNX Runtime's dynamic quantisation and kept beside it. Its vectors are
-close to the full model's (cosine about 0.99) but not the same, so it has a name of its own:
-a store keeps the embedder it was made with. Dynamic quantisation scales each run's
-activations by their range, so a line's int8 vector also moves a little (cosine about 0.99)
-with the lines it is run with. docs/performance.md has its speed and recall.
+made from it once by ONNX Runtime's dynamic quantisation and kept beside it; the quantiser
+needs the ``onnx`` package, which the ``int8`` extra brings. Its vectors are close to the full
+model's (cosine about 0.99) but not the same, so it has a name of its own: a store keeps the
+embedder it was made with. Dynamic quantisation scales each run's activations by their range,
+so a line's int8 vector also moves a little (cosine about 0.99) with the lines it is run with.
+docs/performance.md has its speed and recall.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ import numpy as np
 
 from membot.embed.base import normalize
 from membot.errors import ProviderError
+from membot.optional import require_extra
 
-# 2: the graph is built from the weights by membot.embed.bert_graph (1 was torch.onnx's).
+# 2: the graph is built from the weights by membot.embed.bert_graph (1 was torch.onnx's); its
+# own protobuf writer since makes the same file, byte for byte, as onnx.helper did.
 EXPORT_VERSION = 2
 # Part of the int8 file's name: a change to how it is quantised makes a new file.
 QUANTIZE_VERSION = 1
@@ -85,7 +88,9 @@ def quantize_onnx(source: Path, target: Path) -> Path:
     Dynamic quantisation of the weight matrices only (the token embeddings stay float), one
     scale per output channel: on LoCoMo's lines the vectors keep a cosine of 0.991 on average
     with the full model's, against 0.95 with ONNX Runtime's defaults (one scale per matrix,
-    the token embeddings quantised too)."""
+    the token embeddings quantised too). The quantiser needs the ``onnx`` package: the
+    ``int8`` extra."""
+    require_extra("onnx", "int8", "minilm-int8 (the bundled MiniLM quantised to int8)")
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     partial = target.with_suffix(f".{os.getpid()}.partial")

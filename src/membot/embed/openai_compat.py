@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from membot.embed.base import normalize
 from membot.errors import ProviderError
 from membot.openai_client import key_env_for, openai_client, public_url
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 
 class OpenAICompatibleEmbedder:
@@ -28,10 +32,10 @@ class OpenAICompatibleEmbedder:
         self.batch_size = batch_size
         self.timeout = timeout
         self.name = f"openai:{model}@{public_url(base_url)}"
-        self._client = None
+        self._client: OpenAI | None = None
         self._dimension: int | None = None
 
-    def _client_or_new(self):
+    def _client_or_new(self) -> OpenAI:
         if self._client is None:
             self._client = openai_client(
                 self.base_url, self.api_key_env, self.timeout, max_retries=1,

@@ -10,6 +10,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,9 +19,12 @@ from membot.embed.onnx_minilm import BUNDLED_NAME, bundled_minilm_path
 from membot.errors import ProviderError
 from membot.optional import require_extra
 
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
 # Loaded models, shared by every embedder of the process (a CLI run or a test session
 # opening several stores loads the weights once).
-_LOADED: dict[str, object] = {}
+_LOADED: dict[str, SentenceTransformer] = {}
 
 SMALL_BATCH = 4
 
@@ -35,9 +39,9 @@ class SentenceTransformerEmbedder:
         self.model_ref = str(model)
         self.name = name or f"st:{model}"
         self.batch_size = batch_size
-        self._model = None
+        self._model: SentenceTransformer | None = None
 
-    def _load(self):
+    def _load(self) -> SentenceTransformer:
         if self._model is None and self.model_ref in _LOADED:
             self._model = _LOADED[self.model_ref]
         if self._model is None:
@@ -47,10 +51,11 @@ class SentenceTransformerEmbedder:
             try:
                 from transformers.utils import logging as transformers_logging
 
-                transformers_logging.disable_progress_bar()
+                # transformers leaves this function unannotated.
+                transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
 
-                self._model = st.SentenceTransformer(self.model_ref, device="cpu")
-                _LOADED[self.model_ref] = self._model
+                model: SentenceTransformer = st.SentenceTransformer(self.model_ref, device="cpu")
+                self._model = _LOADED[self.model_ref] = model
             except Exception as error:
                 raise ProviderError(
                     f"cannot load the sentence-transformers model {self.model_ref!r}: {error}"
@@ -62,7 +67,10 @@ class SentenceTransformerEmbedder:
         model = self._load()
         # sentence-transformers renamed this method; accept both spellings.
         getter = getattr(model, "get_embedding_dimension", None)
-        return int((getter or model.get_sentence_embedding_dimension)())
+        dimension = (getter or model.get_sentence_embedding_dimension)()
+        if dimension is None:
+            raise ProviderError(f"the model {self.model_ref!r} does not say its vectors' dimension")
+        return int(dimension)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         model = self._load()

@@ -101,6 +101,17 @@ class ApproximateScope:
             rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep], scores, rows.created[keep]
         )
 
+    def vectors(self, line_ids: np.ndarray) -> np.ndarray:
+        """The stored vectors of ``line_ids``, in that order; zeros for a line not stored."""
+        rows = self.store.vector_rows_around([int(line_id) for line_id in line_ids])
+        width = rows.vectors.shape[1] if rows.vectors.ndim == 2 else 0
+        found = np.zeros((len(line_ids), width), dtype=np.float32)
+        at = {line_id: row for row, line_id in enumerate(rows.ids.tolist())}
+        for index, line_id in enumerate(line_ids.tolist()):
+            if line_id in at:
+                found[index] = rows.vectors[at[line_id]]
+        return found
+
     def search(
         self, query: np.ndarray, scope: Scope, k: int, min_score: float | None
     ) -> list[tuple[int, float]]:
@@ -133,7 +144,9 @@ class ApproximateScope:
         keep = in_scope(rows, scope)
         columns = (rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep])
         where = {line_id: (thread, seq) for line_id, thread, seq in zip(*columns, strict=True)}
-        return [Hit(i, *map(int, where[i]), score) for i, score in found if i in where]
+        return [
+            Hit(i, int(where[i][0]), int(where[i][1]), score) for i, score in found if i in where
+        ]
 
     def lexical_scores(
         self, words: Sequence[str], scope: Scope, among: np.ndarray
@@ -152,7 +165,7 @@ class ApproximateScope:
 def in_scope(rows: VectorRows, scope: Scope) -> np.ndarray:
     """Which rows ``scope`` lets a search return (its bot, person, thread, roles; not the
     feed)."""
-    keep = rows.bot_ids == scope.bot_id
+    keep: np.ndarray = rows.bot_ids == scope.bot_id
     if scope.person_id is not None:
         keep &= rows.person_ids == scope.person_id
     if scope.thread_id is not None:

@@ -82,6 +82,10 @@ class IndexedLines:
         with self._lock:
             return self.index.lexical_scores(words, scope, just_read=just_read, among=among)
 
+    def vectors(self, line_ids: Sequence[int], scope: Scope) -> np.ndarray:
+        with self._lock:
+            return self.index.vectors(line_ids, scope)
+
     def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
         return self.store.lines_in_ranges(list(ranges))
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -68,9 +70,17 @@ class _Matrix:
         new = held[at] != rows.ids
         if new.all():
             return rows
-        arrays = [getattr(rows, name)[new] for name in (*_COLUMNS[:6], "vectors", "created")]
-        texts = tuple(text for text, keep in zip(rows.texts, new, strict=False) if keep)
-        return VectorRows(*arrays, texts=texts)
+        return VectorRows(
+            ids=rows.ids[new],
+            bot_ids=rows.bot_ids[new],
+            person_ids=rows.person_ids[new],
+            thread_ids=rows.thread_ids[new],
+            seqs=rows.seqs[new],
+            roles=rows.roles[new],
+            vectors=rows.vectors[new],
+            created=rows.created[new],
+            texts=tuple(text for text, keep in zip(rows.texts, new, strict=False) if keep),
+        )
 
     def _sort(self) -> None:
         """Back into id order after a line committed later than a line with a larger id
@@ -117,7 +127,7 @@ class _Matrix:
     def mask(self, scope: Scope) -> np.ndarray:
         size = self.size
         column = {name: values[:size] for name, values in self.columns.items()}
-        mask = column["bot_ids"] == scope.bot_id
+        mask: np.ndarray = column["bot_ids"] == scope.bot_id
         if scope.person_id is not None:
             mask &= column["person_ids"] == scope.person_id
         if scope.thread_id is not None:
@@ -142,6 +152,17 @@ class _Matrix:
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
         return self._hits(top[np.isfinite(scores[top])], scores)
+
+    def vectors_of(self, line_ids: np.ndarray) -> np.ndarray:
+        """The vectors of ``line_ids``, in that order; zeros for a line not held."""
+        held = self.columns["ids"][: self.size] if self.size else np.zeros(0, dtype=np.int64)
+        found = np.zeros((len(line_ids), self.vectors.shape[1]), dtype=np.float32)
+        if not len(held) or not len(line_ids):
+            return found
+        rows = np.clip(np.searchsorted(held, line_ids), 0, self.size - 1)
+        there = held[rows] == line_ids
+        found[there] = self.vectors[rows[there]]
+        return found
 
     def _hits(self, rows: np.ndarray, scores: np.ndarray) -> list[Hit]:
         if not len(rows):
@@ -191,7 +212,17 @@ class _Matrix:
 DEFAULT_INDEX_BYTES = 1024 * 1024 * 1024
 
 
-def drop_least_recent(held: OrderedDict, budget_bytes: int) -> None:
+class HoldsBytes(Protocol):
+    """What :func:`drop_least_recent` weighs: a scope's matrix, a strategy's units."""
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+Held = TypeVar("Held", bound=HoldsBytes)
+
+
+def drop_least_recent(held: OrderedDict[Any, Held], budget_bytes: int) -> None:
     """Drop the least recently used of ``held`` (oldest first; each with ``nbytes``) while
     together they take more than ``budget_bytes``; the most recent one always stays."""
     used = sum(each.nbytes for each in held.values())
@@ -309,6 +340,15 @@ class VectorIndex:
                 return approximate.lexical_scores(words, scope, among)
             held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
             return (held or self._scope(scope)).lexical_scores(words, scope)
+
+    def vectors(self, line_ids: Sequence[int], scope: Scope) -> np.ndarray:
+        """The vectors of ``line_ids`` (lines of ``scope``), in that order: rows of the matrix
+        held, or, for a large shared scope, read from the store; zeros for a line not there."""
+        ids = np.asarray(line_ids, dtype=np.int64)
+        with self._lock:
+            if approximate := self._approximate(scope):
+                return approximate.vectors(ids)
+            return self._scope(scope).vectors_of(ids)
 
     def scored_in_scope(self, query: np.ndarray, scope: Scope) -> InScope:
         """Every line in scope with its cosine to ``query``, in index (id) order; for a large

@@ -14,10 +14,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from membot.bundled import load_llama, require_smollm2
 from membot.errors import ProviderError
 from membot.llm.base import JsonSchema, Message
+
+if TYPE_CHECKING:
+    from llama_cpp import ChatCompletionRequestMessage, ChatCompletionRequestResponseFormat, Llama
 
 TRY_OUT_NOTICE = (
     "membot is answering with SmolLM2-135M, a tiny offline model for trying membot out. "
@@ -76,7 +80,7 @@ class BundledSmolLM2:
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
         self.context_tokens = context_tokens
-        self._model = None
+        self._model: Llama | None = None
         # One llama.cpp context answers one request at a time: a server's threads share this
         # model (through the LLM pool), so each reply holds the lock from load to last token.
         self._lock = threading.RLock()
@@ -85,7 +89,7 @@ class BundledSmolLM2:
         """``ConfigError`` naming what to install, unless this model can load."""
         require_smollm2(self.path)
 
-    def _load(self):
+    def _load(self) -> Llama:
         if self._model is None:
             path = require_smollm2(self.path)
             self._model = load_llama(path, n_ctx=self.context_tokens)
@@ -111,24 +115,28 @@ class BundledSmolLM2:
             except (ValueError, RuntimeError) as error:
                 raise ProviderError(f"the bundled model failed: {error}") from error
 
-    def _create(self, messages, max_tokens: int, schema: JsonSchema | None, stream: bool):
+    def _create(
+        self, messages: Sequence[Message], max_tokens: int, schema: JsonSchema | None, stream: bool
+    ) -> Any:
+        """The reply, or with ``stream`` its chunks (llama-cpp-python types its answer as
+        either, whatever ``stream`` is)."""
         model = self._load()
         # llama-cpp-python turns the schema into a grammar: only tokens that keep the reply
         # valid against it can be sampled.
-        extra = (
-            {"response_format": {"type": "json_object", "schema": bounded(schema)}}
-            if schema
-            else {}
+        response_format: ChatCompletionRequestResponseFormat | None = (
+            {"type": "json_object", "schema": bounded(schema)} if schema else None
         )
+        # membot's messages are the role and content dicts these TypedDicts describe.
+        said = cast("list[ChatCompletionRequestMessage]", list(messages))
         try:
             return model.create_chat_completion(
-                messages=list(messages),
+                messages=said,
                 max_tokens=max_tokens,
                 temperature=0.2,
                 repeat_penalty=1.2,
                 stop=STOP,
                 stream=stream,
-                **extra,
+                response_format=response_format,
             )
         except (ValueError, RuntimeError) as error:
             raise ProviderError(f"the bundled model failed: {error}") from error

@@ -6,11 +6,14 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from membot.errors import ProviderError
 from membot.llm.base import JsonSchema, Message
 from membot.openai_client import key_env_for, openai_client, public_url
+
+if TYPE_CHECKING:
+    from openai import OpenAI
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +59,10 @@ class OpenAICompatibleLLM:
         self.deadline = deadline  # for the whole call, tries and waits together
         self.temperature = temperature
         self.name = f"openai:{model}@{public_url(base_url)}"
-        self._client = None
+        self._client: OpenAI | None = None
         self.json_request = JSON_REQUESTS[0]  # lowered when the endpoint refuses it
 
-    def _client_or_new(self):
+    def _client_or_new(self) -> OpenAI:
         if self._client is None:
             self._client = openai_client(
                 self.base_url, self.api_key_env, self.timeout, max_retries=0,
@@ -99,7 +102,9 @@ class OpenAICompatibleLLM:
             # "cannot reach" would mislead: it answered, then the connection broke.
             raise ProviderError(f"{self.name} broke off its reply: {error.__cause__}") from error
 
-    def _create(self, messages, max_tokens: int, schema: JsonSchema | None, stream: bool):
+    def _create(
+        self, messages: Sequence[Message], max_tokens: int, schema: JsonSchema | None, stream: bool
+    ) -> Any:
         """The endpoint's answer, asking for JSON as strongly as it accepts."""
         from openai import BadRequestError
 
@@ -215,7 +220,7 @@ def _wait_before_try(error: Exception, tries: int) -> float:
 
 
 def _doubling(tries: int) -> float:
-    return min(LONGEST_WAIT_SECONDS, FIRST_WAIT_SECONDS * 2 ** (tries - 1))
+    return min(LONGEST_WAIT_SECONDS, FIRST_WAIT_SECONDS * 2.0 ** (tries - 1))
 
 
 def _json_request(way: str, schema: JsonSchema) -> dict[str, Any]:

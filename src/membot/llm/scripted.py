@@ -62,7 +62,7 @@ class ScriptedLLM:
         self.path.write_text(json.dumps(queue))
         return reply
 
-    def _record(self, messages: Sequence[Message], schema: JsonSchema | None, stream: bool):
+    def _record(self, messages: Sequence[Message], schema: JsonSchema | None, stream: bool) -> None:
         if not self.record:
             return
         self.history.append([dict(message) for message in messages])

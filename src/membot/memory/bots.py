@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError, StoreError
@@ -35,13 +36,13 @@ class BotProfiles:
     recall_source: IndexedLines
 
     def bot_settings(
-        self, bot: str = DEFAULT_BOT, overrides: dict[str, object] | None = None
+        self, bot: str = DEFAULT_BOT, overrides: Mapping[str, object] | None = None
     ) -> BotSettings:
         """The bot's profile: ``overrides`` (values passed with a call) over the stored
         profile over the defaults."""
         settings = self._stored_profile(bot)
         if overrides:
-            settings = settings.with_values(overrides)
+            settings = settings.with_values(dict(overrides))
             check_strategy(settings)
         return settings
 
@@ -204,9 +205,9 @@ def renamed_settings(stored: dict[str, object]) -> dict[str, object]:
     budget = values.get("prompt_budget")
     reply = values.get("reply_tokens", BotSettings().reply_tokens)
     if "context_size" not in values and _whole(budget) and _whole(reply):
-        values["context_size"] = budget + reply  # type: ignore[operator]
+        values["context_size"] = budget + reply
     return values
 
 
-def _whole(value: object) -> bool:
+def _whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)

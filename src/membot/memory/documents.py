@@ -626,7 +626,7 @@ class _Packer:
     @staticmethod
     def _split(sentences: list[_Sentence]) -> list[_Sentence]:
         """Whole paragraphs packed as one piece, split into their sentences."""
-        split = []
+        split: list[_Sentence] = []
         for sentence in sentences:
             parts = [part for part in _SENTENCE_END.split(sentence.text) if part.strip()]
             split.extend(

@@ -36,7 +36,6 @@ from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.model import (
     Block,
     Line,
-    LineInput,
     Match,
     Role,
     ThreadInfo,
@@ -44,6 +43,9 @@ from membot.model import (
     aware,
     embedding_text,
     utc_now,
+)
+from membot.model import (
+    LineInput as LineInput,  # re-exported: membot and the text-message service import it here
 )
 from membot.recall import push_to_buffer
 from membot.recall.chat import recall_for_turn
@@ -387,9 +389,17 @@ class Memory(BotProfiles, SummariesAndExpertise):
             hits = self.index.search(vector, scope, k)
         return self._matches(hits)
 
-    def _matches(self, hits: Sequence[tuple[int, float]]) -> list[Match]:
+    def _matches(
+        self, hits: Sequence[tuple[int, float]], duplicates: Sequence[int] = ()
+    ) -> list[Match]:
+        """The hits' lines as matches; ``duplicates``: how many each stands for, in order."""
         lines = {line.id: line for line in self.store.lines([line_id for line_id, _ in hits])}
-        return [Match(lines[i], score) for i, score in hits if i in lines]
+        counts = list(duplicates) or [0] * len(hits)
+        return [
+            Match(lines[i], score, count)
+            for (i, score), count in zip(hits, counts, strict=True)
+            if i in lines
+        ]
 
     def history(
         self, *, user: str, bot: str | None = None, thread: str | None = None
@@ -510,7 +520,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         blocks = self._load_blocks(
             buffer, thread_id, window_from, fresh_keys, owner, settings.recall_roles
         )
-        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
+                                      [hit.duplicates for hit in chosen.hits]))  # fmt: skip
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
 
     def preview_recall(
@@ -546,7 +557,8 @@ class Memory(BotProfiles, SummariesAndExpertise):
         blocks = self._load_blocks(
             chosen.blocks, thread_id or 0, window_from or 0, fresh, owner, settings.recall_roles
         )
-        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits]))
+        matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
+                                      [hit.duplicates for hit in chosen.hits]))  # fmt: skip
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
 
     def _load_blocks(
@@ -619,13 +631,13 @@ class Memory(BotProfiles, SummariesAndExpertise):
             if progress:
                 progress(len(chunk))
         extras: dict[str, list[tuple[int, np.ndarray]]] = {}
-        for table, texts in self.store.all_extra_texts().items():  # summaries, expertise
+        for table, held in self.store.all_extra_texts().items():  # summaries, expertise
             extras[table] = []
             if table == "memories":  # a summary's vectors: the whole, then each key point
-                extras[table] = [(i, _embedded(embedder, summary_parts(text))) for i, text in texts]
+                extras[table] = [(i, _embedded(embedder, summary_parts(text))) for i, text in held]
                 continue
-            for start in range(0, len(texts), batch_size):
-                chunk = texts[start : start + batch_size]
+            for start in range(0, len(held), batch_size):
+                chunk = held[start : start + batch_size]
                 embedded = _embedded(embedder, [text for _, text in chunk])
                 extras[table] += [(i, v) for (i, _), v in zip(chunk, embedded, strict=True)]
         dimension = embedder.dimension if not vectors else int(vectors[0][1].shape[0])

@@ -89,7 +89,8 @@ def _stem(word: str) -> str:
     if len(word) <= 2:  # as FTS5's porter: "is", "us" and "as" stay whole
         return word
     with _STEMMER_LOCK:
-        return _STEMMER.stemWord(word)
+        stem: str = _STEMMER.stemWord(word)  # snowballstemmer has no types
+    return stem
 
 
 def index_words(text: str) -> list[str]:
@@ -113,7 +114,7 @@ class ScopeTerms:
         self.k1, self.b = k1, b
         self.lines = 0
         self.words = 0
-        self.postings: dict[str, tuple[array, array, array]] = {}
+        self.postings: dict[str, tuple[array[int], array[int], array[int]]] = {}
         self.nbytes = 0  # about what the postings take in memory, kept as they grow
 
     def add(self, ids: Iterable[int], texts: Iterable[str]) -> None:

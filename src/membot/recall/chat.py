@@ -35,6 +35,10 @@ must earn their place by their own score. ``neighbour_decay`` orders a block's l
 their match for a context cut at k lines (the benchmarks): a line d away counts
 ``neighbour_decay ** d`` of its match's score.
 
+Every strategy's matches then pass :mod:`membot.recall.duplicates`: near-duplicates collapse
+into one match (its ``duplicates`` says how many more it stands for), and a person's question
+asked again now gives way to the lines that answer it.
+
 A match's reported score is its cosine with the match string in every strategy (for units,
 the unit's), so traces compare across strategies; the order a strategy gives it (its fused
 score) travels beside it as :attr:`Choice.order`. Lines are embedded as ``Speaker: text``
@@ -43,7 +47,7 @@ where they have a speaker (:func:`membot.memory.facade.embedding_text`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -53,6 +57,7 @@ from membot.config import BotSettings
 from membot.errors import ConfigError
 from membot.index.scope import Scope
 from membot.recall.builtin import register_builtin_strategies
+from membot.recall.duplicates import candidates_for, distinct_choices
 from membot.recall.line_strategies import EVERY_LINE, min_max, reciprocal_rank_fusion
 from membot.recall.lines import Hit, merge_blocks
 from membot.recall.strategies import Choice, Question, Strategy, load_strategies, option_values
@@ -162,4 +167,8 @@ def chosen_for_turn(
     if settings.max_matches == 0:
         return []
     question = Question(query, vector, scope, now, said)
-    return strategy_named(settings.strategy).choose(source, settings, question)
+    # Asked for more than it keeps: near-duplicates collapse and repeats of the question give
+    # way (membot.recall.duplicates), and the next lines take the slots they leave.
+    wider = replace(settings, max_matches=candidates_for(settings.max_matches, EVERY_LINE))
+    choices = strategy_named(settings.strategy).choose(source, wider, question)
+    return distinct_choices(source, choices, question, settings.max_matches)

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from membot.model import Role
-from membot.store.base import LineStore, StoredLine
+from membot.store.base import StoredLine, VectorSearch
 
 __all__ = ["Layout", "ScopeLines", "StoredLine"]
 
@@ -49,7 +49,7 @@ class ScopeLines:
         self.cursor = 0
         self.by_id: dict[int, StoredLine] = {}
 
-    def update(self, store: LineStore) -> tuple[bool, bool]:
+    def update(self, store: VectorSearch) -> tuple[bool, bool]:
         """Read the lines written since the last look: (whether the generation moved, so
         that everything derived from the lines before is stale; whether any line is new)."""
         snapshot = store.scope_line_snapshot(

@@ -21,12 +21,14 @@ from membot.store.base import BufferEntry
 
 @dataclass(frozen=True)
 class Hit:
-    """A matching line, located in its thread."""
+    """A matching line, located in its thread; ``duplicates``: how many near-duplicates of
+    it recall collapsed into it (:mod:`membot.recall.duplicates`)."""
 
     line_id: int
     thread_id: int
     seq: int
     score: float
+    duplicates: int = 0
 
 
 def expand_neighbors(hit: Hit, before: int, after: int) -> BufferEntry:

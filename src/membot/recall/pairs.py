@@ -27,7 +27,7 @@ import numpy as np
 
 from membot.index.vectors import drop_least_recent
 from membot.recall.layout import Layout, ScopeLines, StoredLine
-from membot.store.base import LineStore
+from membot.store.base import VectorSearch
 
 Unit = tuple[StoredLine, ...]
 ScopeKey = tuple[int, int | None]  # (bot id, person id or None for a bot that shares memory)
@@ -88,7 +88,7 @@ class UnitCache:
 
     def embedded_units(
         self,
-        store: LineStore,
+        store: VectorSearch,
         embed: Callable[[list[str]], np.ndarray],
         bot_id: int,
         person_id: int | None,

@@ -87,6 +87,10 @@ def context_order(
             pushed += 1
     for choice in choices:
         placed.setdefault(choice.hit.line_id)
+    # Near-duplicates collapsed into a match take no place of their own: they come last.
+    for choice in choices:
+        for duplicate in choice.duplicates:
+            placed.setdefault(duplicate.line_id)
     return list(placed)
 
 

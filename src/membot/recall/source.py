@@ -54,6 +54,11 @@ class RecallSource(Protocol):
         the scope as :meth:`scored` just read it."""
         ...
 
+    def vectors(self, line_ids: Sequence[int], scope: Scope) -> np.ndarray:
+        """The stored vectors of ``line_ids`` (lines of ``scope``), in that order (a row of
+        zeros for a line not there)."""
+        ...
+
     def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
         """For each (thread id, first seq, last seq), that thread's lines in the range."""
         ...

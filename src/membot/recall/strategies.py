@@ -54,12 +54,14 @@ class Question:
 @dataclass(frozen=True)
 class Choice:
     """A kept match, the block of lines it brings in, and its place in the strategy's order
-    (``order``: the score the strategy sorted by; ``hit.score`` is the cosine)."""
+    (``order``: the score the strategy sorted by; ``hit.score`` is the cosine); ``duplicates``:
+    the near-duplicates collapsed into it (:mod:`membot.recall.duplicates`)."""
 
     hit: Hit
     block: BufferEntry
     order: float
     decay: float  # a block line d away from the match is ordered at decay ** d of it
+    duplicates: tuple[Hit, ...] = ()
 
 
 class Strategy(Protocol):

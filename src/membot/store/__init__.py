@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from membot.errors import ConfigError, NotFoundError
@@ -22,6 +23,9 @@ from membot.store.base import (
     VectorSnapshot,
 )
 from membot.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:  # psycopg is optional: imported where a postgresql:// store is opened
+    from membot.store.postgres import PostgresStore
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
@@ -43,7 +47,7 @@ def postgres_url(location: str | Path) -> str:
 _KEYWORD_CONNINFO = re.compile(r"^\s*(host|hostaddr|dbname|user|password|port|service)\s*=")
 
 
-def open_postgres(url: str, schema: str | None = None) -> Store:
+def open_postgres(url: str, schema: str | None = None) -> PostgresStore:
     """A :class:`~membot.store.postgres.PostgresStore` (imported here: psycopg is optional)."""
     try:
         from membot.store.postgres import PostgresStore
@@ -106,14 +110,14 @@ def temporary_store(near: str | Path | None = None) -> Iterator[Store]:
         try:
             yield store
         finally:
-            store.drop()  # type: ignore[attr-defined]
+            store.drop()
         return
     with tempfile.TemporaryDirectory(prefix="membot-scratch-") as folder:
-        store = SqliteStore(Path(folder) / "scratch.db")
+        scratch = SqliteStore(Path(folder) / "scratch.db")
         try:
-            yield store
+            yield scratch
         finally:
-            store.close()
+            scratch.close()
 
 
 __all__ = [

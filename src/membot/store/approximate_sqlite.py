@@ -17,11 +17,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from membot.errors import StoreError
 from membot.store.near_lines import SEARCH_DEPTH, PagedStore
+
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +79,7 @@ class UsearchNominator:
         self.store, self.bot_id = store, bot_id
         folder = Path(f"{store.path}.ann")
         self.path, self.stamp_path = folder / f"bot-{bot_id}.usearch", folder / f"bot-{bot_id}.json"
-        self.index: object | None = None
+        self.index: Index | None = None
         self.cursor = 0
         self.made_by: list[str | None] | None = None
         self.generation: int | None = None
@@ -87,7 +91,8 @@ class UsearchNominator:
         index = self.refresh()
         if len(index) == 0:
             return []
-        index.expansion_search = max(SEARCH_DEPTH, count)
+        # usearch 2.21 defines this setter apart from its getter, which mypy reads as read-only.
+        index.expansion_search = max(SEARCH_DEPTH, count)  # type: ignore[misc]
         matches = index.search(np.asarray(query, dtype=np.float32), count, threads=1)
         return [int(key) for key in matches.keys]
 
@@ -97,7 +102,7 @@ class UsearchNominator:
         if self.index is not None:
             self.refresh()
 
-    def refresh(self):  # -> usearch.index.Index
+    def refresh(self) -> Index:
         """The index, with every line of the bot up to now."""
         generation = self.store.bot_generation(self.bot_id)
         if self.rebuild is not None and not self.rebuild.running():
@@ -108,11 +113,17 @@ class UsearchNominator:
                 self._load(made_by, generation)
             if made_by != self.made_by or self.generation not in (None, generation):
                 if self.index is not None and made_by == self.made_by:
-                    self._answer_while_rebuilt()
+                    self._answer_while_rebuilt(self.index)
                 else:
                     self._start(made_by)
             self.generation = generation
         self._add_new()
+        return self._graph()
+
+    def _graph(self) -> Index:
+        """The graph held: every caller comes after :meth:`refresh` loaded or started one."""
+        if self.index is None:
+            raise StoreError(f"bot {self.bot_id}'s approximate index was used before it was built")
         return self.index
 
     def settle(self, timeout: float | None = None) -> None:
@@ -121,17 +132,17 @@ class UsearchNominator:
             self.rebuild.wait(timeout)
             self.refresh()
 
-    def _answer_while_rebuilt(self) -> None:
+    def _answer_while_rebuilt(self, index: Index) -> None:
         """Take the lines the store no longer holds out of the graph, and have a child
         process build a fresh one (unless one is at it already)."""
         alive = self.store.bot_line_ids(self.bot_id)
         if not len(alive):  # the bot was deleted or emptied: nothing to build
             self._start(self.made_by)
             return
-        keys = np.asarray(self.index.keys, dtype=np.int64)
+        keys = np.asarray(index.keys, dtype=np.int64)
         gone = np.setdiff1d(keys, alive, assume_unique=True)
         if len(gone):
-            self.index.remove(gone)
+            index.remove(gone)
         log.info("lines of bot %s were removed or re-embedded: %d left its graph, which answers "
                  "while a fresh one is built", self.bot_id, len(gone))  # fmt: skip
         if self.rebuild is None or not self.rebuild.running():
@@ -162,7 +173,7 @@ class UsearchNominator:
                         "building it here", self.bot_id, status)  # fmt: skip
             self._start(self.made_by)
 
-    def _new_index(self, dimension: int):
+    def _new_index(self, dimension: int) -> Index:
         from usearch.index import Index  # an import of native code, only where it is used
 
         return Index(
@@ -178,14 +189,16 @@ class UsearchNominator:
         """An empty graph, which :meth:`_add_new` fills from the store, here."""
         if self.generation is not None:
             log.info("building the approximate index of bot %s here", self.bot_id)
-        self.index = self._new_index(int((made_by or [None, 0])[1] or 0))
+        self.index = self._new_index(int((made_by or [None, None])[1] or 0))
         self.made_by, self.cursor, self.unsaved, self.rebuild = made_by, 0, 0, None
 
     def _made_by(self) -> list[str | None]:
         """The store's embedder and dimension, as a saved index's stamp records them."""
         return [self.store.get_meta("embedder"), self.store.get_meta("dimension")]
 
-    def _current_stamp(self, made_by: list[str | None] | None, generation: int) -> dict | None:
+    def _current_stamp(
+        self, made_by: list[str | None] | None, generation: int
+    ) -> dict[str, Any] | None:
         """The saved index's stamp, if it is of ``made_by``'s vectors at ``generation``."""
         try:
             stamp = json.loads(self.stamp_path.read_text())
@@ -219,6 +232,7 @@ class UsearchNominator:
         return True
 
     def _add_new(self) -> None:
+        index = self._graph()
         added = 0
         while True:
             rows = self.store.vector_page(self.bot_id, self.cursor, PAGE_LINES)
@@ -226,12 +240,12 @@ class UsearchNominator:
                 break
             if self.cursor == 0 and added == 0:
                 log.info("building the approximate index of bot %s", self.bot_id)
-            new = ~np.asarray(self.index.contains(rows.ids), dtype=bool)
+            new = ~np.asarray(index.contains(rows.ids), dtype=np.bool_)
             if new.any():
-                self.index.add(rows.ids[new], rows.vectors[new], threads=self.add_threads)
+                index.add(rows.ids[new], rows.vectors[new], threads=self.add_threads)
             self.cursor, added = int(rows.ids[-1]), added + int(new.sum())
         self.unsaved += added
-        if self.unsaved >= max(SAVE_EVERY, len(self.index) // 100):
+        if self.unsaved >= max(SAVE_EVERY, len(index) // 100):
             self.save()
 
     def save(self) -> None:
@@ -240,12 +254,13 @@ class UsearchNominator:
         while a fresh graph is built: this one had lines taken out, whose bytes it keeps."""
         if self.rebuild is not None:
             return
+        index = self._graph()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         stamp = json.dumps(
             {"made_by": self.made_by, "cursor": self.cursor, "generation": self.generation}
         )
         for target, write in (
-            (self.path, lambda name: self.index.save(name)),
+            (self.path, lambda name: index.save(name)),
             (self.stamp_path, lambda name: Path(name).write_text(stamp)),
         ):
             handle, name = tempfile.mkstemp(dir=self.path.parent, suffix=PART)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -82,24 +82,43 @@ class VectorRows:
     texts: tuple[str, ...] = ()
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Sequence], dimension: int | None = None) -> VectorRows:
+    def from_rows(cls, rows: Sequence[Sequence[Any]], dimension: int | None = None) -> VectorRows:
         """From (id, bot id, person id, thread id, seq, role, vector blob, created_at[, text])."""
         if not rows:
             return cls.empty(dimension or 0)
         columns = list(zip(*rows, strict=True))
-        as_int = [np.asarray(column, dtype=np.int64) for column in columns[:5]]
-        roles = np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8)
-        vectors = np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in columns[6]])
-        created = np.asarray(
-            [datetime.fromisoformat(when).timestamp() for when in columns[7]], dtype=np.float64
+        ids, bot_ids, person_ids, thread_ids, seqs = (
+            np.asarray(column, dtype=np.int64) for column in columns[:5]
         )
-        return cls(*as_int, roles, vectors, created, tuple(columns[8]) if len(columns) > 8 else ())
+        return cls(
+            ids=ids,
+            bot_ids=bot_ids,
+            person_ids=person_ids,
+            thread_ids=thread_ids,
+            seqs=seqs,
+            roles=np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8),
+            vectors=np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in columns[6]]),
+            created=np.asarray(
+                [datetime.fromisoformat(when).timestamp() for when in columns[7]], dtype=np.float64
+            ),
+            texts=tuple(columns[8]) if len(columns) > 8 else (),
+        )
 
     @classmethod
     def empty(cls, dimension: int) -> VectorRows:
-        ints = [np.zeros(0, dtype=np.int64) for _ in range(5)]
-        return cls(*ints, np.zeros(0, dtype=np.int8), np.zeros((0, dimension), dtype=np.float32),
-                   np.zeros(0, dtype=np.float64))  # fmt: skip
+        def no_ints() -> np.ndarray:
+            return np.zeros(0, dtype=np.int64)
+
+        return cls(
+            ids=no_ints(),
+            bot_ids=no_ints(),
+            person_ids=no_ints(),
+            thread_ids=no_ints(),
+            seqs=no_ints(),
+            roles=np.zeros(0, dtype=np.int8),
+            vectors=np.zeros((0, dimension), dtype=np.float32),
+            created=np.zeros(0, dtype=np.float64),
+        )
 
 
 @dataclass(frozen=True)
@@ -144,7 +163,7 @@ class LineSnapshot:
     cursor: int
 
     @classmethod
-    def from_rows(cls, generation: int, rows: Sequence[Sequence], cursor: int) -> LineSnapshot:
+    def from_rows(cls, generation: int, rows: Sequence[Sequence[Any]], cursor: int) -> LineSnapshot:
         """From (id, thread id, seq, role, text, speaker) rows."""
         lines = tuple(
             StoredLine(line_id, thread_id, seq, Role(role), text, speaker)
@@ -175,7 +194,7 @@ class DocumentInfo:
     added_at: datetime
     chunks: int
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         from membot.model import iso
 
         return {
@@ -197,6 +216,10 @@ class LineStore(Protocol):
     thread bookkeeping, relevance buffers, forgetting; which embedder made the vectors."""
 
     def check_embedder(self, name: str, dimension: int | None = None) -> None: ...
+    def get_meta(self, key: str) -> str | None:
+        """A value the store keeps about itself (``embedder``, ``dimension``), or None."""
+        ...
+
     def generation(self) -> int: ...
     def person_id(self, person: str) -> int | None: ...
     def thread_id(self, key: ThreadKey) -> int | None: ...
@@ -268,8 +291,8 @@ class BotStore(Protocol):
     def bots(self) -> list[str]: ...
     def people(self, bot: str) -> list[str]: ...
     def bot_id(self, bot: str) -> int | None: ...
-    def bot_settings(self, bot: str) -> dict | None: ...
-    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
+    def bot_settings(self, bot: str) -> dict[str, Any] | None: ...
+    def save_bot(self, bot: str, settings: dict[str, Any], *, new: bool = False) -> None:
         """Save the bot's settings; ``ConflictError`` (:func:`number_taken`) when another bot
         answers its ``sms_number``, checked in the same transaction, and with ``new`` when
         the bot exists (:func:`bot_taken`): two creations of one name at once were both
@@ -452,7 +475,7 @@ class Store(
         ...
 
 
-def ranges_condition(ranges: Sequence[tuple[int, int, int]], mark: str) -> tuple[str, list]:
+def ranges_condition(ranges: Sequence[tuple[int, int, int]], mark: str) -> tuple[str, list[int]]:
     """The WHERE condition matching the lines of any (thread id, first seq, last seq) range
     of ``ranges`` (``mark``: the driver's placeholder), and its parameters."""
     one = f"(l.thread_id = {mark} AND l.seq BETWEEN {mark} AND {mark})"

@@ -11,10 +11,17 @@ membot bundles 3.50), ``COALESCE``, ``||``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
+
+from membot.errors import StoreError
+
+# A row as a driver gives it (sqlite3 and psycopg's default: a tuple), and a statement's
+# values: a sequence for ``?`` marks, a mapping for named ones.
+Row = tuple[Any, ...]
+Params = Sequence[Any] | Mapping[str, Any]
 
 
 class Dialect:
@@ -32,17 +39,17 @@ class Dialect:
         """``statement`` with the driver's value marks in place of ``?``."""
         return statement
 
-    def execute(self, db: Any, statement: str, params: Sequence | dict = ()) -> Any:
+    def execute(self, db: Any, statement: str, params: Params = ()) -> Any:
         return db.execute(self.sql(statement), params)
 
-    def execute_many(self, db: Any, statement: str, rows: Iterable[Sequence]) -> None:
+    def execute_many(self, db: Any, statement: str, rows: Iterable[Sequence[Any]]) -> None:
         db.executemany(self.sql(statement), rows)
 
-    def insert_id(self, db: Any, statement: str, params: Sequence) -> int:
+    def insert_id(self, db: Any, statement: str, params: Sequence[Any]) -> int:
         """Run an ``INSERT`` of one row; the row's new id."""
-        return self.execute(db, statement + " RETURNING id", params).fetchone()[0]
+        return int(self.execute(db, statement + " RETURNING id", params).fetchone()[0])
 
-    def in_list(self, column: str, values: Sequence) -> tuple[str, list]:
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         """A condition that ``column`` is one of ``values``, and its parameters."""
         return f"{column} IN ({','.join('?' * len(values))})", list(values)
 
@@ -54,6 +61,13 @@ class Dialect:
     @staticmethod
     def read_moment(value: Any) -> datetime | None:
         return datetime.fromisoformat(value).astimezone(UTC) if value else None
+
+    def read_time(self, value: Any) -> datetime:
+        """A time from a ``NOT NULL`` column (a line's, a summary's, a key's creation)."""
+        moment = self.read_moment(value)
+        if moment is None:
+            raise StoreError(f"a stored time is missing ({value!r} where the schema requires one)")
+        return moment
 
     @staticmethod
     def numbers(values: Sequence[int]) -> Any:
@@ -77,10 +91,10 @@ class PostgresDialect(Dialect):
     def sql(self, statement: str) -> str:
         return _percent_marks(statement)
 
-    def execute_many(self, db: Any, statement: str, rows: Iterable[Sequence]) -> None:
+    def execute_many(self, db: Any, statement: str, rows: Iterable[Sequence[Any]]) -> None:
         db.cursor().executemany(self.sql(statement), list(rows))
 
-    def in_list(self, column: str, values: Sequence) -> tuple[str, list]:
+    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
         return f"{column} = ANY(?)", [list(values)]
 
     @staticmethod
@@ -104,6 +118,14 @@ class PostgresDialect(Dialect):
 def _percent_marks(statement: str) -> str:
     # Statements written for PostgreSQL alone already hold %s and no ?: they pass unchanged.
     return statement.replace("?", "%s")
+
+
+def one_row(row: Row | None) -> Row:
+    """The row a statement always returns (an aggregate, ``RETURNING`` of a row inserted, a
+    row just locked): a ``StoreError`` if the database returned none after all."""
+    if row is None:
+        raise StoreError("the database returned no row where the statement always returns one")
+    return row
 
 
 SQLITE = Dialect()

@@ -20,7 +20,7 @@ import numpy as np
 from membot.errors import StoreError
 from membot.model import ExpertiseChunk, Summary, ThreadState, utc_now
 from membot.store.base import DocumentInfo, NewChunk, ThreadKey
-from membot.store.dialect import Dialect
+from membot.store.dialect import Dialect, Row
 
 __all__ = ["NewChunk", "StoreExtras"]
 
@@ -59,23 +59,23 @@ class StoreExtras:
     # Provided by SqlStore.
     dialect: Dialect
     _write: Callable[[], AbstractContextManager[Any]]
-    _query: Callable[..., list[tuple]]
+    _query: Callable[..., list[Row]]
     _run: Callable[..., Any]
     _check_and_record_embedder: Callable[[Any, tuple[str, int] | None], None]
     _ensure_named: Callable[[Any, str, str], int]
     get_meta: Callable[[str], str | None]
 
-    def _summary(self, row: Sequence) -> Summary:
-        read = self.dialect.read_moment
+    def _summary(self, row: Row) -> Summary:
+        time = self.dialect.read_time
         return Summary(row[0], row[1], row[2], row[3], row[4], tuple(json.loads(row[5])),
-                       read(row[6]), read(row[7]), read(row[8]), row[9], row[10])  # type: ignore[arg-type]  # fmt: skip
+                       time(row[6]), time(row[7]), time(row[8]), row[9], row[10])  # fmt: skip
 
-    def _thread(self, row: Sequence) -> ThreadState:
+    def _thread(self, row: Row) -> ThreadState:
         read = self.dialect.read_moment
-        return ThreadState(row[0], row[1], row[2], row[3], read(row[4]), read(row[5]),  # type: ignore[arg-type]
-                           row[6], row[7], read(row[8]))  # fmt: skip
+        return ThreadState(row[0], row[1], row[2], row[3], self.dialect.read_time(row[4]),
+                           read(row[5]), row[6], row[7], read(row[8]))  # fmt: skip
 
-    def _by_ids(self, select: str, column: str, ids: Sequence[int]) -> dict[int, tuple]:
+    def _by_ids(self, select: str, column: str, ids: Sequence[int]) -> dict[int, Row]:
         """The rows of ``select`` whose ``column`` is one of ``ids``, by their first value."""
         among, params = self.dialect.in_list(column, [int(i) for i in ids])
         return {row[0]: row for row in self._query(f"{select} WHERE {among}", params)}
@@ -92,7 +92,7 @@ class StoreExtras:
     def open_threads(self, bot: str, person: str | None = None) -> list[ThreadState]:
         """Threads of a bot (one person's, or everyone's) that have lines and are not ended."""
         sql = f"{_THREAD_SQL} WHERE b.name = ? AND t.ended_at IS NULL"
-        params: list = [bot]
+        params: list[Any] = [bot]
         if person is not None:
             sql += " AND p.name = ?"
             params.append(person)
@@ -170,7 +170,7 @@ class StoreExtras:
         A summary may hold several vectors (the whole text, then each key point): its id
         repeats once per vector."""
         sql = "SELECT id, vector FROM memories WHERE bot_id = ?"
-        params: list = [bot_id]
+        params: list[Any] = [bot_id]
         if person_id is not None:
             sql += " AND person_id = ?"
             params.append(person_id)
@@ -186,7 +186,8 @@ class StoreExtras:
 
     def forget_summary(self, summary_id: int) -> bool:
         with self._write() as db:
-            return self._run(db, "DELETE FROM memories WHERE id = ?", (summary_id,)).rowcount > 0
+            removed = self._run(db, "DELETE FROM memories WHERE id = ?", (summary_id,))
+            return int(removed.rowcount) > 0
 
     # -- expertise ------------------------------------------------------------------------
 
@@ -227,12 +228,12 @@ class StoreExtras:
             "FROM documents d JOIN bots b ON b.id = d.bot_id WHERE b.name = ? ORDER BY d.name",
             (bot,),
         )
-        read = self.dialect.read_moment
-        return [DocumentInfo(r[0], r[1], r[2], r[3], read(r[4]), r[5]) for r in rows]  # type: ignore[arg-type]
+        time = self.dialect.read_time
+        return [DocumentInfo(r[0], r[1], r[2], r[3], time(r[4]), r[5]) for r in rows]
 
     def remove_document(self, bot: str, name: str) -> bool:
         with self._write() as db:
-            removed = self._run(
+            removed: int = self._run(
                 db,
                 "DELETE FROM documents WHERE name = ? AND bot_id = "
                 "(SELECT id FROM bots WHERE name = ?)",

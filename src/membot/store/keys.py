@@ -6,13 +6,13 @@ Times are compared in Python, so the SQL stays plain.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any
 
 from membot.store.base import StoredKey
-from membot.store.dialect import Dialect
+from membot.store.dialect import Dialect, Row
 
 _KEY_SQL = (
     "SELECT id, bot, person, label, created_at, expires_at, revoked_at, last_used_at FROM api_keys"
@@ -25,12 +25,13 @@ class StoreKeys:
     # Provided by SqlStore.
     dialect: Dialect
     _write: Callable[[], AbstractContextManager[Any]]
-    _query: Callable[..., list[tuple]]
+    _query: Callable[..., list[Row]]
     _run: Callable[..., Any]
 
-    def _stored_key(self, row: Sequence) -> StoredKey:
-        return StoredKey(row[0], row[1], row[2], row[3],
-                         *(self.dialect.read_moment(moment) for moment in row[4:]))  # type: ignore[arg-type]  # fmt: skip
+    def _stored_key(self, row: Row) -> StoredKey:
+        read = self.dialect.read_moment
+        return StoredKey(row[0], row[1], row[2], row[3], self.dialect.read_time(row[4]),
+                         read(row[5]), read(row[6]), read(row[7]))  # fmt: skip
 
     def add_key(self, key: StoredKey, key_hash: str) -> None:
         moment = self.dialect.moment

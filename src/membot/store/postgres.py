@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 import numpy as np
@@ -37,7 +38,7 @@ from psycopg_pool import ConnectionPool
 from membot.errors import StoreError, StoreFullError
 from membot.model import Line, utc_now
 from membot.store.base import BufferEntry, NewLine, ThreadKey
-from membot.store.dialect import POSTGRESQL
+from membot.store.dialect import POSTGRESQL, Row, one_row
 from membot.store.postgres_lexical import bm25_query, word_count
 from membot.store.postgres_schema import migrate
 from membot.store.postgres_turns import (
@@ -51,6 +52,7 @@ from membot.store.sql_store import NEW_LINE_COLUMNS, LexicalQuery, SqlStore, Thr
 log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[TupleRow]
+Result = TypeVar("Result")
 
 _INSERT_LINE = (
     f"INSERT INTO lines ({NEW_LINE_COLUMNS}, embedding, words) "
@@ -61,7 +63,7 @@ _INSERT_LINE = (
 SMS_NUMBER_LOCK_CLASS = 0x6D63
 
 
-def _insert_values(placed: tuple[ThreadRef, NewLine, int], line: Line) -> tuple:
+def _insert_values(placed: tuple[ThreadRef, NewLine, int], line: Line) -> Row:
     ref, new, seq = placed
     vector = np.ascontiguousarray(new.vector, dtype=np.float32)
     return (*line_values(ref, new, seq, line.created_at), vector, word_count(new.text or ""))
@@ -80,7 +82,7 @@ def _redacted(url: str) -> str:
     except psycopg.ProgrammingError:
         return "postgresql://…"
     user = f"{info['user']}@" if info.get("user") else ""
-    host, port, database = info.get("host") or "", info.get("port"), info.get("dbname") or ""
+    host, port, database = str(info.get("host") or ""), info.get("port"), info.get("dbname") or ""
     if host.startswith("/"):
         return f"postgresql://{user}/{database}?host={host}"
     return f"postgresql://{user}{host or 'localhost'}{f':{port}' if port else ''}/{database}"
@@ -110,7 +112,7 @@ class PostgresStore(PostgresVectors, SqlStore):
         self.location = _redacted(url) + (f" (schema {schema})" if schema else "")
         # A schema of its own (scratch stores, tests) is chosen by the search path; without
         # one, the URL's own settings stand.
-        kwargs: dict = {"autocommit": True}
+        kwargs: dict[str, Any] = {"autocommit": True}
         if schema:
             kwargs["options"] = f"-c search_path={schema},public"
         try:
@@ -185,7 +187,7 @@ class PostgresStore(PostgresVectors, SqlStore):
         with self._errors(), self._pool.connection() as db, db.transaction():
             yield db
 
-    def _retried(self, work: Callable[[Connection], object]) -> object:
+    def _retried(self, work: Callable[[Connection], Result]) -> Result:
         """Run ``work`` in a transaction, again when PostgreSQL aborted it for a deadlock."""
         for attempt in range(_RETRIES):
             try:
@@ -243,7 +245,7 @@ class PostgresStore(PostgresVectors, SqlStore):
             "SELECT id FROM threads WHERE bot_id = %s AND person_id = %s AND name = %s FOR UPDATE",
             (bot_id, person_id, key.thread),
         ).fetchone()
-        return ThreadRef(row[0], bot_id, person_id, key)
+        return ThreadRef(one_row(row)[0], bot_id, person_id, key)
 
     def finish_removal(self) -> None:
         """Nothing to do at once: the rows a removal deleted stay in the table files as dead
@@ -257,7 +259,7 @@ class PostgresStore(PostgresVectors, SqlStore):
         """Store lines with their vectors and lexical rows, all in one transaction; a line
         whose ``source_key`` its thread holds already is skipped (it is not in the result)."""
         batch = list(lines)  # read before the transaction: it may be retried
-        return self._retried(lambda db: self._add_lines(db, batch, vectors_by))  # type: ignore[return-value]
+        return self._retried(lambda db: self._add_lines(db, batch, vectors_by))
 
     def _add_lines(
         self, db: Connection, batch: Sequence[NewLine], vectors_by: tuple[str, int] | None
@@ -354,7 +356,7 @@ class PostgresStore(PostgresVectors, SqlStore):
         with db.cursor() as cursor:
             cursor.executemany(_INSERT_LINE, map(_insert_values, placed, lines), returning=True)
             while True:
-                ids.append(cursor.fetchone()[0])
+                ids.append(one_row(cursor.fetchone())[0])
                 if not cursor.nextset():
                     break
         return [replace(line, id=line_id) for line, line_id in zip(lines, ids, strict=True)]
@@ -379,7 +381,7 @@ class PostgresStore(PostgresVectors, SqlStore):
         """Read, change and write a thread's buffer with its thread's row locked: two
         servers on one thread cannot lose each other's blocks. ``change`` may be called
         again (a transaction PostgreSQL aborted for a deadlock is run again)."""
-        return self._retried(lambda db: self._change_buffer(db, thread_id, change))  # type: ignore[return-value]
+        return self._retried(lambda db: self._change_buffer(db, thread_id, change))
 
     def _change_buffer(
         self,

@@ -22,6 +22,7 @@ FTS5's on lines that repeat a word.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from membot.store.sql_store import LexicalQuery
 
@@ -99,16 +100,17 @@ GROUP BY f.id ORDER BY score DESC, f.id LIMIT %(limit)s
 """
 
 
-def bm25_query(query: LexicalQuery) -> tuple[str, dict]:
+def bm25_query(query: LexicalQuery) -> tuple[str, dict[str, Any]]:
     """The SQL and parameters of a BM25 search for any of ``terms`` in one scope; with
     ``max_postings``, for the rarest of them that hold at most that many lines together; with
     ``among``, of those lines only (read by id: the lines a large scope's approximate index
     nominated, rather than every line holding a word)."""
     conditions = ["l.bot_id = %(bot)s", "l.role = ANY(%(roles)s)"]
     budget = query.max_postings
-    params: dict = {"terms": list(query.terms), "bot": query.bot_id, "roles": list(query.roles),
-                    "limit": query.limit, "budget": budget,
-                    "count_cap": None if budget is None else budget + 1}  # fmt: skip
+    params: dict[str, Any] = {
+        "terms": list(query.terms), "bot": query.bot_id, "roles": list(query.roles),
+        "limit": query.limit, "budget": budget, "count_cap": None if budget is None else budget + 1,
+    }  # fmt: skip
     if query.person_id is not None:
         conditions.append("l.person_id = %(person)s")
         params["person"] = query.person_id

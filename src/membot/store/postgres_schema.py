@@ -30,6 +30,7 @@ from __future__ import annotations
 import psycopg
 
 from membot.errors import StoreError
+from membot.store.dialect import one_row
 from membot.store.migrations import MIGRATIONS as SQLITE_MIGRATIONS
 
 # Any fixed number: the key of the advisory lock migrations take.
@@ -217,7 +218,7 @@ def migrate(connection: psycopg.Connection) -> int:
         _ensure_vector_extension(connection)
         connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         row = connection.execute("SELECT max(version) FROM schema_version").fetchone()
-        version = row[0] or 0
+        version = one_row(row)[0] or 0
         if version > len(MIGRATIONS):
             raise StoreError(
                 f"this store has schema version {version}, newer than this membot knows "

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
@@ -51,7 +52,9 @@ TURN_LOCK_CLASS = 0x6D62
 class PostgresTurnLocks:
     """Turn locks for the store at ``url`` (in ``schema``), on a pool opened at first use."""
 
-    def __init__(self, url: str, kwargs: dict, schema: str | None, size: int | None = None):
+    def __init__(
+        self, url: str, kwargs: dict[str, Any], schema: str | None, size: int | None = None
+    ) -> None:
         self.url, self.kwargs, self.schema = url, kwargs, schema
         self.size = size or int(os.environ.get("MEMBOT_PG_TURN_POOL", DEFAULT_TURN_POOL))
         self._pool: ConnectionPool | None = None

@@ -23,6 +23,7 @@ from psycopg_pool import ConnectionPool
 
 from membot.errors import StoreError
 from membot.store.base import ROLE_CODES, LineSnapshot, VectorRows, VectorSnapshot
+from membot.store.dialect import Row, one_row
 from membot.store.sql_store import LineVectors, lines_changed
 
 _VECTOR_COLUMNS = (
@@ -61,16 +62,24 @@ def _decoded(values: Sequence[bytes]) -> np.ndarray:
     return big_endian[:, 1:].astype(np.float32)  # column 0: the dimension and unused bits
 
 
-def _vector_rows(rows: Sequence[Sequence]) -> VectorRows:
+def _vector_rows(rows: Sequence[Row]) -> VectorRows:
     if not rows:
         return VectorRows.empty(0)
     columns = list(zip(*rows, strict=True))
-    as_int = [np.asarray(column, dtype=np.int64) for column in columns[:5]]
-    roles = np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8)
-    vectors = _decoded(columns[6])
-    created = np.asarray([when.timestamp() for when in columns[7]], dtype=np.float64)
-    texts = tuple(columns[8]) if len(columns) > 8 else ()
-    return VectorRows(*as_int, roles, vectors, created, texts)
+    ids, bot_ids, person_ids, thread_ids, seqs = (
+        np.asarray(column, dtype=np.int64) for column in columns[:5]
+    )
+    return VectorRows(
+        ids=ids,
+        bot_ids=bot_ids,
+        person_ids=person_ids,
+        thread_ids=thread_ids,
+        seqs=seqs,
+        roles=np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8),
+        vectors=_decoded(columns[6]),
+        created=np.asarray([when.timestamp() for when in columns[7]], dtype=np.float64),
+        texts=tuple(columns[8]) if len(columns) > 8 else (),
+    )
 
 
 # HNSW's build settings (pgvector's defaults) and the candidates a search keeps by default:
@@ -99,7 +108,7 @@ class PostgresVectors:
     _pool: ConnectionPool
     _errors: Callable[[], AbstractContextManager[None]]
     _write: Callable[[], AbstractContextManager[psycopg.Connection]]
-    _query: Callable[..., list[tuple]]
+    _query: Callable[..., list[Row]]
     _read_generation: Callable[[psycopg.Connection], int]
     _bump_generation: Callable[[psycopg.Connection], None]
     _set_meta: Callable[[psycopg.Connection, dict[str, str]], None]
@@ -109,11 +118,11 @@ class PostgresVectors:
     def _snapshot(
         self,
         where: str,
-        params: tuple,
+        params: tuple[int, ...],
         known_generation: int | None,
         after: int,
         texts: bool = False,
-    ):
+    ) -> VectorSnapshot:
         """Generation, rows and the next cursor (see :meth:`_snapshot_rows`)."""
         columns = _VECTOR_COLUMNS + (", l.text" if texts else "")
         snapshot = self._snapshot_rows(columns, where, params, known_generation, after)
@@ -121,17 +130,22 @@ class PostgresVectors:
         return VectorSnapshot(generation, _vector_rows(rows), horizon)
 
     def _snapshot_rows(
-        self, columns: str, where: str, params: tuple, known_generation: int | None, after: int
-    ) -> tuple[int, list[tuple], int]:
+        self,
+        columns: str,
+        where: str,
+        params: tuple[int, ...],
+        known_generation: int | None,
+        after: int,
+    ) -> tuple[int, list[Row], int]:
         """Generation, rows of ``columns`` in id order and the next cursor, read in one
         REPEATABLE READ snapshot. The horizon is read first: a transaction that commits later
         than this read is still running now, or starts later, so its id is at least the
         horizon."""
         with self._errors(), self._pool.connection() as db, db.transaction():
             db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            (horizon,) = db.execute(
-                "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
-            ).fetchone()
+            (horizon,) = one_row(
+                db.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text").fetchone()
+            )
             generation = self._read_generation(db)
             start = after if generation == known_generation else 0
             cursor = _raw_vector_cursor(db)
@@ -159,7 +173,8 @@ class PostgresVectors:
     ) -> LineSnapshot:
         """As :meth:`scope_vector_snapshot`, the lines' thread, seq, role, text and speaker
         without their vectors (what the ``pairs`` and ``windows`` units are cut from)."""
-        where, params = "l.bot_id = %s", (bot_id,)
+        where = "l.bot_id = %s"
+        params: tuple[int, ...] = (bot_id,)
         if person_id is not None:
             where, params = where + " AND l.person_id = %s", (bot_id, person_id)
         columns = "l.id, l.thread_id, l.seq, l.role, l.text, l.speaker"
@@ -235,7 +250,7 @@ class PostgresVectors:
         compared by count too, not by id alone: a line with a smaller id than the last one
         read may have committed after the read."""
         pairs = [(np.asarray(vector, dtype=np.float32), int(i)) for i, vector in vectors]
-        (total,) = db.execute("SELECT COUNT(*) FROM lines").fetchone()
+        (total,) = one_row(db.execute("SELECT COUNT(*) FROM lines").fetchone())
         if total != len(pairs):
             raise lines_changed()
         db.cursor().executemany("UPDATE lines SET embedding = %s WHERE id = %s", pairs)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from membot.store.base import SmsRecord, SmsSender
-from membot.store.dialect import Dialect
+from membot.store.dialect import Dialect, Row
 
 _SENDER_COLUMNS = "bot, sender, thread, stopped, asking_about, held_text, held_sid"
 # A text's record, with the process answering it (none once answered, or in a record an
@@ -38,11 +38,11 @@ _TAKE_OVER_SQL = (
 )
 
 
-def _sender(row: Sequence) -> SmsSender:
+def _sender(row: Row) -> SmsSender:
     return SmsSender(row[0], row[1], row[2], bool(row[3]), row[4], row[5], row[6])
 
 
-def _record(row: Sequence) -> SmsRecord:
+def _record(row: Row) -> SmsRecord:
     replies = tuple(json.loads(row[4])) if row[4] is not None else None
     received = datetime.fromisoformat(row[3]).astimezone(UTC)
     return SmsRecord(row[0], row[1], row[2], received, replies, row[5], row[6])
@@ -54,7 +54,7 @@ class SmsState:
     # Provided by SqlStore.
     dialect: Dialect
     _write: Callable[[], AbstractContextManager[Any]]
-    _query: Callable[..., list[tuple]]
+    _query: Callable[..., list[Row]]
     _run: Callable[..., Any]
 
     def sms_sender(self, bot: str, sender: str) -> SmsSender | None:
@@ -74,7 +74,7 @@ class SmsState:
                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     values,
                 )
-                return inserted.rowcount == 1
+                return int(inserted.rowcount) == 1
             row = self._run(
                 db, _SENDER_SQL + self.dialect.for_update, (state.bot, state.sender)
             ).fetchone()
@@ -118,7 +118,7 @@ class SmsState:
     def take_over_sms_message(self, record: SmsRecord, by: str) -> bool:
         with self._write() as db:
             taken = self._run(db, _TAKE_OVER_SQL, (record.sid, by, record.sid, record.answerer))
-        return taken.rowcount == 1
+        return int(taken.rowcount) == 1
 
     def answer_sms_message(self, sid: str, replies: Sequence[str], via: str) -> None:
         with self._write() as db:

@@ -33,7 +33,7 @@ from membot.store.base import (
     ranges_condition,
     split_ranges,
 )
-from membot.store.dialect import Dialect
+from membot.store.dialect import Dialect, Params, Row
 from membot.store.extras import StoreExtras
 from membot.store.keys import StoreKeys
 from membot.store.sms_state import SmsState
@@ -82,7 +82,7 @@ NEW_LINE_COLUMNS = (
 )
 
 
-def line_values(ref: ThreadRef, new: NewLine, seq: int, created: Any) -> tuple:
+def line_values(ref: ThreadRef, new: NewLine, seq: int, created: Any) -> Row:
     """A new line's values for NEW_LINE_COLUMNS (``created`` as the store keeps times)."""
     return (ref.id, ref.bot_id, ref.person_id, seq, str(new.role), new.speaker, new.text,
             created, new.tokens, new.ref, new.source_key)  # fmt: skip
@@ -146,7 +146,7 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
     def _next_seq(self, db: Any, thread_id: int) -> int:
         """The seq the thread's next line takes (its writer holds the thread)."""
         sql = "SELECT COALESCE(MAX(seq), 0) + 1 FROM lines WHERE thread_id = ?"
-        return self._run(db, sql, (thread_id,)).fetchone()[0]
+        return int(self._run(db, sql, (thread_id,)).fetchone()[0])
 
     def _resume_thread(self, db: Any, thread_id: int) -> None:
         """A line said in an ended thread (not a reply) takes the conversation up again."""
@@ -160,15 +160,16 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
 
     # -- running SQL ----------------------------------------------------------------------
 
-    def _query(self, sql: str, params: Sequence | dict = ()) -> list[tuple]:
+    def _query(self, sql: str, params: Params = ()) -> list[Row]:
         with self._reading() as db:
-            return self.dialect.execute(db, sql, params).fetchall()
+            rows: list[Row] = self.dialect.execute(db, sql, params).fetchall()
+            return rows
 
-    def _run(self, db: Any, sql: str, params: Sequence | dict = ()) -> Any:
+    def _run(self, db: Any, sql: str, params: Params = ()) -> Any:
         """Run ``sql`` (``?`` marks) on ``db``; its cursor."""
         return self.dialect.execute(db, sql, params)
 
-    def _line(self, row: Sequence) -> Line:
+    def _line(self, row: Row) -> Line:
         return Line(
             id=row[0],
             bot=row[1],
@@ -177,7 +178,7 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
             seq=row[4],
             role=Role(row[5]),
             text=row[6],
-            created_at=self.dialect.read_moment(row[7]),  # type: ignore[arg-type]
+            created_at=self.dialect.read_time(row[7]),
             tokens=row[8],
             speaker=row[9],
             ref=row[10],
@@ -227,11 +228,11 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
 
     # -- bots, people, threads ------------------------------------------------------------
 
-    def bot_settings(self, bot: str) -> dict | None:
+    def bot_settings(self, bot: str) -> dict[str, Any] | None:
         rows = self._query("SELECT settings FROM bots WHERE name = ?", (bot,))
         return json.loads(rows[0][0]) if rows else None
 
-    def save_bot(self, bot: str, settings: dict, *, new: bool = False) -> None:
+    def save_bot(self, bot: str, settings: dict[str, Any], *, new: bool = False) -> None:
         with self._write() as db:
             number = settings.get("sms_number")
             if number:
@@ -288,7 +289,7 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
             ).fetchone()
         if row is None:
             row = self._run(db, select, (name,)).fetchone()
-        return row[0]
+        return int(row[0])
 
     def thread_id(self, key: ThreadKey) -> int | None:
         rows = self._query(
@@ -391,11 +392,11 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
         return [self._line(row) for row in rows]
 
     def count_lines(self) -> int:
-        return self._query("SELECT COUNT(*) FROM lines")[0][0]
+        return int(self._query("SELECT COUNT(*) FROM lines")[0][0])
 
     def scope_line_count(self, bot_id: int) -> int:
         """How many lines the bot holds, every person's (through the (bot, id) index)."""
-        return self._query("SELECT COUNT(*) FROM lines WHERE bot_id = ?", (bot_id,))[0][0]
+        return int(self._query("SELECT COUNT(*) FROM lines WHERE bot_id = ?", (bot_id,))[0][0])
 
     def all_line_texts(self) -> list[tuple[int, str]]:
         return self._query("SELECT id, text FROM lines ORDER BY id")

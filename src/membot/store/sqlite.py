@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from membot.errors import StoreError, StoreFullError
 from membot.model import Line, utc_now
 from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows, VectorSnapshot
-from membot.store.dialect import SQLITE
+from membot.store.dialect import SQLITE, Row
 from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, bot_moved, migrate
 from membot.store.sql_store import NEW_LINE_COLUMNS, LexicalQuery, SqlStore, ThreadRef, line_values
 from membot.store.sqlite_driver import sqlite3
@@ -312,7 +313,7 @@ class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
             "SELECT l.id, -bm25(line_text) AS score FROM line_text "
             "JOIN lines l ON l.id = line_text.rowid WHERE line_text MATCH ? AND l.bot_id = ?"
         )
-        params: list = [match, query.bot_id]
+        params: list[Any] = [match, query.bot_id]
         for column, value in (("person_id", query.person_id), ("thread_id", query.thread_id)):
             if value is not None:
                 sql += f" AND l.{column} = ?"
@@ -347,14 +348,14 @@ class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
     # -- vector snapshots (the rest of the vectors: sqlite_vectors.py) ---------------------
 
     def _snapshot(
-        self, sql: str, owners: tuple, known_generation: int | None, after: int
+        self, sql: str, owners: tuple[int, ...], known_generation: int | None, after: int
     ) -> VectorSnapshot:
         generation, rows, cursor = self._snapshot_rows(sql, owners, known_generation, after)
         return VectorSnapshot(generation, VectorRows.from_rows(rows), cursor)
 
     def _snapshot_rows(
-        self, sql: str, owners: tuple, known_generation: int | None, after: int
-    ) -> tuple[int, list[tuple], int]:
+        self, sql: str, owners: tuple[int, ...], known_generation: int | None, after: int
+    ) -> tuple[int, list[Row], int]:
         """The generation, the rows of ``sql`` (ids first, in id order) past ``after`` (all
         of them when the generation moved) and the next cursor, read in one transaction."""
         with self._lock, _store_errors(self.path):
@@ -389,7 +390,7 @@ class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
     # -- forgetting -----------------------------------------------------------------------
 
     def _changes(self, db: sqlite3.Connection) -> int:
-        return db.total_changes
+        return int(db.total_changes)
 
     def _removed(self, db: sqlite3.Connection, changed: bool) -> None:
         if changed:  # something went: its old bytes must go too (finish_removal)

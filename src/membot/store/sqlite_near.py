@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from membot.store.base import VectorRows
+from membot.store.dialect import Row
 
 _ROWS = (
     "SELECT l.id, l.bot_id, l.person_id, l.thread_id, l.seq, l.role, v.vector, l.created_at "
@@ -22,7 +23,7 @@ _ROWS = (
 class SqliteNearLines:
     """Scope counts, vector pages and candidate rows; mixed into ``SqliteStore``."""
 
-    _query: Callable[..., list[tuple]]
+    _query: Callable[..., list[Row]]
 
     def bot_line_ids(self, bot_id: int) -> np.ndarray:
         """The ids of every line the bot holds (through the (bot, id) index)."""

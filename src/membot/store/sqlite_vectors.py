@@ -12,6 +12,7 @@ from contextlib import AbstractContextManager
 import numpy as np
 
 from membot.store.base import LineSnapshot, VectorSnapshot
+from membot.store.dialect import Row
 from membot.store.sql_store import LineVectors
 from membot.store.sqlite_driver import sqlite3
 
@@ -21,9 +22,9 @@ class SqliteVectors:
 
     # Provided by SqliteStore.
     _write: Callable[[], AbstractContextManager[sqlite3.Connection]]
-    _query: Callable[..., list[tuple]]
+    _query: Callable[..., list[Row]]
     _snapshot: Callable[..., VectorSnapshot]
-    _snapshot_rows: Callable[..., tuple[int, list[tuple], int]]
+    _snapshot_rows: Callable[..., tuple[int, list[Row], int]]
     _set_meta: Callable[[sqlite3.Connection, dict[str, str]], None]
     _bump_generation: Callable[..., None]
     _replace_extra_vectors: Callable[..., None]

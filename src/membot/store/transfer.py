@@ -11,7 +11,7 @@ the transaction commits.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,7 @@ import numpy as np
 
 from membot.errors import ConfigError, StoreError
 from membot.store.base import Store
+from membot.store.dialect import Row
 from membot.store.migrations import LAST_LINE_ID
 from membot.store.postgres_lexical import word_count
 from membot.store.sqlite import SqliteStore, _line_id_marks
@@ -143,7 +144,7 @@ def _sqlite_select(table: str) -> str:
     return f"SELECT {', '.join(TABLES[table])} FROM {table}"
 
 
-def _from_sqlite(table: str, row: Sequence) -> tuple:
+def _from_sqlite(table: str, row: Row) -> Row:
     values = dict(zip(TABLES[table], row, strict=True))
     for name in _TIMES & values.keys():
         values[name] = _when(values[name])
@@ -152,14 +153,14 @@ def _from_sqlite(table: str, row: Sequence) -> tuple:
     return tuple(values.values())
 
 
-def _read_sqlite(store: SqliteStore, table: str) -> Iterator[list[tuple]]:
+def _read_sqlite(store: SqliteStore, table: str) -> Iterator[list[Row]]:
     with store._lock:
         cursor = store._db.execute(_sqlite_select(table))
         while batch := cursor.fetchmany(_BATCH):
             yield [_from_sqlite(table, row) for row in batch]
 
 
-def _write_sqlite(db: sqlite3.Connection, table: str, rows: list[tuple]) -> None:
+def _write_sqlite(db: sqlite3.Connection, table: str, rows: list[Row]) -> None:
     columns = TABLES[table]
     prepared = []
     for row in rows:
@@ -226,7 +227,7 @@ def _last_line_id(store: Any) -> int:
     return int(last) if called else int(last) - 1
 
 
-def _read_postgres(store: Any, table: str) -> Iterator[list[tuple]]:
+def _read_postgres(store: Any, table: str) -> Iterator[list[Row]]:
     columns = ", ".join(
         "embedding" if c == "vector" and table == "lines" else c for c in TABLES[table]
     )
@@ -238,7 +239,7 @@ def _read_postgres(store: Any, table: str) -> Iterator[list[tuple]]:
             yield [_from_postgres(table, row) for row in batch]
 
 
-def _from_postgres(table: str, row: Sequence) -> tuple:
+def _from_postgres(table: str, row: Row) -> Row:
     values = dict(zip(TABLES[table], row, strict=True))
     for name in _TIMES & values.keys():
         values[name] = _when(values[name])
@@ -249,7 +250,7 @@ def _from_postgres(table: str, row: Sequence) -> tuple:
     return tuple(values.values())
 
 
-def _write_postgres(db: Any, table: str, rows: list[tuple]) -> None:
+def _write_postgres(db: Any, table: str, rows: list[Row]) -> None:
     columns = list(TABLES[table])
     if table == "lines":
         # The one table that grows with the store: COPY, not an INSERT a row.
@@ -300,7 +301,7 @@ def _load_postgres(
 # -- both ---------------------------------------------------------------------------------
 
 
-def read_tables(store: Store, table: str) -> Iterator[list[tuple]]:
+def read_tables(store: Store, table: str) -> Iterator[list[Row]]:
     """A table's rows in batches, in the plain form both stores write."""
     if isinstance(store, SqliteStore):
         return _read_sqlite(store, table)
@@ -329,8 +330,9 @@ def copy_store(source: Store, destination: Store, replace: bool = False) -> Copy
             f"{destination.location} is not empty ({shown}): copy into an empty store, or "
             "pass --replace to remove what it holds first"
         )
-    load = _load_sqlite if isinstance(destination, SqliteStore) else _load_postgres
-    return CopyReport(counts, load(destination, source, replace, counts))
+    if isinstance(destination, SqliteStore):
+        return CopyReport(counts, _load_sqlite(destination, source, replace, counts))
+    return CopyReport(counts, _load_postgres(destination, source, replace, counts))
 
 
 def _check_counts(source: dict[str, int], copied: dict[str, int]) -> None:
