@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,9 +13,13 @@ import typer
 from typer.testing import CliRunner
 
 from membot.cli.eval import eval_app
-from membot.errors import ConfigError
+from membot.config import DEFAULT_BOT
+from membot.errors import ConfigError, ImportFormatError
+from membot.eval.harness import fresh_memory
 from membot.eval.locomo import evaluate_locomo
-from membot.eval.longmemeval import Corpus, evaluate_longmemeval
+from membot.eval.longmemeval import Corpus, evaluate_longmemeval, haystack_lines
+from membot.index.vectors import Scope
+from membot.memory.importers import read_file
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 
 pytestmark = pytest.mark.slow
@@ -187,3 +192,111 @@ def test_set_passes_a_strategy_its_numbers(files: dict[str, Path], tmp_path: Pat
     bad = CliRunner().invoke(app, [*args, "--set", "before"])
     assert bad.exit_code != 0
     assert isinstance(bad.exception, ConfigError) and "NAME=VALUE" in str(bad.exception)
+
+
+def other_conversation() -> dict[str, Any]:
+    conversation = json.loads(json.dumps(LOCOMO[0]).replace("conv-t", "conv-u"))
+    conversation["qa"] = conversation["qa"][:2]
+    return conversation
+
+
+def test_locomo_folds_hold_out_whole_conversations_and_choose_on_the_others(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "locomo.json.gz"
+    path.write_bytes(gzip.compress(json.dumps([*LOCOMO, other_conversation()]).encode()))
+    app = typer.Typer()
+    app.add_typer(eval_app, name="eval")
+    args = ["eval", "locomo", str(path), "--folds", "2", "--choose", "lexical_weight=0.5,2"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "report.json")])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["questions"] == 5
+    folds = report["folds"]
+    assert [fold["held_out"] for fold in folds["folds"]] == ["conv-t", "conv-u"]
+    assert [fold["questions"] for fold in folds["folds"]] == [3, 2]
+    assert folds["metric"] == "recall_at.10"
+    assert all(fold["chosen"]["lexical_weight"] in (0.5, 2.0) for fold in folds["folds"])
+    assert "| fold 1 held out (conv-t) | 3 |" in result.stdout
+    assert "| held-out mean ± std |" in result.stdout
+    assert "| fold | chose | recall_at.10 on the other folds |" in result.stdout
+    assert "| single-hop | 2 (1–1) |" in result.stdout
+
+
+def test_a_fold_or_a_choice_that_cannot_be_made_is_refused_before_the_run(
+    files: dict[str, Path],
+) -> None:
+    app = typer.Typer()
+    app.add_typer(eval_app, name="eval")
+    for extra, message in (
+        (["--folds", "2"], "--folds needs 2 conversations or more; the file holds 1"),
+        (["--choose", "lexical_weight=1,2"], "need --folds"),
+        (["--folds", "2", "--metric", "R@7"], "--metric recall_at.7"),
+        (["--folds", "2", "--answers"], "not with --answers"),
+    ):
+        result = CliRunner().invoke(app, ["eval", "locomo", str(files["locomo"]), *extra])
+        assert result.exit_code != 0
+        assert isinstance(result.exception, ConfigError), result.output
+        assert message in str(result.exception)
+
+
+def long_turn() -> str:
+    """A pasted document of about 60,000 characters, with a personal fact near its end."""
+    paragraph = (
+        "Section {n}. The importer must declare the goods at the port of entry and pay the "
+        "duty assessed on the customs value. Records are kept for six years.\n\n"
+    )
+    text = "".join(paragraph.format(n=n) for n in range(400))[:59_500]
+    return text + "By the way, my sister's parrot is called Marmalade. " + "Thanks! " * 60
+
+
+def test_a_turn_over_the_line_limit_is_stored_in_parts_and_recalled_as_the_turn(
+    tmp_path: Path, minilm
+) -> None:
+    entry = question("q_long", "What is my sister's parrot called?", ["answer_q1_1"])
+    sessions = entry["haystack_sessions"]
+    sessions[1][2] = {"role": "user", "content": long_turn(), "has_answer": True}
+    sessions[1][0]["has_answer"] = False
+    assert len(sessions[1][2]["content"]) > 60_000
+    path = tmp_path / "lme.json.gz"
+    path.write_bytes(gzip.compress(json.dumps([entry]).encode()))
+    # BM25 reads a part's every word; MiniLM only its first 256 word pieces, so a fact at the
+    # end of a long part is found by the words it shares with the question
+    report = evaluate_longmemeval(path, "bm25", minilm, show_progress=False)
+    assert report["split_turns"] == 1
+    assert report["n"] == 1
+    assert report["turn"]["recall_all@1"] == 1.0  # a part's hit is the turn's
+    lines, split = haystack_lines(path, entry)
+    parts = [line for line in lines if line.ref == "answer_q1_1:2"]
+    assert split == 1 and len(parts) == 2 and "Marmalade" in parts[1].text
+    with fresh_memory(minilm, lines) as memory:  # the part recalled first is the fact's
+        scope = Scope.of(memory.store.bot_id(DEFAULT_BOT) or 0, None)
+        settings = settings_for_ranking("bm25")
+        first = ranked_lines(memory.recall_source, settings, entry["question"], scope)[0]
+        assert "Marmalade" in memory.store.lines([first])[0].text
+
+
+def test_longmemeval_folds_print_each_question_type_with_its_n(tmp_path: Path) -> None:
+    entries = []
+    for number, kind in enumerate(["knowledge-update", "temporal-reasoning"] * 2):
+        entry = question(f"q{number}", "What colour is my bicycle?", ["answer_q1_1"])
+        entries.append(entry | {"question_type": kind})
+    path = tmp_path / "lme.json"
+    path.write_text(json.dumps(entries))
+    app = typer.Typer()
+    app.add_typer(eval_app, name="eval")
+    result = CliRunner().invoke(app, ["eval", "longmemeval", str(path), "--folds", "2"])
+    assert result.exit_code == 0, result.output
+    assert "| fold 2 held out (2 questions) | 2 |" in result.stdout
+    assert "| knowledge-update | 2 (1–1) |" in result.stdout
+    assert "| temporal-reasoning | 2 (1–1) |" in result.stdout
+
+
+def test_read_file_reads_a_gzipped_file(tmp_path: Path) -> None:
+    path = tmp_path / "locomo.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(LOCOMO).encode()))
+    plan = read_file(path, "locomo", "bot", None)
+    assert (len(plan.lines), plan.threads) == (5, 2)
+    (tmp_path / "cut.json.gz").write_bytes(path.read_bytes()[:40])
+    with pytest.raises(ImportFormatError, match="not a whole gzip file"):
+        read_file(tmp_path / "cut.json.gz", "locomo", "bot", None)

@@ -7,13 +7,20 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-from membot import DEFAULT_EMBEDDER, ConfigError, parse_settings, strategy_options
+from membot import (
+    DEFAULT_EMBEDDER,
+    MAX_LINE_CHARS,
+    ConfigError,
+    parse_settings,
+    strategy_options,
+)
 from membot.cli.eval_answers import (
     AnswerOptions,
     AnswersOption,
@@ -32,6 +39,8 @@ from membot.eval.answers import (
     longmemeval_groups,
     parse_categories,
 )
+from membot.eval.fold_tables import folded_tables
+from membot.eval.folds import parse_choices
 
 eval_app = typer.Typer(
     rich_markup_mode=None, help="Measure recall on public benchmarks.", no_args_is_help=True
@@ -50,9 +59,38 @@ SetOption = Annotated[
         "repeatable.",
     ),
 ]
+FoldsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--folds",
+        help="Cross-validate: cut the questions into K folds (LoCoMo: whole conversations, "
+        "K <= their number; LongMemEval: questions, stratified by type) and print each fold's "
+        "held-out numbers beside the dev numbers, with their mean, std and range.",
+    ),
+]
+ChooseOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--choose",
+        help="With --folds: values to choose among, NAME=V1,V2,... (a --set name; repeatable, "
+        "every combination tried): each fold takes the best on the other folds by --metric "
+        "and is scored with it.",
+    ),
+]
+MetricOption = Annotated[
+    str | None,
+    typer.Option(
+        "--metric",
+        help="With --choose: the number a choice maximises, LEVEL.KEY of the report "
+        "[default: LoCoMo R@10 (recall_at.10), LongMemEval turn.recall_all@10].",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the whole report as JSON.")]
 OutOption = Annotated[Path | None, typer.Option("--out", help="Also write the JSON report here.")]
-FileArgument = Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The data file.")]
+FileArgument = Annotated[
+    Path,
+    typer.Argument(exists=True, dir_okay=False, help="The data file (.json, or gzipped .json.gz)."),
+]
 
 
 def _embedder(context: typer.Context) -> str:
@@ -68,21 +106,43 @@ def _db(context: typer.Context) -> str | None:
     return db if db and db.split("://", 1)[0] in ("postgresql", "postgres") else None
 
 
+@dataclass(frozen=True)
+class Folding:
+    """``--folds``, ``--choose`` and ``--metric`` as given."""
+
+    folds: int | None
+    choose: list[str] | None
+    metric: str | None
+
+    def arguments(self) -> dict[str, Any]:
+        """The harness's keyword arguments; ConfigError for a grid without folds."""
+        if (self.choose or self.metric) and not self.folds:
+            raise ConfigError("--choose and --metric need --folds: a choice is scored on the "
+                              "folds it was not made on")  # fmt: skip
+        chosen: dict[str, Any] = {"folds": self.folds, "choose": parse_choices(self.choose or [])}
+        return chosen | ({"metric": self.metric} if self.metric else {})
+
+    def check_unused(self) -> None:
+        if self.folds or self.choose or self.metric:
+            raise ConfigError("--folds, --choose and --metric measure recall: not with --answers")
+
+
 def _run(
     evaluate: Callable[..., dict[str, Any]],
     context: typer.Context,
     file: Path,
     strategy: str,
     settings: list[str] | None,
+    folding: Folding,
     as_json: bool,
     out: Path | None,
 ) -> dict[str, Any]:
     options = _options(settings or [])
+    folded = folding.arguments()
     if out:
         _check_writable(out)  # before a run that can take an hour, not after it
-    report = evaluate(
-        file, strategy=strategy, embedder=_embedder(context), options=options, db=_db(context)
-    )
+    report = evaluate(file, strategy=strategy, embedder=_embedder(context), options=options,
+                      db=_db(context), **folded)  # fmt: skip
     if out:
         try:
             write_report(report, out)
@@ -91,6 +151,8 @@ def _run(
         err.print(f"report written to {out}", markup=False)
     if as_json:
         sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    elif "folds" in report:
+        sys.stdout.write(folded_tables(report))
     return report
 
 
@@ -146,6 +208,9 @@ def locomo(
     file: FileArgument,
     strategy: StrategyOption = "blend",
     settings: SetOption = None,
+    folds: FoldsOption = None,
+    choose: ChooseOption = None,
+    metric: MetricOption = None,
     as_json: JsonOption = False,
     out: OutOption = None,
     answers: AnswersOption = False,
@@ -169,12 +234,14 @@ def locomo(
     answers' token F1."""
     chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions)
     chosen.check_used({"--categories": categories})
+    folding = Folding(folds, choose, metric)
     if answers:
+        folding.check_unused()
         asked = parse_categories(categories) if categories else DEFAULT_LOCOMO_CATEGORIES
         groups = lambda: locomo_groups(file, asked)  # noqa: E731
         _answers(context, "locomo", file, groups, chosen, strategy, settings, as_json, out)
         return
-    report = _run(evaluate_locomo, context, file, strategy, settings, as_json, out)
+    report = _run(evaluate_locomo, context, file, strategy, settings, folding, as_json, out)
     if not as_json:
         recall = ", ".join(f"R@{k} {value:.3f}" for k, value in report["recall_at"].items())
         err.print(
@@ -188,6 +255,9 @@ def longmemeval(
     file: FileArgument,
     strategy: StrategyOption = "blend",
     settings: SetOption = None,
+    folds: FoldsOption = None,
+    choose: ChooseOption = None,
+    metric: MetricOption = None,
     as_json: JsonOption = False,
     out: OutOption = None,
     answers: AnswersOption = False,
@@ -210,11 +280,13 @@ def longmemeval(
     with --answers, the answers' scores."""
     chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions)
     chosen.check_used({"--assistant-turns": assistant_turns})
+    folding = Folding(folds, choose, metric)
     if answers:
+        folding.check_unused()
         groups = lambda: longmemeval_groups(file, assistant_turns)  # noqa: E731
         _answers(context, "longmemeval", file, groups, chosen, strategy, settings, as_json, out)
         return
-    report = _run(evaluate_longmemeval, context, file, strategy, settings, as_json, out)
+    report = _run(evaluate_longmemeval, context, file, strategy, settings, folding, as_json, out)
     if not as_json:
         for name in ("session", "session_turn2session", "turn"):
             ours, bm25 = report[name], report["bm25_baseline"][name]
@@ -224,4 +296,11 @@ def longmemeval(
             )
             err.print(
                 f"{name}, n={report['n']}, {strategy}: {shown}", highlight=False, markup=False
+            )
+        if report["split_turns"]:
+            err.print(
+                f"{report['split_turns']} user turns over {MAX_LINE_CHARS:,} characters stored "
+                "in parts (each part with the turn's ref)",
+                highlight=False,
+                markup=False,
             )

@@ -45,7 +45,7 @@ from membot.eval.harness import cached_embedder, fresh_memory, progress_bar
 from membot.eval.locomo import CATEGORIES
 from membot.llm import LLM
 from membot.memory.facade import LineInput
-from membot.memory.importers import parse_time, read_file
+from membot.memory.importers import load_json, parse_time, read_file
 from membot.model import Role
 from membot.recall.ranked import BOT_SETTINGS
 from membot.turn.bot import Bot
@@ -152,7 +152,7 @@ def _marked_turns(entry: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _json(path: Path) -> list[dict[str, Any]]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(Path(path))  # gzipped or not
     return data if isinstance(data, list) else [data]
 
 

@@ -1,8 +1,10 @@
 """LongMemEval retrieval metrics (Wu et al. 2024) of a recall strategy, as a turn runs it.
 
-Each question's haystack goes into a fresh store through the LongMemEval importer (one thread
-per session, dated as given), user turns only: the official turn corpus holds no assistant
-turns, and embedding them would double the run's time for lines no metric reads. The question
+Each question's haystack goes into a fresh store as the LongMemEval importer writes it (one
+thread per session, dated as given), user turns only: the official turn corpus holds no
+assistant turns, and embedding them would double the run's time for lines no metric reads. A
+turn over membot's line limit is stored in parts, each with the turn's ref, and counted in the
+report (``split_turns``, :mod:`membot.eval.long_turns`). The question
 is the query line (not stored), asked at its ``question_date`` (``now`` for the strategy, which
 may read the time the question points to); the live turn's code with no threshold
 (:mod:`membot.recall.ranked`) orders the lines, expansion included,
@@ -30,19 +32,21 @@ Lines a strategy does not rank follow in corpus order, so every ranking covers t
 
 from __future__ import annotations
 
-import json
 import time
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings
 from membot.embed import Embedder
+from membot.errors import ConfigError, ImportFormatError
+from membot.eval.folds import Grid, cross_validate, folds_by_item, metric_reader
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
+from membot.eval.long_turns import in_parts
 from membot.eval.metrics import (
+    RetrievalScores,
     evaluate_retrieval,
     evaluate_session_ranking,
     evaluate_sessions,
@@ -51,9 +55,10 @@ from membot.eval.metrics import (
     mean_by_key,
 )
 from membot.index.vectors import Scope
+from membot.line_checks import MAX_LINE_CHARS, checked_line
 from membot.memory.facade import Memory
-from membot.memory.importers import parse_time, read_file
-from membot.model import Role
+from membot.memory.importers import load_json, parse_time
+from membot.model import LineInput
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 
 K_VALUES = (1, 3, 5, 10, 30, 50)
@@ -113,55 +118,150 @@ def evaluate_longmemeval(
     show_progress: bool = True,
     options: Mapping[str, float] | None = None,
     db: str | None = None,
+    folds: int | None = None,
+    choose: Mapping[str, Sequence[float]] | None = None,
+    metric: str = "turn.recall_all@10",
 ) -> dict[str, Any]:
-    """The official turn and session metrics at k = 1, 3, 5, 10, 30, 50, with a BM25 baseline."""
+    """The official turn and session metrics at k = 1, 3, 5, 10, 30, 50, with a BM25 baseline,
+    and by question type; with ``folds``, each fold's held-out numbers (questions split by
+    :func:`folds_by_item`), and with ``choose``, the grid point each fold chose on the others
+    by ``metric`` (:mod:`membot.eval.folds`)."""
     started = time.perf_counter()
-    rankings = {
-        "strategy": settings_for_ranking(strategy, options),
-        "bm25_baseline": settings_for_ranking("bm25", {"expand_before": 0, "expand_after": 0}),
-    }
-    questions = json.loads(Path(path).read_text(encoding="utf-8"))
+    grid = Grid.of(strategy, options, choose)
+    if grid.chooses and not folds:
+        raise ConfigError("--choose needs --folds: a choice is scored on folds it was not made on")
+    questions = load_json(Path(path))
     questions = questions if isinstance(questions, list) else [questions]
-    lines_by_question = defaultdict(list)
-    for line in read_file(Path(path), "longmemeval", DEFAULT_BOT, None).lines:
-        if line.role == Role.HUMAN:  # the official corpus; assistant turns would double the cost
-            lines_by_question[line.user].append(line)
+    ids = [question["question_id"] for question in questions]
+    types = [question.get("question_type", "") for question in questions]
+    primary = metric_reader(metric, _metric_template())  # a wrong name fails now, not after
+    fold_of = folds_by_item(ids, types, folds) if folds else []
+    haystacks = [haystack_lines(path, question) for question in questions]
     model = cached_embedder(embedder) if isinstance(embedder, str) else embedder
-    scores: dict[str, list[dict[str, dict[str, float]]]] = {name: [] for name in rankings}
-    corpora = []
-    with progress_bar(show_progress) as progress:
-        task = progress.add_task(f"LongMemEval {strategy}", total=len(questions))
-        for question in questions:
-            corpus = Corpus.of(question)
-            corpora.append(corpus)
-            lines = lines_by_question[question["question_id"]]
-            asked = parse_time(question["question_date"]) if "question_date" in question else None
-            with fresh_memory(model, lines, db) as memory:
-                for name, settings in rankings.items():
-                    order = corpus_ranking(memory, settings, question["question"], corpus, asked)
-                    scores[name].append(question_scores(order, corpus))
-            progress.advance(task)
-    report = _averages(scores["strategy"], corpora)
-    return {
+    scored = _score(questions, haystacks, grid, model, db, show_progress)
+    report = {
         "benchmark": "longmemeval",
         "file": str(path),
         "strategy": strategy,
         "options": dict(options or {}),
         "embedder": model.name,
         "questions": len(questions),
-        "n": sum(corpus.counted for corpus in corpora),
-        "n_session_any_gold": sum(not corpus.abstention for corpus in corpora),
+        "n": sum(corpus.counted for corpus in scored.corpora),
+        "n_session_any_gold": sum(not corpus.abstention for corpus in scored.corpora),
         "corpus": "user turns only (official turn granularity); metrics averaged over n "
         "questions: no _abs, at least one user turn marked has_answer",
         "session_levels": "session: sessions ranked by their best turn, gold = sessions holding "
         "a marked user turn (official session-granularity scoring); session_turn2session: the "
         "official evaluate_retrieval_turn2session (unmarked turns of an answer session count "
         "as a noans session)",
-        **report,
+        **scored.summary([(0, index) for index in range(len(questions))]),
         "baseline": "bm25_baseline: the bm25 strategy over the same stores, no expansion",
-        "bm25_baseline": _averages(scores["bm25_baseline"], corpora),
-        "seconds": round(time.perf_counter() - started, 1),
+        "bm25_baseline": _averages(scored.baseline, scored.corpora),
+        "split_turns": sum(split for _, split in haystacks),
+        "split_turns_note": f"user turns over {MAX_LINE_CHARS:,} characters (membot's line "
+        "limit), stored as consecutive parts under it, each with the turn's ref",
     }
+    if folds:
+        labels = [f"{fold_of.count(fold)} questions" for fold in range(folds)]
+        result = cross_validate(grid, fold_of, scored.summary, primary, labels)
+        report["folds"] = {"split": "by question (stratified by type)", "metric": metric,
+                           **result}  # fmt: skip
+    return report | {"seconds": round(time.perf_counter() - started, 1)}
+
+
+def haystack_lines(path: Path, question: Mapping[str, Any]) -> tuple[list[LineInput], int]:
+    """The question's user turns as the LongMemEval importer writes them (a thread per
+    session, dated as given, ``ref`` ``<session id>:<turn index>``), checked as a store checks
+    them, but a turn over the line limit stored in parts (:mod:`membot.eval.long_turns`);
+    with the number of turns split."""
+    lines: list[LineInput] = []
+    split = 0
+    try:
+        sessions = zip(question["haystack_session_ids"], question["haystack_dates"],
+                       question["haystack_sessions"], strict=True)  # fmt: skip
+        for session_id, date, turns in sessions:
+            when = parse_time(date)
+            for index, turn in enumerate(turns):
+                if turn["role"] != "user" or not str(turn["content"]).strip():
+                    continue
+                ref = f"{session_id}:{index}"
+                line = LineInput(turn["content"], question["question_id"], str(session_id),
+                                 created_at=when, ref=ref, source_key=f"ref:{ref}")  # fmt: skip
+                parts = in_parts(line)
+                split += len(parts) > 1
+                lines += [checked_line(part) for part in parts]
+    except (KeyError, TypeError, ValueError, ConfigError) as error:
+        where = question.get("question_id", "?") if isinstance(question, Mapping) else "?"
+        raise ImportFormatError(
+            f"{path}: question {where}: not a LongMemEval question: {error}"
+        ) from error
+    return lines, split
+
+
+@dataclass
+class Scored:
+    """Each question's scores under each distinct ranking of a grid, and the baseline's."""
+
+    grid: Grid
+    corpora: list[Corpus] = field(default_factory=list)
+    types: list[str] = field(default_factory=list)
+    by_ranking: list[list[dict[str, dict[str, float]]]] = field(default_factory=list)
+    baseline: list[dict[str, dict[str, float]]] = field(default_factory=list)
+
+    def summary(self, picks: Sequence[tuple[int, int]]) -> dict[str, Any]:
+        """The report's numbers for the (grid point, question) ``picks``: averaged over the
+        counted questions (``n``), and by question type."""
+        rows = [self.by_ranking[self.grid.points[point].ranking][index] for point, index in picks]
+        corpora = [self.corpora[index] for _, index in picks]
+        types = [self.types[index] for _, index in picks]
+        by_type = {}
+        for name in sorted(set(types)):
+            of_type = [(row, corpus) for row, corpus, kind in zip(rows, corpora, types, strict=True)
+                       if kind == name and corpus.counted]  # fmt: skip
+            if of_type:
+                by_type[name] = {"n": len(of_type)} | {
+                    level: rounded(mean_by_key([row[level] for row, _ in of_type]))
+                    for level in ("session", "turn")
+                }
+        counted = sum(corpus.counted for corpus in corpora)
+        return {"n": counted, **_averages(rows, corpora), "by_question_type": by_type}
+
+
+def _score(
+    questions: Sequence[dict[str, Any]],
+    haystacks: Sequence[tuple[list[LineInput], int]],
+    grid: Grid,
+    model: Embedder,
+    db: str | None,
+    show_progress: bool,
+) -> Scored:
+    """Each haystack stored once; its question asked under every distinct ranking of the
+    grid and the baseline's."""
+    baseline = settings_for_ranking("bm25", {"expand_before": 0, "expand_after": 0})
+    scored = Scored(grid, by_ranking=[[] for _ in grid.settings])
+    with progress_bar(show_progress) as progress:
+        task = progress.add_task(f"LongMemEval {grid.strategy}", total=len(questions))
+        for question, (lines, _) in zip(questions, haystacks, strict=True):
+            corpus = Corpus.of(question)
+            scored.corpora.append(corpus)
+            scored.types.append(question.get("question_type", ""))
+            asked = parse_time(question["question_date"]) if "question_date" in question else None
+            text = question["question"]
+            with fresh_memory(model, lines, db) as memory:
+                for place, settings in enumerate(grid.settings):
+                    order = corpus_ranking(memory, settings, text, corpus, asked)
+                    scored.by_ranking[place].append(question_scores(order, corpus))
+                order = corpus_ranking(memory, baseline, text, corpus, asked)
+                scored.baseline.append(question_scores(order, corpus))
+            progress.advance(task)
+    return scored
+
+
+def _metric_template() -> dict[str, Any]:
+    """A summary's shape, to check a metric's name against before a run."""
+    numbers = {key: 0.0 for k in K_VALUES for key in keyed(RetrievalScores(0, 0, 0), k)}
+    return {level: numbers for level in ("session", "session_turn2session", "turn",
+                                         "session_any_gold")}  # fmt: skip
 
 
 def corpus_ranking(

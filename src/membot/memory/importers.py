@@ -10,6 +10,9 @@
   ``<session_id>:<turn index>``. The person is ``--user`` or the question id, so haystacks of
   different questions stay apart.
 
+A ``locomo`` or ``longmemeval`` file may be gzipped (a ``.json.gz``): it is read by its first
+bytes, whatever its name.
+
 Each line gets a ``source_key``: ``ref:`` and its ref when the format gives one (a ref names
 one line: the same ref twice in a thread is one line, stored once, and with two different
 texts the file is refused), else ``line:<n>:<hash>``, its place among its thread's lines in
@@ -19,6 +22,7 @@ has grown, adds only the lines whose key their thread does not hold.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 from collections import Counter
@@ -34,6 +38,7 @@ from membot.memory.facade import LineInput
 from membot.model import Role, utc_now
 
 FORMATS = ("jsonl", "locomo", "longmemeval")
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 @dataclass(frozen=True)
@@ -139,8 +144,16 @@ def _missing(field: str) -> str:
     raise ValueError(f"a line needs a {field} name (give it in the file or with --{field})")
 
 
-def _load_json(path: Path) -> Any:
+def load_json(path: Path) -> Any:
+    """The JSON document in ``path``, gzipped or not (read by its first bytes, so a
+    ``.json.gz`` or a gzip file under any name is read); ``ImportFormatError`` saying where
+    it is not UTF-8 JSON."""
     data = path.read_bytes()
+    if data[:2] == GZIP_MAGIC:
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as error:
+            raise ImportFormatError(f"{path}: not a whole gzip file ({error})") from None
     try:
         return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as error:
@@ -165,7 +178,7 @@ def _checked(lines: Iterator[LineInput], where: list[str], what: str) -> Iterato
 
 
 def _locomo(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
-    data = _load_json(path)
+    data = load_json(path)
     where = [str(path)]
     samples = _locomo_samples(path, data, bot, user, where)
     yield from _checked(samples, where, "a LoCoMo conversation")
@@ -197,7 +210,7 @@ def _locomo_samples(
 
 
 def _longmemeval(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
-    data = _load_json(path)
+    data = load_json(path)
     where = [str(path)]
     questions = _longmemeval_questions(path, data, bot, user, where)
     yield from _checked(questions, where, "a LongMemEval question")
