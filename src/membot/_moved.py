@@ -41,28 +41,6 @@ MOVED_MODULES = {
     "membot.sms": "membot.service.text_messages",
     "membot.server.sms": "membot.server.sms_route",
 }
-SERVICE_NAMES = frozenset(
-    {
-        "ApiKey",
-        "IncomingText",
-        "NewKey",
-        "SmsRecord",
-        "TextConversations",
-        "authenticate",
-        "bot_for_sms_number",
-        "claim_sms",
-        "consent",
-        "create_key",
-        "create_signin_key",
-        "is_phone_number",
-        "list_keys",
-        "record_sms_answer",
-        "redeem_signin_key",
-        "revoke_key",
-        "sms_sender_name",
-        "split_sms",
-    }
-)
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -96,13 +74,15 @@ def install_moved_module_finder() -> None:
 
 
 def moved_name(name: str) -> object:
-    """``membot.<name>`` for a name that left the library's API, with a warning; else the
-    usual AttributeError."""
-    if name in SERVICE_NAMES:
-        warnings.warn(
-            f"membot.{name} moved to membot.service: from membot.service import {name}",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return getattr(importlib.import_module("membot.service"), name)
+    """``membot.<name>`` for a name that left the library's API for :mod:`membot.service`,
+    with a warning; else the usual AttributeError."""
+    if not name.startswith("__"):  # dunders are asked for by tools, never moved
+        service = importlib.import_module("membot.service")
+        if name in service.__all__:
+            warnings.warn(
+                f"membot.{name} moved to membot.service: from membot.service import {name}",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            return getattr(service, name)
     raise AttributeError(f"module 'membot' has no attribute {name!r}")

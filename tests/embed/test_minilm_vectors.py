@@ -7,19 +7,17 @@ and check that embedding a line loads none of the optional packages (onnx includ
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from dev_text import dialog_and_turns, spread
 
-from membot import ConfigError
 from membot.embed import bundled_minilm
 from membot.embed.bert_graph import read_safetensors
 from membot.embed.onnx_minilm import bundled_minilm_path
-from membot.eval import shared_data_dir
 
 # onnx too: the core builds the graph without it (membot.embed.onnx_writer).
 HEAVY = (
@@ -37,26 +35,8 @@ HEAVY = (
 def dialog_sample(count: int = 500) -> list[str]:
     """``count`` LoCoMo dialog lines and ``count`` LongMemEval turns, spread over the files
     (LongMemEval's assistant turns run past the model's 256 tokens: truncation is checked)."""
-    try:
-        data = shared_data_dir()
-    except ConfigError as missing:
-        pytest.skip(f"the LoCoMo and LongMemEval files are needed: {missing}")
-    conversations = json.loads((data / "locomo" / "locomo_dev.json").read_text())
-    dialog = [
-        turn["text"]
-        for conversation in conversations
-        for key, turns in conversation["conversation"].items()
-        if key.startswith("session_") and isinstance(turns, list)
-        for turn in turns
-    ]
-    questions = json.loads((data / "longmemeval" / "longmemeval_s_dev.json").read_text())
-    turns = [
-        turn["content"]
-        for question in questions
-        for session in question["haystack_sessions"]
-        for turn in session
-    ]
-    return dialog[:: len(dialog) // count][:count] + turns[:: len(turns) // count][:count]
+    dialog, turns = dialog_and_turns()
+    return spread(dialog, count) + spread(turns, count)
 
 
 @pytest.mark.slow

@@ -13,11 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from dev_text import dialog_and_turns, spread
 
-from membot import ConfigError
 from membot.embed.onnx_minilm import bundled_minilm_path
 from membot.embed.wordpiece import WordPieceTokenizer
-from membot.eval import shared_data_dir
 from membot.turn.tokens import WordPieceTokenCounter
 
 MAX_LENGTH = 256  # the model's sentence_bert_config.json
@@ -100,26 +99,8 @@ def _truncated(reference):
 def real_lines() -> list[str]:
     """All of LoCoMo's dialog lines and 3,000 LongMemEval turns spread over the file (its
     assistant turns run past 256 tokens: truncation is checked)."""
-    try:
-        data = shared_data_dir()
-    except ConfigError as missing:
-        pytest.skip(f"the LoCoMo and LongMemEval files are needed: {missing}")
-    conversations = json.loads((data / "locomo" / "locomo_dev.json").read_text())
-    dialog = [
-        turn["text"]
-        for conversation in conversations
-        for key, turns in conversation["conversation"].items()
-        if key.startswith("session_") and isinstance(turns, list)
-        for turn in turns
-    ]
-    questions = json.loads((data / "longmemeval" / "longmemeval_s_dev.json").read_text())
-    turns = [
-        turn["content"]
-        for question in questions
-        for session in question["haystack_sessions"]
-        for turn in session
-    ]
-    return dialog + turns[:: len(turns) // 3000][:3000]
+    dialog, turns = dialog_and_turns()
+    return dialog + spread(turns, 3000)
 
 
 @pytest.mark.parametrize("text", HARD_CASES)
