@@ -3,8 +3,9 @@
 Seen in the bundled SmolLM2's replies (docs/answers.md), each a kind of :data:`ARTEFACTS`:
 
 - ``speaker label``: the reply opens with a speaker's name, as the transcript writes lines
-  ("AI: …", "HUMAN (not in the first person): …"); the bot's own label is left out, a line
-  opened by anyone else's (the person's, a name in the recalled lines) is dropped;
+  ("AI: …", "HUMAN (not in the first person): …", "Caroline: …", any name the bot, the
+  person or a recalled line speaks as): the label is left out, and where the model wrote
+  another's line before the bot's, that line too;
 - ``transcript continued``: after its answer the model writes the next lines of the
   conversation ("…\\nCaroline: Hey, Melanie!"): the reply is cut there;
 - ``opener``: "The AI responds:", "Here is the response:", "The AI's utterance is";
@@ -129,21 +130,29 @@ def _without_markup(text: str, found: set[str]) -> str:
 
 
 def _first_turn(text: str, context: ReplyContext, found: set[str]) -> str:
-    """The reply's own turn: the bot's label left out, lines another speaker opens dropped
-    until the reply starts, and everything from the next labelled line on cut."""
+    """The reply's own turn, without its label, and cut at the next labelled line. A reply
+    that opens with another speaker's line and goes on with the bot's ("HUMAN: <the
+    question>\nAI: …") starts at the bot's; one that answers under another's name
+    ("Caroline: It was a necklace.") keeps what it said."""
+    lines = text.split("\n")
+    labels = [context.label(line) for line in lines]
+    start = next((index for index, line in enumerate(lines) if line.strip()), 0)
+    if labels[start] is not None and labels[start][0] == "other":
+        start = next(
+            (index for index in range(start + 1, len(lines))
+             if labels[index] is not None and labels[index][0] == "bot"),
+            start,
+        )  # fmt: skip
     kept: list[str] = []
-    for line in text.split("\n"):
-        labelled = context.label(line)
+    for line, labelled in zip(lines[start:], labels[start:], strict=True):
         if labelled is None:
             kept.append(line)
-            continue
-        side, rest = labelled
-        if any(each.strip() for each in kept):
+        elif any(each.strip() for each in kept):
             found.add("transcript continued")
             break
-        found.add("speaker label")
-        if side == "bot":
-            kept = [rest]
+        else:
+            found.add("speaker label")
+            kept = [labelled[1]]
     return "\n".join(kept).strip()
 
 
