@@ -30,6 +30,8 @@ SEEN = [
     ("Caroline: Hey, Melanie! I'm so glad you're here.\nMelanie: Oh, that sounds amazing!",
      "Hey, Melanie! I'm so glad you're here.", ("speaker label", "transcript continued")),
     (f"Student: {QUESTION}", None, ("speaker label", "question repeated")),
+    ('Melanie said: "It was great for my mental health."\nCaroline said: "Wow!"',
+     "It was great for my mental health.", ("speaker label", "transcript continued")),
     ("Her mental health.\nCaroline: Hey, Melanie! How was the run?", "Her mental health.",
      ("transcript continued",)),
     ("Her mental health.\nHUMAN: thanks", "Her mental health.", ("transcript continued",)),
@@ -108,7 +110,8 @@ def test_a_short_line_written_back_is_no_echo() -> None:
 
 
 def test_a_growing_reply_is_held_while_it_could_still_become_an_artefact() -> None:
-    held = ["Th", "The AI resp", "What does Mel", "Caro", "HUMAN (not", "<memo", "Here is"]
+    held = ["Th", "The AI resp", "What does Mel", "Caro", "HUMAN (not", "<memo", "Here is",
+            "Melanie sa"]
     assert [shown_part(text, CONTEXT) for text in held] == [None] * len(held)
     assert shown_part("Her men", CONTEXT) == "Her men"
     assert shown_part("Her mental health.\nCaro", CONTEXT) == "Her mental health."

@@ -34,8 +34,8 @@ ARTEFACTS = ("speaker label", "transcript continued", "opener", "markup", "quest
 BOT_NAMES = ("ai", "assistant", "bot")
 OTHER_NAMES = ("human", "user")
 # A label: a name, perhaps with a parenthesis ("HUMAN (not in the first person)"), perhaps
-# emphasised, then a colon.
-_LABEL_TAIL = r"(?:\s*\([^()\n]{0,60}\))?[*_]*\s*:(?!//)"
+# emphasised, perhaps "said" (the small prompt's form of a memory), then a colon.
+_LABEL_TAIL = r"(?:\s*\([^()\n]{0,60}\))?[*_]*(?:\s+said)?\s*:(?!//)"
 # Tags: membot's quoting tags and the ones a model makes up for its answer, opening or
 # closing, with any attributes; and chat templates' markers.
 _MARKUP = re.compile(
@@ -152,7 +152,7 @@ def _first_turn(text: str, context: ReplyContext, found: set[str]) -> str:
             break
         else:
             found.add("speaker label")
-            kept = [labelled[1]]
+            kept = [_without_quotes(labelled[1])]
     return "\n".join(kept).strip()
 
 
@@ -175,6 +175,19 @@ def _unquoted(text: str) -> str:
         if not any(quote in inner for quote in _QUOTES):
             return inner.strip()
     return text
+
+
+def _without_quotes(said: str) -> str:
+    """A labelled line's text without the quotes around it ('Melanie said: "…"'), the
+    opening one dropped as soon as it is written, so a stream shows what is stored."""
+    said = said.strip()
+    if not said or said[0] not in _QUOTES:
+        return said
+    said = said[1:]
+    end = said.rstrip(".!?")
+    if end and end[-1] in _QUOTES:
+        said = end[:-1] + said[len(end) :]
+    return said
 
 
 def _words(text: str) -> list[str]:
@@ -243,4 +256,4 @@ def _may_become_label(line: str, context: ReplyContext) -> bool:
     return False
 
 
-_PARTIAL_TAIL = re.compile(r"[*_]*(?:\s*\([^()\n]{0,60}\)?)?[*_]*\s*")
+_PARTIAL_TAIL = re.compile(r"[*_]*(?:\s*\([^()\n]{0,60}\)?)?[*_]*(?:\s+s(?:a(?:i(?:d)?)?)?)?\s*")
