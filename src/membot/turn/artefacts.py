@@ -44,8 +44,8 @@ _MARKUP = re.compile(
     re.IGNORECASE,
 )
 _OPENER_PHRASES = (
-    *(f"{here} {whose} {what}" for here in ("here is", "here's") for whose in ("the", "my", "a", "an")
-      for what in ("response", "reply", "answer")),
+    *(f"{here} {whose} {what}" for here in ("here is", "here's")
+      for whose in ("the", "my", "a", "an") for what in ("response", "reply", "answer")),
     "response", "reply", "answer",
 )  # fmt: skip
 _OPENER_VERBS = ("responds", "replies", "answers", "says", "response is", "reply is",
