@@ -78,9 +78,9 @@ def test_the_small_prompt_holds_the_best_memories_dated_next_to_the_question(mem
     assert question == f"What was grandma's gift to Caroline?\n{INSTRUCTION}"
     assert memories.startswith("Memories:\nOn ")
     assert memories.count("\nOn ") == len(turn.recalled) == MEMORIES  # the best two, of three
-    assert "May 2023:\nCaroline: " in memories and "<memory" not in memories
+    assert 'May 2023:\nCaroline said: "' in memories and "<memory" not in memories
     best = max(turn.recalled, key=lambda block: block.score)
-    assert memories.endswith(f"Melanie: {best.lines[-1].text}")  # the best one last
+    assert memories.endswith(f'Melanie said: "{best.lines[-1].text}"')  # the best one last
     assert turn.cut == {"history_hints": 1}
     assert turn.history_hints in user["content"] or all(
         part in user["content"] for part in turn.history_hints.split("\n\n")
