@@ -68,23 +68,17 @@ def test_the_small_prompt_holds_the_best_memories_dated_next_to_the_question(mem
         "What was grandma's gift to Caroline?", user="caroline", thread="q", now=NOW
     )
     ((system, user),) = llm.history
-    assert system == {
-        "role": "system",
-        "content": "You are AI, a friendly assistant with a memory of past conversations "
-        "with HUMAN.",
-    }
-    assert user["role"] == "user"
-    memories, question = user["content"].split("\n\nQuestion: ")
-    assert question == f"What was grandma's gift to Caroline?\n{INSTRUCTION}"
-    assert memories.startswith("Memories:\nOn ")
-    assert memories.count("\nOn ") == len(turn.recalled) == MEMORIES  # the best two, of three
+    assert user == {"role": "user", "content": "What was grandma's gift to Caroline?"}
+    assert system["role"] == "system"
+    who, memories = system["content"].split("\nMemories:\n")
+    assert who == "You are AI, a friendly assistant with a memory of past conversations with HUMAN."
+    assert memories.startswith("On ") and memories.endswith(f'"\n\n{INSTRUCTION}')
+    assert memories.count("On ") == len(turn.recalled) == MEMORIES  # the best two, of three
     assert 'May 2023:\nCaroline said: "' in memories and "<memory" not in memories
     best = max(turn.recalled, key=lambda block: block.score)
-    assert memories.endswith(f'Melanie said: "{best.lines[-1].text}"')  # the best one last
+    assert f'Melanie said: "{best.lines[-1].text}"\n\n{INSTRUCTION}' in memories  # best last
     assert turn.cut == {"history_hints": 1}
-    assert turn.history_hints in user["content"] or all(
-        part in user["content"] for part in turn.history_hints.split("\n\n")
-    )
+    assert all(part in memories for part in turn.history_hints.split("\n\n"))
     assert turn.tokens["reply_limit"] == REPLY_TOKENS and llm.schemas == [None]
     assert "small prompt: small cannot read the full one" in turn.notes
     assert turn.response == "A gift from her grandma."
@@ -128,7 +122,7 @@ def test_small_on_request_for_any_model(memory) -> None:
         "What was grandma's gift?", user="caroline", thread="q",
         settings={"prompt_style": "small"},
     )  # fmt: skip
-    assert llm.history[0][-1]["content"].startswith("Memories:\nOn ")
+    assert "\nMemories:\nOn " in llm.history[0][0]["content"]
     assert llm.schemas == [None] and turn.response == "A necklace."
     assert [line.role for line in memory.history(user="caroline", thread="q")] == [
         Role.HUMAN,

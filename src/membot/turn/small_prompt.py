@@ -5,12 +5,12 @@ questions in 50 while the prompt holds the answer for 27 (docs/answers.md): it l
 fact among 1,500 tokens of instructions, tags and transcript, and copies their form. It can
 read one short passage next to the question. So this prompt holds:
 
-- a system message of one sentence: who the bot is and who it talks with;
+- a system message: one sentence saying who the bot is and who it talks with, then the best
+  :data:`MEMORIES` recalled hints (blocks, summaries or passages, best last), each opened by
+  its date, a block's lines as reported speech (``Caroline said: "…"``), and one line asking
+  for an answer from them in one sentence, or "don't know";
 - the last :data:`FEED_LINES` lines of the thread as the chat's earlier messages;
-- the person's message last, and before it in the same message, nearest the question, the
-  best :data:`MEMORIES` recalled hints (blocks, summaries or passages, best last), each
-  opened by its date, with a one-line instruction to answer from them in one sentence or
-  say it does not know.
+- the person's message as written, last.
 
 Recalled text is escaped as in the full prompt (:func:`membot.turn.quoting.escape`: no chat
 template marker gets through) and written one line per line, but without the quoting tags:
@@ -118,19 +118,18 @@ def assemble_small(
 
 def _messages(settings: BotSettings, text: str, feed: Sequence[Line], chosen: Sequence[Hint],
               speakers: Speakers) -> list[dict[str, str]]:  # fmt: skip
-    names = {"BOT": settings.bot_name, "HUMAN": settings.human_name}
-    messages = [{"role": "system", "content": fill(SYSTEM, names)}]
+    system = fill(SYSTEM, {"BOT": settings.bot_name, "HUMAN": settings.human_name})
+    if chosen:  # best last: nearest the question
+        memories = "\n\n".join(memory_text(hint, speakers) for hint in reversed(chosen))
+        system += f"\nMemories:\n{memories}\n\n{INSTRUCTION}"
+    messages = [{"role": "system", "content": system}]
     for line in feed:
         role = "assistant" if line.role == Role.BOT else "user"
         said = one_line(line.text)
         if line.role not in (Role.BOT, Role.HUMAN):
             said = f"{one_line(speakers.label(line))}: {said}"
         messages.append({"role": role, "content": escape(said)})
-    said = escape(text)
-    if chosen:  # best last: nearest the question
-        memories = "\n\n".join(memory_text(hint, speakers) for hint in reversed(chosen))
-        said = f"Memories:\n{memories}\n\nQuestion: {said}\n{INSTRUCTION}"
-    messages.append({"role": "user", "content": said})
+    messages.append({"role": "user", "content": escape(text)})
     return messages
 
 
