@@ -110,8 +110,16 @@ def test_a_short_line_written_back_is_no_echo() -> None:
 
 
 def test_a_growing_reply_is_held_while_it_could_still_become_an_artefact() -> None:
-    held = ["Th", "The AI resp", "What does Mel", "Caro", "HUMAN (not", "<memo", "Here is",
-            "Melanie sa"]
+    held = [
+        "Th",
+        "The AI resp",
+        "What does Mel",
+        "Caro",
+        "HUMAN (not",
+        "<memo",
+        "Here is",
+        "Melanie sa",
+    ]
     assert [shown_part(text, CONTEXT) for text in held] == [None] * len(held)
     assert shown_part("Her men", CONTEXT) == "Her men"
     assert shown_part("Her mental health.\nCaro", CONTEXT) == "Her mental health."

@@ -1,9 +1,9 @@
 """The prompt for a model too small to read the full one (a bot's ``prompt_style`` small).
 
-A 135M-parameter model (the bundled SmolLM2) answers from the templates' prompt for 4 LoCoMo
-questions in 50 while the prompt holds the answer for 27 (docs/answers.md): it loses the
-fact among 1,500 tokens of instructions, tags and transcript, and copies their form. It can
-read one short passage next to the question. So this prompt holds:
+A 135M-parameter model (the bundled SmolLM2) given the templates' prompt said the answer for
+3 of the 27 LoCoMo questions whose prompt held it (docs/answers.md): it loses the fact among
+hundreds of tokens of instructions, tags and transcript, and copies their form. It reads a
+short passage better. So this prompt holds:
 
 - a system message: one sentence saying who the bot is and who it talks with, then the best
   :data:`MEMORIES` recalled hints (blocks, summaries or passages, best last), each opened by
@@ -44,7 +44,7 @@ INSTRUCTION = (
 def memory_text(hint: Hint, speakers: Speakers) -> str:
     """A hint as the small prompt shows it: its date, then what each line's speaker said, in
     quotes. Not the transcript's ``Speaker: text``: given that form the model goes on
-    writing the transcript (31 replies of 35 against 3 of 20, docs/answers.md)."""
+    writing the transcript (67 replies of 70 against 12, docs/answers.md)."""
     if hint.block is not None:
         when = _day(hint.block.lines[0].created_at)
         said = [escape(f'{one_line(speakers.label(line))} said: "{one_line(line.text)}"')
