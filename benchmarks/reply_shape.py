@@ -14,7 +14,8 @@ Per turn it checks:
 
 It uses only the public API, so it runs unchanged on older membot (to measure "before").
 ``--ask-json`` sets ``writes_json = True`` on the model, for code in which the bundled model
-is otherwise held to text.
+is otherwise held to text, and ``reads_long_prompts = True``, so that it is given the
+templates' prompt, which asks for the JSON, rather than the small prompt.
 
     .venv/bin/python benchmarks/reply_shape.py [--reply-tokens 128] [--ask-json]
 """
@@ -80,6 +81,8 @@ def main() -> None:
     llm = BundledSmolLM2()
     if args.ask_json:
         llm.writes_json = True
+        # and the templates' prompt, which asks for the JSON (the small prompt asks for none)
+        llm.reads_long_prompts = True
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         memory = Memory(Path(folder) / "bench.db", embedder=cached_embedder())

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from membot.turn.artefacts import ReplyContext
 from membot.turn.replies import (
     Reply,
     ResponseText,
@@ -233,10 +234,10 @@ def test_shown_text_holds_back_surrounding_whitespace_and_the_example() -> None:
 
 
 def test_shown_text_holds_a_possible_label_and_leaves_a_label_out() -> None:
-    shown = ShownText(labels=("bea:", "ai:"))
+    shown = ShownText(artefacts=ReplyContext.of("Bea", "Sam"))
     given = [shown.feed(piece) for piece in ["B", "e", "a", ":", " Hi", " Sam"]]
     assert given == ["", "", "", "", "Hi", " Sam"] and shown.text == "Hi Sam"
-    plain = ShownText(labels=("ai:",))
+    plain = ShownText(artefacts=ReplyContext.of("AI", "HUMAN"))
     assert [plain.feed(piece) for piece in ["A", "id", " comes"]] == ["", "Aid", " comes"]
 
 

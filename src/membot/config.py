@@ -29,6 +29,7 @@ APP_NAME = "membot"
 DEFAULT_USER = "me"
 DEFAULT_EMBEDDER = "minilm"
 DEFAULT_LLM = "smollm2"
+PROMPT_STYLES = ("auto", "small", "full")
 # A phone number in E.164, as Twilio writes ``To`` and ``From``: + and up to 15 digits.
 E164 = re.compile(r"\+[1-9][0-9]{1,14}")
 
@@ -119,6 +120,10 @@ class BotSettings:
     llm: str = ""
     llm_key_env: str = ""
     citations: bool = True  # ask the model for JSON with the ids of the hints it used
+    # small: a short prompt a tiny model can read (membot.turn.small_prompt); full: the
+    # templates; auto: small when the model says it cannot read a long prompt (the bundled
+    # SmolLM2) and the prompt templates are the defaults, else full.
+    prompt_style: str = "auto"
     relevance_check: bool = False  # ask the model whether each recalled block is relevant
     thread_summary: bool = True  # fold lines scrolling off the feed into a running summary
     # Ending conversations.
@@ -170,6 +175,8 @@ class BotSettings:
             (self.llm == "" or self.llm in {"smollm2", "bundled", "default"}
              or self.llm.startswith(("openai:", "script:")),
              f"llm must be smollm2, openai:MODEL[@BASE_URL] or script:PATH; got {self.llm!r}"),
+            (self.prompt_style in PROMPT_STYLES,
+             f"prompt_style must be {', '.join(PROMPT_STYLES)}; got {self.prompt_style!r}"),
             (
                 set(self.recall_roles) <= {"human", "bot", "tool", "system"},
                 f"recall_roles must be among human, bot, tool, system; got "

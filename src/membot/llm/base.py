@@ -19,14 +19,16 @@ class LLM(Protocol):
     ``TurnFailedError``.
 
     Optional attributes, each read with ``getattr`` and ``True`` when absent, say what a
-    model cannot do well (the bundled SmolLM2 sets all three false):
+    model cannot do well (the bundled SmolLM2 sets all four false):
 
     - ``writes_json``: it keeps to a JSON schema; if false, a bot with citations answers in
       plain text, without them;
     - ``writes_summaries``: it summarises faithfully; if false, the running summary and the
       key points kept at the end of a thread are the person's own lines instead;
     - ``checks_remember_policy``: it can judge notes against a bot's remember-policy; if
-      false, a bot with a policy keeps nothing (the check fails closed).
+      false, a bot with a policy keeps nothing (the check fails closed);
+    - ``reads_long_prompts``: it finds a fact in a long prompt; if false, a bot whose
+      ``prompt_style`` is ``auto`` gets a short prompt (``membot.turn.small_prompt``).
     """
 
     name: str

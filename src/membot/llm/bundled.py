@@ -76,6 +76,10 @@ class BundledSmolLM2:
     # Asked to check notes against a remember policy it answers "keep" in the instruction's
     # own words: a bot with a policy keeps nothing with it (the check fails closed).
     checks_remember_policy = False
+    # Given the templates' prompt (500 to 1,000 tokens on LoCoMo) it said the answer the
+    # prompt held for 3 questions of 27 and wrote the transcript on in 36 replies of 50; bots
+    # using it get the short prompt of membot.turn.small_prompt (docs/answers.md).
+    reads_long_prompts = False
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path

@@ -32,6 +32,7 @@ from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.model import Block, Citation, Line, Role, Turn, utc_now
+from membot.turn.artefacts import ReplyContext, clean_reply
 from membot.turn.context import (
     LEFT_OUT,
     Hint,
@@ -52,10 +53,10 @@ from membot.turn.replies import (
     read_reply,
     relay_reply,
     reply_schema,
-    speaker_labels,
-    without_label,
 )
 from membot.turn.running_summary import fold, fold_own_words, grounded, lines_to_fold
+from membot.turn.small_prompt import REPLY_TOKENS as SMALL_REPLY_TOKENS
+from membot.turn.small_prompt import assemble_small, resolved_style
 from membot.turn.templates import fill
 
 log = logging.getLogger(__name__)
@@ -244,11 +245,19 @@ class Bot:
         and a note where the profile had to bend to the model."""
         profile = self.memory.bot_settings(self.name, settings)
         llm = self.model_for(profile)
+        notes = []
         if profile.citations and not getattr(llm, "writes_json", True):
             # A model that cannot keep to JSON answers in text: better a reply than citations.
-            note = f"citations off: {llm.name} cannot write JSON reliably"
-            return replace(profile, citations=False), llm, [note]
-        return profile, llm, []
+            notes.append(f"citations off: {llm.name} cannot write JSON reliably")
+            profile = replace(profile, citations=False)
+        style = resolved_style(profile, llm)
+        if style == "small":
+            # The small prompt has no ids to cite, and asks for a sentence or two.
+            if profile.prompt_style == "auto":
+                notes.append(f"small prompt: {llm.name} cannot read the full one")
+            reply_tokens = min(profile.reply_tokens, SMALL_REPLY_TOKENS)
+            profile = replace(profile, citations=False, reply_tokens=reply_tokens)
+        return replace(profile, prompt_style=style), llm, notes
 
     def _recall(
         self, line: Line, vector: np.ndarray, profile: BotSettings, now: datetime
@@ -275,6 +284,12 @@ class Bot:
         self, recalled: _Recalled, history: list[Hint], expertise: list[Hint], now: datetime
     ) -> Prompt:
         """The prompt, packed under the profile's budget from these hints."""
+        if recalled.profile.prompt_style == "small":
+            return assemble_small(
+                recalled.profile, recalled.line.text, recalled.feed, history, expertise,
+                self.memory.tokens, now=now,
+                match_strings=(recalled.history_query, recalled.expertise_query),
+            )  # fmt: skip
         return assemble(
             recalled.profile,
             recalled.line.text,
@@ -420,7 +435,7 @@ class Bot:
             lambda raw: self._read(raw, prompt, profile),
             json_wanted=profile.citations,
             examples=examples,
-            labels=speaker_labels(profile.bot_name),
+            artefacts=_reply_context(prompt, profile),
         )
 
     def _read(self, raw: str, prompt: Prompt, profile: BotSettings) -> Reply:
@@ -429,9 +444,11 @@ class Bot:
             reply = read_reply(raw, known, instruction_examples(profile.bot_name))
         else:
             reply = Reply(raw.strip(), ())
-        response = without_label(reply.response, speaker_labels(profile.bot_name))
-        if response != reply.response:
-            reply = replace(reply, response=response)
+        cleaned = clean_reply(reply.response, _reply_context(prompt, profile))
+        if cleaned.found:
+            left_out = f"left out of the reply: {', '.join(cleaned.found)}"
+            note = f"{reply.note}; {left_out}" if reply.note else left_out
+            reply = replace(reply, response=cleaned.text, note=note)
         if not reply.response:
             why = reply.note or "the model gave no response"
             return Reply(
@@ -540,6 +557,19 @@ class Bot:
             expertise_hints=values["EXPERTISE_HINTS"],
             notes=tuple(notes),
         )
+
+
+def _reply_context(prompt: Prompt, profile: BotSettings) -> ReplyContext:
+    """What the reply's artefacts are recognised by: the bot's and the person's names, the
+    speakers of the lines the prompt showed, and the person's line."""
+    speakers = Speakers(profile.human_name, profile.bot_name)
+    lines = [*prompt.feed, *(line for block in prompt.blocks for line in block.lines)]
+    return ReplyContext.of(
+        profile.bot_name,
+        profile.human_name,
+        {speakers.label(line) for line in lines},
+        prompt.values["QUERY"],
+    )
 
 
 @contextmanager

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from membot.turn.artefacts import ReplyContext, shown_part
 from membot.turn.context import JSON_INSTRUCTIONS
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
@@ -308,29 +309,16 @@ class ResponseText:
         return text if self._in_string == "response" else ""
 
 
-def speaker_labels(bot_name: str) -> tuple[str, ...]:
-    """What a small model may open its reply with, copying the transcript's form ("AI: …"):
-    the bot's label and the generic ones, lower case."""
-    return tuple(dict.fromkeys(f"{name.lower()}:" for name in (bot_name, "ai", "assistant")))
-
-
-def without_label(text: str, labels: Sequence[str]) -> str:
-    """``text`` without a leading speaker label (one of ``labels``, any case)."""
-    for label in labels:
-        if text[: len(label)].lower() == label:
-            return text[len(label) :].lstrip()
-    return text
-
-
 class ShownText:
     """The part of a growing response that may be shown: leading and trailing whitespace
     held back (the stored reply is stripped), all of it held back while it could still
-    turn out to be one of the prompt's examples, and a leading speaker label (``labels``)
-    left out, as :func:`without_label` leaves it out of the stored reply."""
+    turn out to be one of the prompt's examples, and the artefacts of
+    :mod:`membot.turn.artefacts` left out as the stored reply leaves them out (what could
+    still become one is held back)."""
 
-    def __init__(self, examples: Sequence[str] = (), labels: Sequence[str] = ()) -> None:
+    def __init__(self, examples: Sequence[str] = (), artefacts: ReplyContext | None = None) -> None:
         self._examples = [_normalized(example) for example in examples]
-        self._labels = tuple(labels)
+        self._artefacts = artefacts or ReplyContext((), ())
         self._decoded: list[str] = []
         self.text = ""  # what has been shown
 
@@ -338,14 +326,15 @@ class ShownText:
         if not text:
             return ""
         self._decoded.append(text)
-        candidate = "".join(self._decoded).strip()
-        if not self.text and any(label.startswith(candidate.lower()) for label in self._labels):
-            return ""  # it may still become a label
-        candidate = without_label(candidate, self._labels)
+        candidate = shown_part("".join(self._decoded), self._artefacts)
+        if candidate is None:
+            return ""
         if not self.text and (
             not candidate
             or any(example.startswith(_normalized(candidate)) for example in self._examples)
         ):
+            return ""
+        if not candidate.startswith(self.text):  # held until it agrees again, if ever
             return ""
         piece = candidate[len(self.text) :]
         self.text = candidate
@@ -359,7 +348,7 @@ def relay_reply(
     *,
     json_wanted: bool,
     examples: Sequence[str] = (),
-    labels: Sequence[str] = (),
+    artefacts: ReplyContext | None = None,
 ) -> Reply:
     """Pass the reply's text to ``on_text`` as ``deltas`` bring it, and return the reply
     ``read`` makes of the whole; its response is exactly what ``on_text`` was given.
@@ -369,7 +358,7 @@ def relay_reply(
     bot's ``no_response``, a held-back reply) is passed on last.
     """
     reader = ResponseText() if json_wanted else None
-    shown = ShownText(examples, labels)
+    shown = ShownText(examples, artefacts)
     raw: list[str] = []
     for delta in deltas:
         raw.append(delta)

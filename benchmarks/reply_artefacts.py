@@ -1,0 +1,97 @@
+"""Artefacts in the replies of a ``membot eval ... --answers`` run, and how often the reply says
+an answer its context held.
+
+Reads the ``OUT.answers.jsonl`` a run writes beside ``--out`` (one record per question) and
+counts, per file, the replies that hold an artefact of the kinds ``membot.turn.artefacts``
+takes out, found here by its own, broader patterns (so a clean-up that missed one is caught,
+not marked by itself):
+
+- *label*: a line opening with a name and a colon ("HUMAN:", "Caroline:", "AI (to Sam):");
+- *opener*: "… responds:", "Here is the response:", "The AI's utterance is";
+- *markup*: anything shaped like a tag (``<memory …>``, ``<response text>``, ``<|im_end|>``);
+- *question*: the question's words, in order, inside the reply (questions of 3 words or more).
+
+Beside them: *in context*, questions whose recalled context held the answer, and *said*, those
+of them whose reply held it too (``context_contained`` and ``contained`` in the records).
+
+    .venv/bin/python benchmarks/reply_artefacts.py reports/answers_locomo_single_hop.answers.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+LABEL = re.compile(r"(?m)^\s*[*_]*(?:[A-Z][\w'.-]*)(?: [A-Z][\w'.-]*)?(?:\s*\([^()\n]*\))?[*_]*:\s")
+OPENER = re.compile(
+    r"(?i)\b(?:responds|replies|response|reply|utterance)\b(?: is| would be)?\s*[:\"“]"
+    r"|here(?:'s| is) (?:the|my|an?) (?:response|reply|answer)"
+)
+MARKUP = re.compile(r"</?[A-Za-z][^<>\n]{0,80}>|<\|")
+WORD = re.compile(r"[^\W_]+")
+
+
+def repeats_question(reply: str, question: str) -> bool:
+    asked = [word.lower() for word in WORD.findall(question)]
+    said = " ".join(word.lower() for word in WORD.findall(reply))
+    return len(asked) >= 3 and f" {' '.join(asked)} " in f" {said} "
+
+
+def artefacts(record: dict[str, Any]) -> list[str]:
+    reply, found = record["reply"], []
+    for kind, pattern in (("label", LABEL), ("opener", OPENER), ("markup", MARKUP)):
+        if pattern.search(reply):
+            found.append(kind)
+    if repeats_question(reply, record["question"]):
+        found.append("question")
+    return found
+
+
+def summary(path: Path, show: bool) -> dict[str, Any]:
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    flagged = [(record, artefacts(record)) for record in records]
+    in_context = [record for record in records if record["context_contained"]]
+    said = [record for record in in_context if record["contained"]]
+    kinds: dict[str, int] = {}
+    for record, found in flagged:
+        for kind in found:
+            kinds[kind] = kinds.get(kind, 0) + 1
+        if show and found:
+            print(f"  {record['id']} {found}: {record['reply'][:160]!r}")
+    with_any = sum(1 for _, found in flagged if found)
+    return {
+        "file": str(path),
+        "n": len(records),
+        "contained": sum(record["contained"] for record in records),
+        "in_context": len(in_context),
+        "said_in_context": len(said),
+        "said_share": round(len(said) / len(in_context), 3) if in_context else None,
+        "artefacts": with_any,
+        "artefact_share": round(with_any / len(records), 3) if records else None,
+        "kinds": kinds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--show", action="store_true", help="print each reply with an artefact")
+    args = parser.parse_args()
+    print("| file | n | contained | in context | said, of in context | replies with artefacts |")
+    print("|---|---|---|---|---|---|")
+    for path in args.files:
+        row = summary(path, args.show)
+        share = f"{row['said_share']:.0%}" if row["said_share"] is not None else "-"
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["kinds"].items()))
+        print(
+            f"| {path.name} | {row['n']} | {row['contained']} | {row['in_context']} | "
+            f"{row['said_in_context']} ({share}) | {row['artefacts']} "
+            f"({row['artefact_share']:.0%}){f': {kinds}' if kinds else ''} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,259 @@
+"""What a small model leaves in its reply besides the answer, and the one step that takes it out.
+
+Seen in the bundled SmolLM2's replies (docs/answers.md), each a kind of :data:`ARTEFACTS`:
+
+- ``speaker label``: the reply opens with a speaker's name, as the transcript writes lines
+  ("AI: …", "HUMAN (not in the first person): …", "Caroline: …", any name the bot, the
+  person or a recalled line speaks as): the label is left out, and where the model wrote
+  another's line before the bot's, that line too;
+- ``transcript continued``: after its answer the model writes the next lines of the
+  conversation ("…\\nCaroline: Hey, Melanie!"): the reply is cut there;
+- ``opener``: "The AI responds:", "Here is the response:", "The AI's utterance is";
+- ``markup``: tags it copies or invents (``<memory citation_id="h697">``, ``<response text>``,
+  ``<|im_end|>``);
+- ``question repeated``: the person's question written back; a reply that only repeats it
+  is empty.
+
+:func:`clean_reply` removes them all and says which it found; a reply left with no word is
+empty, and the bot answers with its ``no_response`` instead (``Bot.turn``). While a reply is
+streamed, :func:`shown_part` gives what may be shown so far: what could still turn out to be
+one of these is held back.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from membot.turn.quoting import TAGS
+
+ARTEFACTS = ("speaker label", "transcript continued", "opener", "markup", "question repeated")
+
+# Names every transcript may use for its two sides, besides the bot's own two.
+BOT_NAMES = ("ai", "assistant", "bot")
+OTHER_NAMES = ("human", "user")
+# A label: a name, perhaps with a parenthesis ("HUMAN (not in the first person)"), perhaps
+# emphasised, perhaps "said" (the small prompt's form of a memory), then a colon.
+_LABEL_TAIL = r"(?:\s*\([^()\n]{0,60}\))?[*_]*(?:\s+said)?\s*:(?!//)"
+# Tags: membot's quoting tags and the ones a model makes up for its answer, opening or
+# closing, with any attributes; and chat templates' markers.
+_MARKUP = re.compile(
+    rf"</?\s*(?:{'|'.join(TAGS)}|response|reply|answer|citation|hint|utterance)\b[^<>\n]{{0,80}}>"
+    r"|<\|[a-z_]{1,20}\|>(?:assistant|user|system)?",
+    re.IGNORECASE,
+)
+_OPENER_PHRASES = (
+    *(f"{here} {whose} {what}" for here in ("here is", "here's")
+      for whose in ("the", "my", "a", "an") for what in ("response", "reply", "answer")),
+    "response", "reply", "answer",
+)  # fmt: skip
+_OPENER_VERBS = ("responds", "replies", "answers", "says", "response is", "reply is",
+                 "answer is", "utterance is", "response", "utterance")  # fmt: skip
+_QUOTES = "\"'“”‘’«»"
+_WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class ReplyContext:
+    """What a reply's artefacts are recognised by: the names the bot speaks as, the names of
+    everyone else in the prompt, and the person's question."""
+
+    bot_names: tuple[str, ...]
+    other_names: tuple[str, ...]
+    question: str = ""
+
+    @classmethod
+    def of(cls, bot_name: str, human_name: str, speakers: Iterable[str] = (),
+           question: str = "") -> ReplyContext:  # fmt: skip
+        """The context of a turn: its bot's and person's names, the speakers of the lines
+        in its prompt, the question."""
+        bots = _names([bot_name, *BOT_NAMES])
+        others = _names([human_name, *OTHER_NAMES, *speakers])
+        return cls(bots, tuple(name for name in others if name not in bots), question)
+
+    def openers(self) -> tuple[str, ...]:
+        """The openers this bot's replies may start with, lower case, longest first."""
+        said = [
+            f"{article}{name}{possessive} {verb}"
+            for name in self.bot_names
+            for article in ("the ", "")
+            for possessive in ("", "'s")
+            for verb in _OPENER_VERBS
+        ]
+        return tuple(sorted({*said, *_OPENER_PHRASES}, key=len, reverse=True))
+
+    def label(self, line: str) -> tuple[str, str] | None:
+        """``("bot" or "other", the rest of the line)`` when ``line`` opens with a label."""
+        for side, names in (("bot", self.bot_names), ("other", self.other_names)):
+            for name in names:
+                match = re.match(rf"\s*[*_]*{re.escape(name)}{_LABEL_TAIL}\s*", line, re.I)
+                if match:
+                    return side, line[match.end() :]
+        return None
+
+
+def _names(names: Iterable[str]) -> tuple[str, ...]:
+    kept = {" ".join(name.split()).lower() for name in names if name and name.strip()}
+    return tuple(sorted(kept, key=len, reverse=True))  # "AI Helper" before "AI"
+
+
+@dataclass(frozen=True)
+class Cleaned:
+    text: str
+    found: tuple[str, ...]  # the kinds of ARTEFACTS taken out, in that order
+
+
+def clean_reply(text: str, context: ReplyContext) -> Cleaned:
+    """``text`` without the artefacts of :data:`ARTEFACTS`; empty when no word is left."""
+    found: set[str] = set()
+    text = _without_markup(text, found)
+    text = _first_turn(text, context, found)
+    for _ in range(3):  # an opener may hold the question: 'The AI's utterance is "Q?"'
+        before = text
+        text = _without_opener(text, context, found)
+        text = _without_question(text, context.question, found)
+        if text == before:
+            break
+    if not _WORD.search(text):
+        text = ""
+    return Cleaned(text, tuple(kind for kind in ARTEFACTS if kind in found))
+
+
+def _without_markup(text: str, found: set[str]) -> str:
+    cleaned = _MARKUP.sub("", text)
+    if cleaned != text:
+        found.add("markup")
+        # "Sure <response text>." leaves "Sure ." behind
+        cleaned = re.sub(r"[ \t]+([.,!?;:])", r"\1", re.sub(r"[ \t]{2,}", " ", cleaned))
+    return cleaned.strip()
+
+
+def _first_turn(text: str, context: ReplyContext, found: set[str]) -> str:
+    """The reply's own turn, without its label, and cut at the next labelled line. A reply
+    that opens with another speaker's line and goes on with the bot's ("HUMAN: <the
+    question>\nAI: …") starts at the bot's; one that answers under another's name
+    ("Caroline: It was a necklace.") keeps what it said."""
+    lines = text.split("\n")
+    labels = [context.label(line) for line in lines]
+    start = next((index for index, line in enumerate(lines) if line.strip()), 0)
+    if labels[start] is not None and labels[start][0] == "other":
+        start = next(
+            (index for index in range(start + 1, len(lines))
+             if labels[index] is not None and labels[index][0] == "bot"),
+            start,
+        )  # fmt: skip
+    kept: list[str] = []
+    for line, labelled in zip(lines[start:], labels[start:], strict=True):
+        if labelled is None:
+            kept.append(line)
+        elif any(each.strip() for each in kept):
+            found.add("transcript continued")
+            break
+        else:
+            found.add("speaker label")
+            kept = [_without_quotes(labelled[1])]
+    return "\n".join(kept).strip()
+
+
+def _without_opener(text: str, context: ReplyContext, found: set[str]) -> str:
+    lowered = text.lower()
+    for opener in context.openers():
+        if lowered.startswith(opener):
+            rest = text[len(opener) :]
+            match = re.match(r"\s*[:,\-–—]\s*|\s+(?=[" + _QUOTES + r"<])", rest)
+            if match or not rest.strip():
+                found.add("opener")
+                return _unquoted(rest[match.end() :] if match else "")
+    return text
+
+
+def _unquoted(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES + ".":
+        inner = text[1:].rstrip(".").rstrip(_QUOTES)
+        if not any(quote in inner for quote in _QUOTES):
+            return inner.strip()
+    return text
+
+
+def _without_quotes(said: str) -> str:
+    """A labelled line's text without the quotes around it ('Melanie said: "…"'), the
+    opening one dropped as soon as it is written, so a stream shows what is stored."""
+    said = said.strip()
+    if not said or said[0] not in _QUOTES:
+        return said
+    said = said[1:]
+    end = said.rstrip(".!?")
+    if end and end[-1] in _QUOTES:
+        said = end[:-1] + said[len(end) :]
+    return said
+
+
+def _words(text: str) -> list[str]:
+    return [word.lower() for word in _WORD.findall(text)]
+
+
+def _without_question(text: str, question: str, found: set[str]) -> str:
+    """``text`` without the question written back, wherever it stands, whole."""
+    words = _words(question)
+    if len(words) < 3:  # "ok thanks" written back may be the answer itself
+        return text
+    pattern = r"[\W_]+".join(re.escape(word) for word in words)
+    spaced = rf"[{_QUOTES}]?\b{pattern}\b[?.!]*[{_QUOTES}]?"
+    cleaned = re.sub(spaced, "", text, flags=re.IGNORECASE)
+    if cleaned == text:
+        return text
+    found.add("question repeated")
+    return re.sub(r"[ \t]{2,}", " ", cleaned).strip(" \t\n:,-")
+
+
+def shown_part(text: str, context: ReplyContext) -> str | None:
+    """What of a reply still being written may be shown: its clean form, once nothing at its
+    start could still become an artefact (a label, an opener, the question, a tag) and
+    without a last line that could still open with a label or a tag still open; None while
+    the start is undecided."""
+    start = text.lstrip().lower()
+    if _may_become_start(start, context):
+        return None
+    head, newline, last = text.rpartition("\n")
+    if newline and _may_become_label(last, context):
+        text = head
+    opened = text.rfind("<")
+    if opened >= 0 and ">" not in text[opened:] and len(text) - opened < 80:
+        text = text[:opened]
+    cleaned = clean_reply(text, context).text
+    # what is left after an opener may itself be the start of one ('… is "What does')
+    return None if _may_become_start(cleaned.lower(), context) else cleaned
+
+
+def _may_become_start(start: str, context: ReplyContext) -> bool:
+    if not start:
+        return True
+    if "\n" not in start and _may_become_label(start, context):
+        return True
+    if any(opener.startswith(start) for opener in context.openers()):
+        return True
+    said, asked = _words(start), _words(context.question)
+    if len(asked) >= 3 and 0 < len(said) <= len(asked):
+        *whole, last = said  # the last word may be half written
+        if whole == asked[: len(whole)] and asked[len(whole)].startswith(last):
+            return True  # it may be writing the question back
+    return start.startswith("<") and ">" not in start
+
+
+def _may_become_label(line: str, context: ReplyContext) -> bool:
+    """Whether ``line`` is, so far, the start of a label: part of a name, or a name and part
+    of what may follow it before the colon ("HUMAN (not in")."""
+    stripped = line.strip().lstrip("*_").lower()
+    if not stripped:
+        return True
+    for name in (*context.bot_names, *context.other_names):
+        if name.startswith(stripped):
+            return True
+        if stripped.startswith(name) and _PARTIAL_TAIL.fullmatch(stripped[len(name) :]):
+            return True
+    return False
+
+
+_PARTIAL_TAIL = re.compile(r"[*_]*(?:\s*\([^()\n]{0,60}\)?)?[*_]*(?:\s+s(?:a(?:i(?:d)?)?)?)?\s*")

@@ -1,0 +1,135 @@
+"""The short prompt for a model too small to read the templates' prompt (``prompt_style``)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from membot import Bot, ConfigError, Memory, Role, ScriptedLLM
+from membot.config import BotSettings
+from membot.turn.small_prompt import INSTRUCTION, MEMORIES, REPLY_TOKENS, resolved_style
+from membot.turn.templates import DEFAULTS
+
+THEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+NOW = datetime(2023, 6, 1, 9, 0, tzinfo=UTC)
+
+
+class SmallLLM(ScriptedLLM):
+    """A scripted model that says, as the bundled SmolLM2 does, it cannot read a long prompt."""
+
+    name = "small"
+    writes_json = False
+    reads_long_prompts = False
+
+
+def furnish(memory: Memory) -> None:
+    """Three old threads of Caroline's, each recalled by the question about her necklace."""
+    for day, (said, answer) in enumerate(
+        [
+            ("My necklace is a gift from my grandma", "What a lovely necklace gift"),
+            ("The gift from grandma reminds me of Sweden", "Sweden and the gift, how nice"),
+            ("I lost a gift from grandma once", "Oh no, the gift"),
+        ]
+    ):
+        at = THEN + timedelta(days=day)
+        memory.add(said, user="caroline", thread=f"s{day}", speaker="Caroline", created_at=at)
+        memory.add(answer, user="caroline", thread=f"s{day}", speaker="Melanie", created_at=at)
+    memory.configure_bot(threshold=0.05)
+
+
+def test_auto_is_small_for_a_model_that_cannot_read_a_long_prompt() -> None:
+    small, big = SmallLLM(), ScriptedLLM()
+    assert resolved_style(BotSettings(), small) == "small"
+    assert resolved_style(BotSettings(), big) == "full"
+    assert resolved_style(BotSettings(prompt_style="small"), big) == "small"
+    assert resolved_style(BotSettings(prompt_style="full"), small) == "full"
+    own = BotSettings(prompt_fmt="You are {BOT}. {HUMAN} says {QUERY}.")
+    assert resolved_style(own, small) == "full"  # templates written for the bot are kept
+
+
+def test_the_bundled_model_says_it_cannot_read_a_long_prompt() -> None:
+    from membot.llm import BundledSmolLM2
+
+    assert BundledSmolLM2.reads_long_prompts is False
+    assert resolved_style(BotSettings(), BundledSmolLM2()) == "small"
+
+
+def test_prompt_style_is_checked() -> None:
+    with pytest.raises(ConfigError, match="prompt_style must be auto, small, full"):
+        BotSettings().with_values({"prompt_style": "tiny"})
+    assert BotSettings().with_values({"prompt_style": "small"}).prompt_style == "small"
+
+
+def test_the_small_prompt_holds_the_best_memories_dated_next_to_the_question(memory) -> None:
+    furnish(memory)
+    llm = SmallLLM(["A gift from her grandma."])
+    turn = Bot(memory, llm).turn(
+        "What was grandma's gift to Caroline?", user="caroline", thread="q", now=NOW
+    )
+    ((system, user),) = llm.history
+    assert user == {"role": "user", "content": "What was grandma's gift to Caroline?"}
+    assert system["role"] == "system"
+    who, memories = system["content"].split("\nMemories:\n")
+    assert who == "You are AI, a friendly assistant with a memory of past conversations with HUMAN."
+    assert memories.startswith("On ") and memories.endswith(f'"\n\n{INSTRUCTION}')
+    assert memories.count("On ") == len(turn.recalled) == MEMORIES  # the best two, of three
+    assert 'May 2023:\nCaroline said: "' in memories and "<memory" not in memories
+    best = max(turn.recalled, key=lambda block: block.score)
+    assert f'Melanie said: "{best.lines[-1].text}"\n\n{INSTRUCTION}' in memories  # best last
+    assert turn.cut == {"history_hints": 1}
+    assert all(part in memories for part in turn.history_hints.split("\n\n"))
+    assert turn.tokens["reply_limit"] == REPLY_TOKENS and llm.schemas == [None]
+    assert "small prompt: small cannot read the full one" in turn.notes
+    assert turn.response == "A gift from her grandma."
+
+
+def test_without_memories_the_line_is_asked_as_it_is(memory) -> None:
+    llm = SmallLLM(["Hi!", "Fine, thanks."])
+    bot = Bot(memory, llm)
+    bot.turn("hello there", user="sam", thread="t")
+    bot.turn("how are you?", user="sam", thread="t")
+    assert llm.history[1][1:] == [
+        {"role": "user", "content": "hello there"},
+        {"role": "assistant", "content": "Hi!"},
+        {"role": "user", "content": "how are you?"},
+    ]
+
+
+def test_a_small_prompt_keeps_to_a_tight_budget(memory) -> None:
+    furnish(memory)
+    llm = SmallLLM(["ok"])
+    turn = Bot(memory, llm).turn(
+        "What was grandma's gift to Caroline? " * 20, user="caroline", thread="q",
+        settings={"context_size": 200, "reply_tokens": 40},
+    )  # fmt: skip
+    assert turn.tokens["prompt"] <= 200 - 40
+    assert turn.cut.get("history_hints", 0) >= 2
+
+
+def test_a_model_that_reads_long_prompts_keeps_the_full_prompt(memory) -> None:
+    furnish(memory)
+    llm = ScriptedLLM(['{"response": "A necklace.", "citation_ids": []}'])
+    turn = Bot(memory, llm).turn("What was grandma's gift?", user="caroline", thread="q")
+    assert "<memory citation_id=" in turn.prompt and turn.tokens["reply_limit"] == 256
+    assert not any("small prompt" in note for note in turn.notes)
+
+
+def test_small_on_request_for_any_model(memory) -> None:
+    furnish(memory)
+    llm = ScriptedLLM(["A necklace."])
+    turn = Bot(memory, llm).turn(
+        "What was grandma's gift?", user="caroline", thread="q",
+        settings={"prompt_style": "small"},
+    )  # fmt: skip
+    assert "\nMemories:\nOn " in llm.history[0][0]["content"]
+    assert llm.schemas == [None] and turn.response == "A necklace."
+    assert [line.role for line in memory.history(user="caroline", thread="q")] == [
+        Role.HUMAN,
+        Role.BOT,
+    ]
+
+
+def test_the_no_response_answers_an_empty_small_reply(memory) -> None:
+    turn = Bot(memory, SmallLLM(["   "])).turn("hello", user="sam", thread="t")
+    assert turn.response == DEFAULTS["no_response"]
