@@ -137,12 +137,11 @@ def _first_turn(text: str, context: ReplyContext, found: set[str]) -> str:
     lines = text.split("\n")
     labels = [context.label(line) for line in lines]
     start = next((index for index, line in enumerate(lines) if line.strip()), 0)
-    if labels[start] is not None and labels[start][0] == "other":
+    speakers = [label[0] if label is not None else None for label in labels]
+    if speakers[start] == "other":
         start = next(
-            (index for index in range(start + 1, len(lines))
-             if labels[index] is not None and labels[index][0] == "bot"),
-            start,
-        )  # fmt: skip
+            (index for index in range(start + 1, len(lines)) if speakers[index] == "bot"), start
+        )
     kept: list[str] = []
     for line, labelled in zip(lines[start:], labels[start:], strict=True):
         if labelled is None:
