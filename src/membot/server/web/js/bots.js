@@ -7,7 +7,8 @@ import { confirmDanger } from "./dialogs.js";
 let strategyNames = []; // the server's registered strategies (GET /v1/strategies)
 const GROUPS = [
   ["Names", ["bot_name", "human_name"]],
-  ["Model", ["llm", "llm_key_env", "citations", "relevance_check", "reply_tokens", "context_size"]],
+  ["Model", ["llm", "llm_key_env", "prompt_style", "citations", "relevance_check", "reply_tokens",
+    "context_size"]],
   ["Recall", ["strategy", "strategy_options", "threshold", "max_matches", "expand_before",
     "expand_after", "buffer_size", "window_size", "window_overlap", "share_across_people",
     "recall_roles", "recall_summaries", "thread_summary"]],
@@ -17,6 +18,7 @@ const GROUPS = [
 const HELP = {
   llm: "Empty: the server's model. smollm2, openai:MODEL[@BASE_URL] (admin keys only).",
   llm_key_env: "The environment variable holding the model's key (never stored).",
+  prompt_style: "auto: a short prompt for a small model (the bundled one), the full one otherwise.",
   strategy_options: "The strategy's numbers, one NAME=VALUE a line.",
   threshold: "History matches scoring below this are left out.",
   context_size: "Tokens the model reads; the prompt gets context_size − reply_tokens.",
