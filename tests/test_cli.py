@@ -92,6 +92,8 @@ def test_seq_has_no_gaps_when_human_and_bot_lines_interleave(cli, script) -> Non
 
 def test_the_prompt_never_exceeds_a_small_budget(cli) -> None:
     cli.ok("bot", "set", "membot", "context_size", "556")  # 300 for the prompt
+    # The full prompt's budget (the bundled model's small prompt caps replies at 64 tokens).
+    cli.ok("bot", "set", "membot", "prompt_style", "full")
     cli.say(ALICE, "alice", "t1")
     cuts = []
     for number in range(12):

@@ -102,6 +102,7 @@ def test_say_set_overrides_the_profile_for_one_turn(cli) -> None:
 
 
 def test_a_tool_line_is_in_the_feed_but_not_recalled_later(cli) -> None:
+    cli.ok("bot", "set", "membot", "prompt_style", "full")  # the feed as the full prompt shows it
     cli.say("What is the weather in Paris?", "alice", "t1")
     cli.ok("tool", "Paris: 31 degrees and sunny", "--user", "alice", "--thread", "t1",
            "--name", "weather")  # fmt: skip
