@@ -132,5 +132,8 @@ def default_token_counter() -> TokenCounter:
     try:
         return LlamaTokenCounter()
     except (ProviderError, ConfigError) as missing:  # no GGUF file, or no llama-cpp-python
-        log.warning("%s; counting tokens with the bundled MiniLM's tokenizer instead", missing)
+        # Info, not a warning: the core install has no offline model by design, and a server
+        # answering with another model printed this on every command. A turn that asks for
+        # the missing model is refused with the install commands all the same.
+        log.info("%s; counting tokens with the bundled MiniLM's tokenizer instead", missing)
         return WordPieceTokenCounter()
