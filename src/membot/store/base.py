@@ -66,6 +66,16 @@ class BufferEntry:
     matched_seqs: tuple[int, ...]
 
 
+def float32_rows(blobs: Sequence[Any]) -> np.ndarray:
+    """One row per blob of float32 values (how SQLite keeps a vector)."""
+    return np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in blobs])
+
+
+def iso_seconds(when: Any) -> float:
+    """Seconds since 1970 of an ISO 8601 text (how SQLite keeps a moment)."""
+    return datetime.fromisoformat(when).timestamp()
+
+
 @dataclass(frozen=True)
 class VectorRows:
     """Columns of stored lines, ready to be appended to a scope's in-memory search matrix."""
@@ -82,8 +92,17 @@ class VectorRows:
     texts: tuple[str, ...] = ()
 
     @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[Any]], dimension: int | None = None) -> VectorRows:
-        """From (id, bot id, person id, thread id, seq, role, vector blob, created_at[, text])."""
+    def from_rows(
+        cls,
+        rows: Sequence[Sequence[Any]],
+        dimension: int | None = None,
+        *,
+        vectors: Callable[[Sequence[Any]], np.ndarray] = float32_rows,
+        seconds: Callable[[Any], float] = iso_seconds,
+    ) -> VectorRows:
+        """From (id, bot id, person id, thread id, seq, role, vector, created_at[, text]):
+        ``vectors`` reads the vector column into a float32 matrix (default: SQLite's blobs of
+        float32), ``seconds`` a created_at value (default: SQLite's ISO text)."""
         if not rows:
             return cls.empty(dimension or 0)
         columns = list(zip(*rows, strict=True))
@@ -97,10 +116,8 @@ class VectorRows:
             thread_ids=thread_ids,
             seqs=seqs,
             roles=np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8),
-            vectors=np.vstack([np.frombuffer(blob, dtype=np.float32) for blob in columns[6]]),
-            created=np.asarray(
-                [datetime.fromisoformat(when).timestamp() for when in columns[7]], dtype=np.float64
-            ),
+            vectors=vectors(columns[6]),
+            created=np.asarray([seconds(when) for when in columns[7]], dtype=np.float64),
             texts=tuple(columns[8]) if len(columns) > 8 else (),
         )
 

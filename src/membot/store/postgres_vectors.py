@@ -22,7 +22,7 @@ from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
 from membot.errors import StoreError
-from membot.store.base import ROLE_CODES, LineSnapshot, VectorRows, VectorSnapshot
+from membot.store.base import LineSnapshot, VectorRows, VectorSnapshot
 from membot.store.dialect import Row, one_row
 from membot.store.sql_store import LineVectors, lines_changed
 
@@ -63,23 +63,9 @@ def _decoded(values: Sequence[bytes]) -> np.ndarray:
 
 
 def _vector_rows(rows: Sequence[Row]) -> VectorRows:
-    if not rows:
-        return VectorRows.empty(0)
-    columns = list(zip(*rows, strict=True))
-    ids, bot_ids, person_ids, thread_ids, seqs = (
-        np.asarray(column, dtype=np.int64) for column in columns[:5]
-    )
-    return VectorRows(
-        ids=ids,
-        bot_ids=bot_ids,
-        person_ids=person_ids,
-        thread_ids=thread_ids,
-        seqs=seqs,
-        roles=np.asarray([ROLE_CODES[role] for role in columns[5]], dtype=np.int8),
-        vectors=_decoded(columns[6]),
-        created=np.asarray([when.timestamp() for when in columns[7]], dtype=np.float64),
-        texts=tuple(columns[8]) if len(columns) > 8 else (),
-    )
+    """Rows as :meth:`VectorRows.from_rows` reads them, from pgvector's raw vectors and
+    ``timestamptz`` values."""
+    return VectorRows.from_rows(rows, vectors=_decoded, seconds=lambda when: when.timestamp())
 
 
 # HNSW's build settings (pgvector's defaults) and the candidates a search keeps by default:
