@@ -161,12 +161,16 @@ class Match:
     line: Line
     score: float
     duplicates: int = 0
+    # The id of a later recalled line that states another value of the same thing: this
+    # line is history, that one is current (membot.recall.supersession).
+    superseded_by: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "score": round(self.score, 4),
             "thread": self.line.thread,
             "duplicates": self.duplicates,
+            "superseded_by": self.superseded_by,
             **self.line.to_json(),
         }
 

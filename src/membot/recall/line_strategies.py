@@ -17,11 +17,13 @@ from membot.index.scope import Scope
 from membot.model import Line
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.lines import Hit, expand_neighbors
+from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
 from membot.recall.strategies import Choice, Question, option_values
 from membot.recall.timeframe import window_of
 from membot.store.base import BufferEntry
 
 if TYPE_CHECKING:
+    from membot.index.scope import InScope
     from membot.recall.source import RecallSource
 
 EVERY_LINE = 2**31  # a search depth that reaches every line in scope
@@ -29,7 +31,10 @@ EVERY_LINE = 2**31  # a search depth that reaches every line in scope
 # How a match's block is drawn (see the module docstring); shared by the strategies that expand.
 EXPANSION: dict[str, float] = {"neighbour_decay": 0.85, "partners_only": 1}
 KEEP = {"lexical_top": 3, "lexical_margin": 0.1}
-WHOLE_NUMBERS = frozenset({"lexical_top"})
+# blend's second round (membot.recall.second_round; chosen with --folds, docs/recall.md):
+# the seeds' names and numbers at 0.2; their vectors (pseudo-relevance feedback) off.
+SECOND_ROUND = {"entity_weight": 0.2, "feedback_weight": 0.0, "feedback_seeds": 10}
+WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds"})
 SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
 
@@ -126,6 +131,7 @@ class BlendStrategy(ExpandingStrategy):
             "lexical_weight": 0.5,
             "neighbour_weight": 0.25,
             "time_weight": 0.25,
+            **SECOND_ROUND,
             **KEEP,
             **EXPANSION,
         }
@@ -263,6 +269,7 @@ def _blended(
     low_bar = settings.threshold - option["lexical_margin"]
     # Only lines at or above the lower bar can be kept: the others need no ordering.
     candidates = np.flatnonzero(cosine >= low_bar)
+    fused = fused + _second_round(source, lines, fused, candidates, question, option)
     kept = []
     for index in candidates[np.argsort(-fused[candidates], kind="stable")]:
         line_id, score = int(lines.ids[index]), float(cosine[index])
@@ -272,6 +279,28 @@ def _blended(
             if len(kept) == settings.max_matches:
                 break
     return kept
+
+
+def _second_round(
+    source: RecallSource,
+    lines: InScope,
+    fused: np.ndarray,
+    candidates: np.ndarray,
+    question: Question,
+    option: Mapping[str, float],
+) -> np.ndarray | float:
+    """What the second round adds to each line's blended score: the first round's best
+    ``feedback_seeds`` lines, as a second query (see :mod:`membot.recall.second_round`)."""
+    feedback, entities = option["feedback_weight"], option["entity_weight"]
+    if not (feedback or entities):
+        return 0.0
+    seeds = seed_indices(fused, candidates, int(option["feedback_seeds"]))
+    added = np.zeros(len(lines.ids), dtype=np.float64)
+    if feedback:
+        added += feedback * feedback_scores(source, lines, seeds, question.scope)
+    if entities:
+        added += entities * entity_scores(source, lines, seeds, question.scope, question.text)
+    return added
 
 
 def _bm25_scores(

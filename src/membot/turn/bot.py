@@ -33,6 +33,7 @@ from membot.llm.pool import SHARED, LLMPool
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.model import Block, Citation, Line, Role, Turn, utc_now
 from membot.turn.artefacts import ReplyContext, clean_reply
+from membot.turn.changes import change_marks, changed_facts, marked_matches
 from membot.turn.context import (
     LEFT_OUT,
     Hint,
@@ -267,7 +268,12 @@ class Bot:
         feed = self.memory.recent(line, profile.window_size)
         history_query = match_string(profile.history_match_fmt, profile, line.text, feed, now=now)
         recall = self.memory.recall(line, profile, vector, history_query, now)
-        history = self._history_hints(recall.blocks, feed, history_query, line, vector, profile)
+        # Facts a later recalled line changed: marked in the prompt and in the trace.
+        changes = changed_facts(recall.blocks, lambda texts: self.memory.embed(texts, keep=False))
+        recall = replace(recall, matches=marked_matches(recall.matches, changes))
+        history = self._history_hints(
+            recall.blocks, feed, history_query, line, vector, profile, change_marks(changes)
+        )
         expertise_query = match_string(
             profile.expertise_match_fmt, profile, line.text, feed, story=True, now=now
         )
@@ -387,9 +393,10 @@ class Bot:
         line: Line,
         line_vector: np.ndarray,
         profile: BotSettings,
+        marks: dict[int, str],
     ) -> list[Hint]:
         speakers = Speakers(profile.human_name, profile.bot_name)
-        hints = [block_hint(block, speakers) for block in without_repeats(blocks, feed)]
+        hints = [block_hint(block, speakers, marks) for block in without_repeats(blocks, feed)]
         if profile.recall_summaries and profile.max_matches > 0:
             vector = (
                 line_vector if query == line.text else self.memory.embed([query], keep=False)[0]

@@ -32,8 +32,8 @@ a turn never exceeds the budget.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +68,14 @@ class Hint:
     block: Block | None = None
     summary: Summary | None = None
     chunk: ExpertiseChunk | None = None
+    # A block line's mark by line id: "current", or "earlier; changed on DATE" for a fact a
+    # later recalled line changed (membot.turn.changes).
+    marks: Mapping[int, str] = field(default_factory=dict)
+
+    def marked(self, line: Line, text: str) -> str:
+        """``text`` (a line of this hint's block) with the line's mark, if it has one."""
+        mark = self.marks.get(line.id)
+        return f"{text} ({mark})" if mark else text
 
     @property
     def as_match(self) -> str:
@@ -151,12 +159,17 @@ def transcript(lines: Sequence[Line], speakers: Speakers) -> str:
     return "\n".join(transcript_line(line, speakers) for line in lines)
 
 
-def block_hint(block: Block, speakers: Speakers) -> Hint:
+def block_hint(block: Block, speakers: Speakers, marks: Mapping[int, str] | None = None) -> Hint:
+    """A block as a hint: its date and thread, then its lines, each with its mark from
+    ``marks`` (by line id: a fact changed since, or the current one)."""
     date = block.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     # The name as a JSON string: a quote or a line break in it cannot end the header.
     header = f"[{date}, thread {json.dumps(block.thread, ensure_ascii=False)}]"
-    text = "\n".join([header, *(render_line(line, speakers) for line in block.lines)])
-    return Hint(f"h{block.lines[0].id}", "history", "lines", text, block.score, block=block)
+    own = {line.id: (marks or {})[line.id] for line in block.lines if line.id in (marks or {})}
+    hint = Hint(f"h{block.lines[0].id}", "history", "lines", "", block.score, block=block,
+                marks=own)  # fmt: skip
+    lines = [hint.marked(line, render_line(line, speakers)) for line in block.lines]
+    return replace(hint, text="\n".join([header, *lines]))
 
 
 def summary_hint(summary: Summary, score: float) -> Hint:

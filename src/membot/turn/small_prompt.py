@@ -47,7 +47,8 @@ def memory_text(hint: Hint, speakers: Speakers) -> str:
     writing the transcript (67 replies of 70 against 12, docs/answers.md)."""
     if hint.block is not None:
         when = _day(hint.block.lines[0].created_at)
-        said = [escape(f'{one_line(speakers.label(line))} said: "{one_line(line.text)}"')
+        said = [escape(hint.marked(line, f'{one_line(speakers.label(line))} said: '
+                                         f'"{one_line(line.text)}"'))
                 for line in hint.block.lines]  # fmt: skip
         return "\n".join([f"On {when}:", *said])
     if hint.summary is not None:
