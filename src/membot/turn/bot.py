@@ -269,7 +269,7 @@ class Bot:
         history_query = match_string(profile.history_match_fmt, profile, line.text, feed, now=now)
         recall = self.memory.recall(line, profile, vector, history_query, now)
         # Facts a later recalled line changed: marked in the prompt and in the trace.
-        changes = changed_facts(recall.blocks, lambda texts: self.memory.embed(texts, keep=False))
+        changes = changed_facts(recall.matches, lambda texts: self.memory.embed(texts, keep=False))
         recall = replace(recall, matches=marked_matches(recall.matches, changes))
         history = self._history_hints(
             recall.blocks, feed, history_query, line, vector, profile, change_marks(changes)

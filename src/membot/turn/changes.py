@@ -17,16 +17,17 @@ from datetime import UTC
 
 import numpy as np
 
-from membot.model import Block, Line, Match
+from membot.model import Line, Match
 from membot.recall.supersession import superseded_lines
 
 
 def changed_facts(
-    blocks: Sequence[Block], embed: Callable[[list[str]], np.ndarray]
+    matches: Sequence[Match], embed: Callable[[list[str]], np.ndarray]
 ) -> dict[int, Line]:
-    """The recalled lines (each block's matched lines) a later one supersedes: line id -> the
-    line superseding it."""
-    matched = [line for block in blocks for line in block.lines if line.seq in block.matched_seqs]
+    """This turn's matched lines that a later one of them supersedes: line id -> the line
+    superseding it. Only the matches (``max_matches``, 3 by default) are compared, not every
+    line of the blocks held: each line that could pair costs an embedding in the turn."""
+    matched = [match.line for match in matches]
     by_id = {line.id: line for line in matched}
     return {earlier: by_id[later] for earlier, later in superseded_lines(matched, embed).items()}
 
