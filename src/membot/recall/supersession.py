@@ -5,25 +5,30 @@ the later is the current one and the earlier is history.
 live?". Without a mark the model reads two homes. :func:`superseded_lines` pairs them by
 rules, without an LLM, and conservatively (a false mark hides a fact that still holds):
 
-- both lines said by the same party (role and speaker), neither a question, the later said
-  later (by time, then by place in its thread);
-- each names a value the other does not: a name (a capitalised word not opening a sentence:
-  "Boston", "Denver", "Microsoft") or a number ("3 cats", "14 December");
-- with those values masked, the two lines say the same thing: the cosine of their masked
-  texts ("I live in X." / "I moved to X.") is at least :data:`SAME_THING` (0.72).
+- both lines said by the same party (person, role and speaker), the later said later (by
+  time, then by thread and place);
+- they are compared sentence by sentence (a fact is often one sentence of a longer line:
+  "... By the way, I just finished page 220 of ..."), of the sentences that state a value:
+  a sentence that names a name (a capitalised word not opening a sentence: "Boston",
+  "Denver") or a number ("3 cats", "page 220"), holds at least 3 words, and is neither a
+  question nor a plan or a wish ("I'm planning to visit X", "I'll consider X");
+- two such sentences each name a value the other does not, and with the values masked they
+  say the same thing: the cosine of "I live in X." and "I moved to X." is at least
+  :data:`SAME_THING` (0.72).
 
-The measured pairs (MiniLM): "I live in X." / "I moved to X." 0.75, "I work at X as an
-engineer." / "I just started a new job at X!" 0.68 (missed), "My exam is on X X." / "My exam
-was moved to X X." 0.79, "I live in X." / "I visited X last week." 0.57 (kept apart), "I love
-pizza." / "I had dinner with X." 0.30. Known false marks: two trips said alike ("I went to
-Paris in May." / "I went to Rome in June.", 1.0), or another person's fact said alike ("My
-sister lives in X.", 0.77) -- the earlier line stays in the prompt, marked as earlier, so
-the model still reads it. A change that names no value ("my favourite colour is green now")
-is not marked.
+Pairs measured with MiniLM, masked: "I live in X." / "I moved to X." 0.75 (marked); "My exam
+is on X X." / "My exam was moved to X X." 0.79 (marked); "I work at X as an engineer." / "I
+just started a new job at X!" 0.68 (missed); "I live in X." / "I visited X last week." 0.57
+(kept apart). Known false marks: two trips said alike ("I went to Paris in May." / "I went to
+Rome in June.", 1.0), another person's fact said alike ("My sister lives in X.", 0.77); the
+earlier line stays in the prompt, marked as earlier, so the model still reads it. A change
+that names no value ("my favourite colour is green now") is not marked. How often the marks
+fall where LongMemEval's facts changed: ``benchmarks/supersession.py`` (docs/recall.md).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -34,47 +39,75 @@ from membot.recall.values import masked, named_words
 
 # The masked cosine at or above which two lines state the same thing (module docstring).
 SAME_THING = 0.72
-# The most lines a turn compares: the recalled lines that hold values, newest kept.
+# The most lines a turn compares (the newest recalled lines that state a value), and the
+# most sentences of theirs it embeds: each costs about what embedding the new line costs.
 MAX_LINES = 12
+MAX_SENTENCES = 16
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+MIN_WORDS = 3
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_INTENT = re.compile(
+    r"\b(?:plan(?:ning|s)? to|going to|will|'ll|would|'d|might|may|could|should|maybe|"
+    r"thinking (?:of|about)|consider(?:ing)?|want(?:ing)? to|hop(?:e|ing) to|"
+    r"wonder(?:ing)?|looking for|if)\b",
+    re.I,
+)
 
 
 def superseded_lines(
     lines: Sequence[Line], embed: Callable[[list[str]], np.ndarray]
 ) -> dict[int, int]:
     """For each line of ``lines`` that a later one of them supersedes, its id -> the id of
-    the latest line superseding it. ``embed`` gives vectors for the masked texts of the lines
-    that could pair (none is embedded when no two could)."""
+    the latest line superseding it. Lines are compared sentence by sentence (a fact is often
+    one sentence of a longer line: "... By the way, I just finished page 220 of ..."):
+    ``embed`` gives vectors for the masked sentences that could pair, at most
+    :data:`MAX_SENTENCES` (none is embedded when no two could)."""
     stated = _statements(lines)
     pairs = [
-        (earlier, later)
+        (earlier, later, one, other)
         for at, earlier in enumerate(stated)
         for later in stated[at + 1 :]
-        if _party(earlier) == _party(later) and _values_differ(earlier.text, later.text)
+        if _party(earlier) == _party(later)
+        for one in _stating(earlier.text)
+        for other in _stating(later.text)
+        if _values_differ(one, other)
     ]
     if not pairs:
         return {}
-    wanted = list(dict.fromkeys(line.id for pair in pairs for line in pair))
-    texts = {line.id: masked(line.text) for pair in pairs for line in pair}
-    vectors = np.asarray(embed([texts[line_id] for line_id in wanted]), dtype=np.float32)
+    wanted = list(dict.fromkeys(text for *_, one, other in pairs for text in (one, other)))
+    wanted = wanted[:MAX_SENTENCES]
+    vectors = np.asarray(embed([masked(text) for text in wanted]), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = dict(zip(wanted, vectors / np.where(norms > 0, norms, 1), strict=True))
     superseded: dict[int, int] = {}
-    for earlier, later in pairs:  # later pairs come later: the latest superseding line wins
-        if float(unit[earlier.id] @ unit[later.id]) >= SAME_THING:
+    for earlier, later, one, other in pairs:  # the latest superseding line comes last
+        if one in unit and other in unit and float(unit[one] @ unit[other]) >= SAME_THING:
             superseded[earlier.id] = later.id
     return superseded
 
 
 def _statements(lines: Sequence[Line]) -> list[Line]:
-    """The lines that state a value and are not questions, oldest first, at most
+    """The lines with a sentence that states a value, oldest first, at most
     :data:`MAX_LINES` (the newest)."""
-    found = {
-        line.id: line
-        for line in lines
-        if line.role != Role.TOOL and named_words(line.text) and not is_question(line.text)
-    }
+    found = {line.id: line for line in lines if line.role != Role.TOOL and _stating(line.text)}
     ordered = sorted(found.values(), key=lambda line: (line.created_at, line.thread, line.seq))
     return ordered[-MAX_LINES:]
+
+
+def _stating(text: str) -> list[str]:
+    """The sentences of ``text`` that state a value: they name one, hold at least
+    :data:`MIN_WORDS` words (not a list's item or a chess move, "Nf3 Nf6 3."), and are neither
+    a question nor a plan or a wish ("I'm planning to visit X", "I'll consider X": what will
+    or may be is not what changed)."""
+    sentences = (sentence.strip() for sentence in _SENTENCE_BREAK.split(text))
+    return [
+        each
+        for each in sentences
+        if named_words(each)
+        and len(_WORD.findall(each)) >= MIN_WORDS
+        and not is_question(each)
+        and not _INTENT.search(each)
+    ]
 
 
 def _party(line: Line) -> tuple[str, str, str | None]:
