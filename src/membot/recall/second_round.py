@@ -3,18 +3,20 @@
 "Where did Caroline move from?" finds "since I moved from my home country"; the line that
 answers, "a gift from my grandma in my home country, Sweden", shares little with the question
 and much with the first line. Two designs, both options of ``blend``, bounded in cost (the
-``feedback_seeds`` best lines of the first round seed one extra search each design, never
+``feedback_seeds`` best lines of the first round seed one extra search per design, never
 more) and without an LLM:
 
-- **feedback** (pseudo-relevance feedback): the seeds' own stored vectors, averaged, are a
-  second query; each line's cosine with it, min-max normalised, is added at
-  ``feedback_weight``. One extra dense scan of the scope.
-- **entities**: the names, numbers and rare words the seeds hold and the question does not
-  ("Sweden", "2022", "pottery") are a second BM25 query over the scope; its normalised score
-  is added at ``entity_weight``. One extra BM25 read.
+- **entities** (``entity_weight``, 0.2 by default): the names and numbers the seeds hold
+  (:mod:`membot.recall.values`; "Sweden", "2022") that are not the question's words nor the
+  seeds' speakers, at most :data:`MAX_ENTITY_TERMS`, are a second BM25 query over the scope;
+  its score, divided by its best, is added. One extra BM25 read, and one read of the seeds'
+  lines.
+- **feedback** (pseudo-relevance feedback, ``feedback_weight``, off): the seeds' own stored
+  vectors, averaged, are a second query; each line's cosine with it, min-max normalised, is
+  added. One extra dense scan of the scope.
 
-Which pays, and by how much per question category: docs/recall.md ("Questions that join
-facts").
+Which paid, by how much per question category, and how the defaults were chosen on folds:
+docs/recall.md ("Questions that join facts").
 """
 
 from __future__ import annotations
