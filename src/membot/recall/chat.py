@@ -20,7 +20,10 @@ reads the blocks' lines in the order :func:`membot.recall.ranked.context_order` 
   own cosine against ``threshold``, or among BM25's first ``lexical_top`` within
   ``lexical_margin``), in blended order. When the line names a time
   (``membot.recall.timeframe``: "a week ago", "last Friday", "in March 2023"), lines said
-  within it are raised by ``time_weight`` and kept at the lower bar too.
+  within it are raised by ``time_weight`` and kept at the lower bar too. Then a second round
+  (``membot.recall.second_round``): the names and numbers the best ``feedback_seeds`` lines
+  hold are searched with BM25 and added at ``entity_weight`` (``feedback_weight``: the seeds'
+  mean vector instead, off by default).
 - ``bm25``: BM25's order; kept like hybrid's lexical lines.
 - ``prune`` (context pruning): the ``lines`` matches, each with its turn partner only (the bot's
   reply to a human line, or the human line a bot line answered).
