@@ -59,7 +59,7 @@ def test_query_syntax_nul_and_surrogates_in_the_library(memory: Memory) -> None:
             memory.add("fine", user=bad, thread="t1")
         with pytest.raises(ConfigError, match=said):
             memory.create_bot(bad)
-    with pytest.raises(ConfigError, match="limited to 32,000 characters"):
+    with pytest.raises(ConfigError, match="limited to 1,000,000 characters"):
         memory.add("x" * (MAX_LINE_CHARS + 1), user="alice", thread="t1")
     assert len(texts(memory)) == 1 + len(QUERY_SYNTAX)
 
@@ -141,7 +141,7 @@ def test_a_10_mb_line_is_refused_with_the_documented_limit(server, admin, tmp_pa
         "/v1/bots/coach/turns", json={"user": "alice", "thread": "t1", "text": big}, headers=admin
     )
     assert answer.status_code == 413
-    assert answer.json()["error"]["message"] == "a line is limited to 32000 characters"
+    assert answer.json()["error"]["message"] == "a line is limited to 1000000 characters"
     too_big = server.client.post(
         "/v1/bots/coach/turns", content=b"x" * (21 * 1024 * 1024), headers=admin
     )

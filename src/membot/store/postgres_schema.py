@@ -191,6 +191,16 @@ MIGRATIONS: tuple[str, ...] = (
     SMS_TABLES,
     # 3: which process answers a text, as the SQLite store's migration 9.
     SMS_ANSWERERS,
+    # 4: a line's parts with their vectors, as the SQLite store's migration 11: bytea, not
+    # pgvector's type, since they are read by scope into memory and never searched in SQL
+    # (summaries' and chunks' vectors are kept so too).
+    """
+    CREATE TABLE line_parts (
+        line_id BIGINT PRIMARY KEY REFERENCES lines(id) ON DELETE CASCADE,
+        bounds BYTEA NOT NULL,
+        vectors BYTEA NOT NULL
+    );
+    """,
 )
 
 
