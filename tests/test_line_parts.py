@@ -15,7 +15,12 @@ import pytest
 from membot import MAX_LINE_CHARS, ConfigError, Memory
 from membot.index.scope import Scope
 from membot.memory.importers import read_file
-from membot.memory.line_parts import WINDOW_TOKENS, estimated_tokens, part_spans
+from membot.memory.line_parts import (
+    PARTS_FROM_TOKENS,
+    WINDOW_TOKENS,
+    estimated_tokens,
+    part_spans,
+)
 
 PARROT = "By the way, my sister's parrot is called Marmalade."
 MOVES = (
@@ -25,8 +30,8 @@ MOVES = (
 )
 
 
-def texts_of(text: str) -> list[str]:
-    return [text[start:end] for start, end in part_spans(text)]
+def texts_of(text: str, from_tokens: int = 0) -> list[str]:
+    return [text[start:end] for start, end in part_spans(text, from_tokens=from_tokens)]
 
 
 def long_document(chars: int = 60_000) -> str:
@@ -48,6 +53,9 @@ def test_a_line_of_several_sentences_is_cut_into_them_and_tiny_ones_join_the_nex
         "The new job is at a bakery downtown.",
     ]
     assert texts_of("One sentence about the weather today.") == []
+    short = "I moved. The new job is at a bakery downtown, near the river."
+    assert texts_of(short, from_tokens=PARTS_FROM_TOKENS) == []  # its own vector reads it
+    assert texts_of(MOVES, from_tokens=PARTS_FROM_TOKENS) == texts_of(MOVES)
     assert texts_of("Short. Also short.") == []  # one part, joined: the line's own vector
     assert texts_of("The first line of a list\nthe second line of the list") == [
         "The first line of a list",
@@ -101,6 +109,18 @@ def test_forgetting_a_line_removes_its_parts(memory: Memory) -> None:
     memory.forget(user="alice")
     assert memory.store.line_parts(range(1, kept.id + 1)) == {}
     assert memory.search("parrot Marmalade", user="alice") == []
+
+
+def test_forgetting_a_line_drops_its_parts_cached_embeddings(make_memory, embedder, tmp_path):
+    from membot.embed import CachedEmbedder
+
+    cached = CachedEmbedder(embedder, tmp_path / "cache.db")
+    memory = make_memory(cached)
+    memory.add(MOVES, user="alice", thread="t1")
+    memory.forget(user="alice")
+    embedder.calls.clear()
+    cached.embed(texts_of(MOVES))
+    assert embedder.embedded == texts_of(MOVES)  # none was left in the cache
 
 
 @pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)

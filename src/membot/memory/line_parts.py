@@ -43,6 +43,10 @@ _WORD = re.compile(r"\S+")
 # special pieces take some.
 WINDOW_TOKENS = 200
 TINY_WORDS = 4  # a sentence shorter than this joins its neighbour
+# A line of fewer estimated word pieces has no parts: each part is embedded again beside the
+# line, and below this a line's own vector reads its few sentences well enough (chosen with
+# benchmarks/import_speed.py and membot eval: docs/recall.md, "Parts of a line").
+PARTS_FROM_TOKENS = 64
 
 
 def estimated_tokens(text: str) -> int:
@@ -123,9 +127,14 @@ def _words(text: str, start: int, end: int, limit: int) -> Iterator[re.Match[str
                 yield found
 
 
-def part_spans(text: str, window_tokens: int = WINDOW_TOKENS) -> list[tuple[int, int]]:
+def part_spans(
+    text: str, window_tokens: int = WINDOW_TOKENS, from_tokens: int = PARTS_FROM_TOKENS
+) -> list[tuple[int, int]]:
     """The (start, end) of each part of a line (the module's docstring says which); none
-    for a line that is one short sentence."""
+    for a line that is one short sentence, or of fewer than ``from_tokens`` estimated word
+    pieces."""
+    if from_tokens and estimated_tokens(text) < from_tokens:
+        return []
     sentences = _merged(text, sentence_spans(text))
     spans = [piece for span in sentences for piece in _pieces(text, span, window_tokens)]
     return spans if len(spans) >= 2 else []
