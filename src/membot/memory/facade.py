@@ -324,23 +324,20 @@ class Memory(BotProfiles, SummariesAndExpertise):
         :func:`~membot.memory.line_parts.part_spans`), in one call to the embedder, which
         sorts the texts by length itself: less padding, same order out."""
         spans = [part_spans(line.text) for line in lines]
-        texts = [embedding_text(line.text, line.speaker) for line in lines]
-        if vectors is not None:
-            texts = []
-        for line, each in zip(lines, spans, strict=True):
-            texts += part_texts(line.text, line.speaker, each)
-        embedded = self.embed(texts) if texts else None
-        if vectors is None and embedded is not None:
-            vectors, embedded = embedded[: len(lines)], embedded[len(lines) :]
-        assert vectors is not None  # given, or embedded with the parts
+        said = [] if vectors is not None else lines  # the lines to embed themselves
+        own = [embedding_text(line.text, line.speaker) for line in said]
+        texts = own + [
+            text
+            for line, each in zip(lines, spans, strict=True)
+            for text in part_texts(line.text, line.speaker, each)
+        ]
+        embedded = self.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        vectors = embedded[: len(own)] if vectors is None else vectors
         parts: list[LineParts | None] = []
-        at = 0
+        at = len(own)
         for each in spans:
-            if each and embedded is not None:
-                parts.append(LineParts(tuple(each), embedded[at : at + len(each)]))
-                at += len(each)
-            else:
-                parts.append(None)
+            parts.append(LineParts(tuple(each), embedded[at : at + len(each)]) if each else None)
+            at += len(each)
         return vectors, parts
 
     def _store_batch(
