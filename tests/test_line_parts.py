@@ -182,3 +182,15 @@ def test_a_line_over_the_limit_is_refused_by_name_and_an_import_keeps_the_rest(
     with pytest.raises(ConfigError, match="in thread 't1' starting 'A pasted log"):
         memory.add(huge, user="alice", thread="t1")
     assert memory.count_lines() == 2
+
+
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+def test_a_line_of_a_million_characters_of_words_said_once_is_stored_whole(memory) -> None:
+    """PostgreSQL keeps at most 1 MB in a tsvector, which such a line needs more than: its
+    full-text row is then its first 200,000 characters', and the line is stored whole."""
+    text = " ".join(f"w{number:06d}x" for number in range(111_200))[:MAX_LINE_CHARS]
+    line = memory.add(text, user="alice", thread="t1")
+    assert memory.history(user="alice")[0].text == text and len(line.text) == MAX_LINE_CHARS
+    bot_id = memory.store.bot_id("membot") or 0
+    found = memory.store.lexical_search(["w000100x"], bot_id)
+    assert [line_id for line_id, _ in found] == [line.id]
