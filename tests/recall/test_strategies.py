@@ -27,6 +27,7 @@ OPTIONS = {
         "lexical_weight": 0.5,
         "neighbour_weight": 0.25,
         "time_weight": 0.25,
+        "part_weight": 0.75,
         **KEEP,
         **EXPANSION,
     },
