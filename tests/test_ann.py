@@ -18,10 +18,12 @@ import pytest
 from membot import Role
 from membot.errors import StoreError
 from membot.index.approximate import ApproximateScope, ApproximateScopes
+from membot.index.scope import PART_WEIGHT
 from membot.index.vectors import Scope, VectorIndex
 from membot.store import NewLine, ThreadKey, approximate_sqlite
 from membot.store.approximate import drop_saved_indexes
 from membot.store.approximate_sqlite import PART, UsearchNominator
+from membot.store.base import LineParts
 
 DIMENSION = 16
 BY = ("random-unit", DIMENSION)
@@ -73,6 +75,33 @@ def test_a_large_shared_scope_is_searched_approximately_and_scored_exactly(make_
             if line_id in dict(wanted):
                 assert score == pytest.approx(dict(wanted)[line_id], abs=1e-5)
     assert np.mean(found_all) >= 0.98
+
+
+def test_a_large_shared_scope_scores_the_nominees_by_their_parts_as_exact_search_does(
+    make_store,
+) -> None:
+    """The graph holds the lines' own vectors; the parts of the lines it nominates are read
+    from the store and raise their scores as in a smaller scope (membot.index.approximate)."""
+    store = make_store()
+    fill(store, 600)
+    query = vectors(1, seed=7)[0]
+    near = vectors(1, seed=8)[0] + 0.2 * query
+    part = np.vstack([near / np.linalg.norm(near), query])  # its second part is the query
+    (line,) = store.add_lines(
+        [NewLine(ThreadKey("shared", "person-0", "t99"), Role.HUMAN, "two parts. of a line",
+                 near / np.linalg.norm(near), 3, parts=LineParts(((0, 9), (10, 20)), part))],
+        BY,
+    )  # fmt: skip
+    bot = store.bot_id("shared")
+    scope = Scope.of(bot, None)
+    approximate = ApproximateScopes(store, from_lines=500).scope_for(scope, held_lines=None)
+    assert isinstance(approximate, ApproximateScope)
+    ((found, score),) = approximate.search(query, scope, 1, None)
+    ((wanted, exact_score),) = exact(store, scope, query, 1)
+    assert found == wanted == line.id
+    own = float(near @ query) / float(np.linalg.norm(near))  # the line's own cosine
+    raised = own + PART_WEIGHT * (1.0 - own)  # its best part is the query itself
+    assert score == pytest.approx(raised, abs=1e-3) == pytest.approx(exact_score, abs=1e-3)
 
 
 def test_a_small_shared_scope_stays_exact(make_store) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 from platformdirs import user_cache_dir, user_config_dir, user_data_dir
 
 from membot.errors import ConfigError
-from membot.line_checks import CONTROL, MAX_LINE_CHARS, MAX_NAME_CHARS, check_storable
+from membot.line_checks import CONTROL, MAX_NAME_CHARS, check_storable
 from membot.model import DEFAULT_BOT as DEFAULT_BOT  # where a line's default bot is named
 from membot.turn.templates import DEFAULTS as TEMPLATES
 from membot.turn.templates import TEMPLATE_NAMES, check_template
@@ -271,13 +271,16 @@ _KIND_WORDS = {
 # Settings that name a side of the conversation: each labels that side's lines in every
 # prompt, so they are held to a speaker's limits (no line break, as short as a name).
 SPEAKER_SETTINGS = frozenset({"bot_name", "human_name"})
+# The longest text setting (a persona, a template): it enters every prompt. A line's limit
+# was this until lines were stored whole (membot.line_checks.MAX_LINE_CHARS).
+MAX_SETTING_CHARS = 32_000
 
 
 def _checked_text(name: str, raw: str) -> str:
     """A text setting a store can keep, of a size a prompt can hold: a NUL was stored, and a
     bot_name of 100,000 characters left no room in the prompt for the person's line."""
     check_storable(raw, f"bot setting {name}")
-    limit = MAX_NAME_CHARS if name in SPEAKER_SETTINGS else MAX_LINE_CHARS
+    limit = MAX_NAME_CHARS if name in SPEAKER_SETTINGS else MAX_SETTING_CHARS
     if len(raw) > limit:
         raise ConfigError(f"bot setting {name} has {len(raw):,} characters; at most {limit:,}")
     if name in SPEAKER_SETTINGS and (bad := CONTROL.search(raw)):

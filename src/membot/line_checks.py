@@ -20,10 +20,13 @@ from membot.model import Role
 if TYPE_CHECKING:
     from membot.model import LineInput
 
-# The longest line membot stores (docs/server.md: the server answers 413 past it). A
-# line is a turn of dialog: the longest in LoCoMo and LongMemEval is 23,821 characters, and
-# the embedder reads only its first 256 word pieces anyway.
-MAX_LINE_CHARS = 32_000
+# The longest line membot stores (docs/server.md: the server answers 413 past it). A line is
+# stored whole however long (a pasted document, LongMemEval_S's turns of 41,855 characters),
+# and searched whole: past the 256 word pieces its own vector reads, its parts' vectors
+# (windows of the line, membot.memory.line_parts) and its BM25 row cover the rest. The
+# limit only keeps one line from costing minutes to embed: a million characters are about
+# 1,300 windows.
+MAX_LINE_CHARS = 1_000_000
 # The longest name (bot, person, thread) or speaker a line may carry, as the server's routes
 # take: a name stands in URLs, in every prompt's transcript and in every recalled block.
 MAX_NAME_CHARS = 200
@@ -106,11 +109,8 @@ def checked_line(item: LineInput) -> LineInput:
     """``item`` with its role parsed; ``ConfigError`` saying what is wrong otherwise."""
     if not isinstance(item.text, str) or not item.text.strip():
         raise ConfigError("a line needs some text")
-    if len(item.text) > MAX_LINE_CHARS:
-        raise ConfigError(
-            f"a line is limited to {MAX_LINE_CHARS:,} characters, this one has "
-            f"{len(item.text):,}: split it, or add it as a document (`membot expertise add`)"
-        )
+    if (too_long := too_long_message(item)) is not None:
+        raise ConfigError(too_long)
     check_storable(item.text, "the line")
     for label, name in (("user", item.user), ("thread", item.thread), ("bot", item.bot)):
         check_name(name, label)
@@ -132,6 +132,26 @@ def checked_line(item: LineInput) -> LineInput:
     if item.created_at is not None:
         check_moment(item.created_at, "created_at")
     return replace(item, role=role)
+
+
+def too_long_message(item: LineInput) -> str | None:
+    """What is said of a line over ``MAX_LINE_CHARS``, naming it; None for one within."""
+    if len(item.text) <= MAX_LINE_CHARS:
+        return None
+    return (
+        f"a line is limited to {MAX_LINE_CHARS:,} characters; the line {_named(item)} has "
+        f"{len(item.text):,}, and nothing of it was stored: split it, or add it as a "
+        "document (`membot expertise add`)"
+    )
+
+
+def _named(item: LineInput) -> str:
+    """A line as a message names it: its thread, speaker or ref, and how it begins."""
+    where = [f"{label} {value!r}" for label, value in
+             (("in thread", item.thread), ("by", item.speaker), ("ref", item.ref))
+             if isinstance(value, str)]  # fmt: skip
+    start = " ".join(item.text[:40].split())
+    return f"{' '.join(where)} starting {start!r}".strip()
 
 
 def check_moment(value: object, what: str) -> datetime:

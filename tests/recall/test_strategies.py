@@ -30,6 +30,7 @@ OPTIONS = {
         "entity_weight": 0.2,
         "feedback_weight": 0.0,
         "feedback_seeds": 10,
+        "part_weight": 0.75,
         **KEEP,
         **EXPANSION,
     },

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from membot import ConfigError, Role, migrate_store
 from membot.store import BufferEntry, NewLine, SqliteStore, Store, ThreadKey, open_store
-from membot.store.base import NewChunk, SmsRecord, SmsSender, StoredKey
+from membot.store.base import LineParts, NewChunk, SmsRecord, SmsSender, StoredKey
 from membot.store.transfer import TABLES, table_counts
 
 ALICE = ThreadKey("membot", "alice", "monday")
@@ -40,6 +40,7 @@ def fill(store: Store) -> None:
             "Alice",
             "D1:1",
             "ref:D1:1",
+            parts=LineParts(((0, 8), (9, 37)), np.vstack([vector(6), vector(7)])),
         ),
         NewLine(
             ALICE,
@@ -98,6 +99,10 @@ def contents(store: Store) -> dict:
             )
         ],
         "vectors": line_vectors(store),
+        "parts": [
+            (each.bounds, each.vectors.tolist())
+            for each in store.line_parts([line.id for line in alice]).values()
+        ],
         "embedder": (store.get_meta("embedder"), store.get_meta("dimension")),
         "sms_sender": store.sms_sender("barista", "sms-bob"),
         "sms_message": store.claim_sms_message(SmsRecord("S0", "barista", "x", WHEN), WHEN),

@@ -32,6 +32,7 @@ from membot import Memory
 from membot.config import BotSettings
 from membot.llm.scripted import ScriptedLLM
 from membot.memory.importers import read_file
+from membot.memory.line_parts import part_spans
 from membot.service.keys import authenticate
 from membot.store.base import SmsRecord
 from membot.store.migrations import MIGRATIONS
@@ -243,6 +244,22 @@ def test_every_line_keeps_its_vector(upgraded: Upgraded) -> None:
         )
         assert best.line.id == upgraded.stored(line).id, line["text"]
         assert best.score == pytest.approx(1.0, abs=1e-5), line["text"]
+
+
+def test_earlier_lines_have_no_parts_until_a_reindex_cuts_them(upgraded: Upgraded) -> None:
+    """Parts came with SQLite schema 11 and PostgreSQL 4: the lines stored before get
+    theirs from `membot reindex` (a line of one short sentence has none)."""
+    memory = upgraded.memory
+    ids = [upgraded.stored(line).id for line in upgraded.manifest["lines"]]
+    assert memory.store.line_parts(ids) == {}
+    memory.reindex(memory.embedder)
+    cut = {
+        upgraded.stored(line).id: part_spans(line["text"]) for line in upgraded.manifest["lines"]
+    }
+    stored = memory.store.line_parts(ids)
+    assert {line_id: list(parts.bounds) for line_id, parts in stored.items()} == {
+        line_id: spans for line_id, spans in cut.items() if spans
+    }
 
 
 def test_every_line_keeps_its_full_text_row(upgraded: Upgraded) -> None:

@@ -16,7 +16,6 @@ from rich.console import Console
 
 from membot import (
     DEFAULT_EMBEDDER,
-    MAX_LINE_CHARS,
     ConfigError,
     parse_settings,
     strategy_options,
@@ -296,11 +295,4 @@ def longmemeval(
             )
             err.print(
                 f"{name}, n={report['n']}, {strategy}: {shown}", highlight=False, markup=False
-            )
-        if report["split_turns"]:
-            err.print(
-                f"{report['split_turns']} user turns over {MAX_LINE_CHARS:,} characters stored "
-                "in parts (each part with the turn's ref)",
-                highlight=False,
-                markup=False,
             )

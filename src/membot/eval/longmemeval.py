@@ -2,9 +2,9 @@
 
 Each question's haystack goes into a fresh store as the LongMemEval importer writes it (one
 thread per session, dated as given), user turns only: the official turn corpus holds no
-assistant turns, and embedding them would double the run's time for lines no metric reads. A
-turn over membot's line limit is stored in parts, each with the turn's ref, and counted in the
-report (``split_turns``, :mod:`membot.eval.long_turns`). The question
+assistant turns, and embedding them would double the run's time for lines no metric reads.
+Every turn is stored whole, however long (membot cuts a long line into parts for its vectors,
+:mod:`membot.memory.line_parts`). The question
 is the query line (not stored), asked at its ``question_date`` (``now`` for the strategy, which
 may read the time the question points to); the live turn's code with no threshold
 (:mod:`membot.recall.ranked`) orders the lines, expansion included,
@@ -44,7 +44,6 @@ from membot.embed import Embedder
 from membot.errors import ConfigError, ImportFormatError
 from membot.eval.folds import Grid, cross_validate, folds_by_item, metric_reader
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
-from membot.eval.long_turns import in_parts
 from membot.eval.metrics import (
     RetrievalScores,
     evaluate_retrieval,
@@ -55,7 +54,7 @@ from membot.eval.metrics import (
     mean_by_key,
 )
 from membot.index.vectors import Scope
-from membot.line_checks import MAX_LINE_CHARS, checked_line
+from membot.line_checks import checked_line
 from membot.memory.facade import Memory
 from membot.memory.importers import load_json, parse_time
 from membot.model import LineInput
@@ -157,9 +156,6 @@ def evaluate_longmemeval(
         **scored.summary([(0, index) for index in range(len(questions))]),
         "baseline": "bm25_baseline: the bm25 strategy over the same stores, no expansion",
         "bm25_baseline": _averages(scored.baseline, scored.corpora),
-        "split_turns": sum(split for _, split in haystacks),
-        "split_turns_note": f"user turns over {MAX_LINE_CHARS:,} characters (membot's line "
-        "limit), stored as consecutive parts under it, each with the turn's ref",
     }
     if folds:
         labels = [f"{fold_of.count(fold)} questions" for fold in range(folds)]
@@ -169,13 +165,11 @@ def evaluate_longmemeval(
     return report | {"seconds": round(time.perf_counter() - started, 1)}
 
 
-def haystack_lines(path: Path, question: Mapping[str, Any]) -> tuple[list[LineInput], int]:
+def haystack_lines(path: Path, question: Mapping[str, Any]) -> list[LineInput]:
     """The question's user turns as the LongMemEval importer writes them (a thread per
     session, dated as given, ``ref`` ``<session id>:<turn index>``), checked as a store checks
-    them, but a turn over the line limit stored in parts (:mod:`membot.eval.long_turns`);
-    with the number of turns split."""
+    them."""
     lines: list[LineInput] = []
-    split = 0
     try:
         sessions = zip(question["haystack_session_ids"], question["haystack_dates"],
                        question["haystack_sessions"], strict=True)  # fmt: skip
@@ -187,15 +181,13 @@ def haystack_lines(path: Path, question: Mapping[str, Any]) -> tuple[list[LineIn
                 ref = f"{session_id}:{index}"
                 line = LineInput(turn["content"], question["question_id"], str(session_id),
                                  created_at=when, ref=ref, source_key=f"ref:{ref}")  # fmt: skip
-                parts = in_parts(line)
-                split += len(parts) > 1
-                lines += [checked_line(part) for part in parts]
+                lines.append(checked_line(line))
     except (KeyError, TypeError, ValueError, ConfigError) as error:
         where = question.get("question_id", "?") if isinstance(question, Mapping) else "?"
         raise ImportFormatError(
             f"{path}: question {where}: not a LongMemEval question: {error}"
         ) from error
-    return lines, split
+    return lines
 
 
 @dataclass
@@ -229,7 +221,7 @@ class Scored:
 
 def _score(
     questions: Sequence[dict[str, Any]],
-    haystacks: Sequence[tuple[list[LineInput], int]],
+    haystacks: Sequence[list[LineInput]],
     grid: Grid,
     model: Embedder,
     db: str | None,
@@ -241,7 +233,7 @@ def _score(
     scored = Scored(grid, by_ranking=[[] for _ in grid.settings])
     with progress_bar(show_progress) as progress:
         task = progress.add_task(f"LongMemEval {grid.strategy}", total=len(questions))
-        for question, (lines, _) in zip(questions, haystacks, strict=True):
+        for question, lines in zip(questions, haystacks, strict=True):
             corpus = Corpus.of(question)
             scored.corpora.append(corpus)
             scored.types.append(question.get("question_type", ""))

@@ -8,6 +8,12 @@ nearest the query; those lines, with the lines right before and after each, are 
 the store and scored exactly. Every score a strategy sees is a true cosine; only which lines it
 looks at is approximate (recall@10 against exact search: ``benchmarks/hnsw_recall.py``).
 
+The graph holds the lines' own vectors only; a line's parts (its sentences, the windows of a
+long line) are read from the store for the lines read back and score them as in a smaller
+scope. A fact that only a part of a line matches is found there when the line is nominated
+(or is a nominee's neighbour), or by the store's full-text search; the parts are not
+nominees themselves, which keeps the graph one node a line.
+
 The nominees come from the store's own approximate index (:mod:`membot.store.approximate`):
 pgvector's HNSW index on PostgreSQL, a usearch graph saved beside a SQLite store.
 """
@@ -22,7 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from membot.index.scope import InScope, Scope, similarities
+from membot.index.scope import PART_WEIGHT, InScope, Scope, similarities
 from membot.recall.lines import Hit
 from membot.store.approximate import NearLines, Nominator, approximate_nominator
 from membot.store.base import ROLE_CODES, VectorRows
@@ -97,9 +103,18 @@ class ApproximateScope:
             return InScope.empty()
         keep = in_scope(rows, scope)
         scores = similarities(rows.vectors[keep], query)
-        return InScope(
-            rows.ids[keep], rows.thread_ids[keep], rows.seqs[keep], scores, rows.created[keep]
-        )
+        ids = rows.ids[keep]
+        return InScope(ids, rows.thread_ids[keep], rows.seqs[keep], scores, rows.created[keep],
+                       self._best_parts(ids, query))  # fmt: skip
+
+    def _best_parts(self, ids: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Each line's best part cosine with ``query`` (-inf: a line without parts)."""
+        best = np.full(len(ids), -np.inf, dtype=np.float32)
+        parts = self.store.line_parts(ids.tolist())
+        for row, line_id in enumerate(ids.tolist()):
+            if line_id in parts:
+                best[row] = float(similarities(parts[line_id].vectors, query).max())
+        return best
 
     def vectors(self, line_ids: np.ndarray) -> np.ndarray:
         """The stored vectors of ``line_ids``, in that order; zeros for a line not stored."""
@@ -120,7 +135,7 @@ class ApproximateScope:
 
     def hits(self, query: np.ndarray, scope: Scope, k: int, min_score: float | None) -> list[Hit]:
         """As :meth:`search`, with each line's thread and seq."""
-        lines = self.scored(query, scope)
+        lines = self.scored(query, scope).with_parts(PART_WEIGHT)
         order = np.argsort(-lines.scores, kind="stable")[: max(k, 0)]
         floor = -np.inf if min_score is None else min_score
         columns = (lines.ids, lines.thread_ids, lines.seqs)

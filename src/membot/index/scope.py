@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -68,15 +68,39 @@ class Scope:
         return cls(bot_id, person, thread_id, feed_thread, feed_from, tuple(roles))
 
 
+# How far a line's score moves toward its best part's cosine, where that is higher (see
+# :func:`with_parts`): chosen with ``membot eval --folds 5 --choose part_weight=...``
+# (docs/recall.md, "Parts of a line").
+PART_WEIGHT = 0.75
+
+
+def with_parts(scores: np.ndarray, best_parts: np.ndarray, weight: float) -> np.ndarray:
+    """Each line's cosine moved ``weight`` of the way to its best part's, where that is
+    higher: a fact said in passing, or past what the line's own vector reads, is not
+    averaged away by the rest of the line (``best_parts``: -inf for a line without parts)."""
+    gain = np.maximum(best_parts - scores, 0.0)
+    raised: np.ndarray = (scores + weight * gain).astype(scores.dtype, copy=False)
+    return raised
+
+
 @dataclass(frozen=True)
 class InScope:
-    """The lines of one scope as parallel arrays, with their cosine to one query."""
+    """The lines of one scope as parallel arrays, with their cosine to one query
+    (``scores``: the line's own vector's) and their best part's (``best_parts``: -inf for
+    a line without parts; None when none was read)."""
 
     ids: np.ndarray
     thread_ids: np.ndarray
     seqs: np.ndarray
     scores: np.ndarray
     created: np.ndarray  # seconds since 1970, UTC
+    best_parts: np.ndarray | None = None
+
+    def with_parts(self, weight: float = PART_WEIGHT) -> InScope:
+        """The same lines scored with their parts (:func:`with_parts`)."""
+        if self.best_parts is None or not weight:
+            return self
+        return replace(self, scores=with_parts(self.scores, self.best_parts, weight))
 
     @classmethod
     def empty(cls) -> InScope:

@@ -18,20 +18,85 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from membot.index.approximate import ApproximateScope, ApproximateScopes
-from membot.index.scope import InScope, Scope, similarities
+from membot.index.scope import PART_WEIGHT, InScope, Scope, similarities, with_parts
 from membot.recall.bm25 import ScopeTerms
 from membot.recall.lines import Hit
-from membot.store.base import ROLE_CODES, Store, VectorRows, VectorSnapshot
+from membot.store.base import ROLE_CODES, PartVectors, Store, VectorRows, VectorSnapshot
 
 __all__ = ["InScope", "Scope", "VectorIndex", "best_scored", "drop_least_recent", "similarities"]
 
 _COLUMNS = ("ids", "bot_ids", "person_ids", "thread_ids", "seqs", "roles", "created")
 
 
+class _Parts:
+    """A scope's part vectors (``membot.memory.line_parts``), grown in place, kept in line id
+    order, with the row of each part's line in the scope's matrix (worked out again when
+    the lines were reordered)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.line_ids = np.zeros(0, dtype=np.int64)
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self._rows: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.line_ids.nbytes + self.vectors.nbytes
+
+    def append(self, parts: PartVectors) -> None:
+        count = len(parts.line_ids)
+        if not count:
+            return
+        needed = self.count + count
+        if needed > len(self.line_ids) or self.vectors.shape[1] != parts.vectors.shape[1]:
+            self._grow(max(needed, 2 * self.count, 64), parts.vectors.shape[1])
+        end = self.count + count
+        out_of_order = self.count and parts.line_ids[0] < self.line_ids[self.count - 1]
+        self.line_ids[self.count : end] = parts.line_ids
+        self.vectors[self.count : end] = parts.vectors
+        self.count = end
+        if out_of_order:  # a line committed after a later id (PostgreSQL)
+            order = np.argsort(self.line_ids[:end], kind="stable")
+            self.line_ids[:end] = self.line_ids[:end][order]
+            self.vectors[:end] = self.vectors[:end][order]
+        self._rows = None
+
+    def _grow(self, capacity: int, dimension: int) -> None:
+        line_ids, vectors = (
+            np.zeros(capacity, dtype=np.int64),
+            np.zeros((capacity, dimension), dtype=np.float32),
+        )
+        if self.count and self.vectors.shape[1] == dimension:
+            line_ids[: self.count] = self.line_ids[: self.count]
+            vectors[: self.count] = self.vectors[: self.count]
+        else:
+            self.count = 0
+        self.line_ids, self.vectors = line_ids, vectors
+
+    def moved(self) -> None:
+        """The scope's lines were reordered: their rows are worked out again when next asked."""
+        self._rows = None
+
+    def best(self, query: np.ndarray, held_ids: np.ndarray) -> np.ndarray:
+        """Each held line's best part cosine with ``query``, -inf for a line without parts."""
+        best = np.full(len(held_ids), -np.inf, dtype=np.float32)
+        if not self.count or not len(held_ids):
+            return best
+        if self._rows is None:
+            rows = np.searchsorted(held_ids, self.line_ids[: self.count])
+            starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+            self._rows = (rows, starts)
+        rows, starts = self._rows
+        scores = similarities(self.vectors[: self.count], query)
+        best[rows[starts]] = np.maximum.reduceat(scores, starts)
+        return best
+
+
 class _Matrix:
     """One scope's lines: vectors and columns (owners, thread, seq, role, date) in arrays grown
     in place, kept in id order, with the store generation they were read at and the store's
-    cursor; and the lines' words (read from the texts the scope's snapshots carry)."""
+    cursor; the lines' words (read from the texts the scope's snapshots carry); and their
+    parts' vectors."""
 
     def __init__(self) -> None:
         self.generation: int | None = None
@@ -40,11 +105,12 @@ class _Matrix:
         self.columns: dict[str, np.ndarray] = {}
         self.vectors = np.zeros((0, 0), dtype=np.float32)
         self.terms = ScopeTerms()
+        self.parts = _Parts()
 
     @property
     def nbytes(self) -> int:
         columns = sum(column.nbytes for column in self.columns.values())
-        return self.vectors.nbytes + columns + self.terms.nbytes
+        return self.vectors.nbytes + columns + self.terms.nbytes + self.parts.nbytes
 
     def take(self, snapshot: VectorSnapshot) -> None:
         """Rows read at a generation: appended (those held already skipped), or the whole
@@ -52,13 +118,22 @@ class _Matrix:
         if snapshot.generation != self.generation:
             self.size, self.columns, self.generation = 0, {}, snapshot.generation
             self.terms = ScopeTerms()
+            self.parts = _Parts()
         self.cursor = snapshot.cursor
         rows = self._unseen(snapshot.rows)
         first_new = int(rows.ids.min()) if len(rows.ids) else None
         last_held = int(self.columns["ids"][self.size - 1]) if self.size else None
         self._append(rows)
+        if snapshot.rows.parts is not None:
+            self.parts.append(snapshot.rows.parts.of_lines(rows.ids))
         if first_new is not None and last_held is not None and first_new < last_held:
             self._sort()
+        self.parts.moved()
+
+    def dense(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every held line's cosine with ``query`` and its best part's (-inf: none)."""
+        scores = similarities(self.vectors[: self.size], query)
+        return scores, self.parts.best(query, self.columns["ids"][: self.size])
 
     def _unseen(self, rows: VectorRows) -> VectorRows:
         """``rows`` without the ids held (a store may send a line again, see
@@ -144,7 +219,7 @@ class _Matrix:
     def search(self, query: np.ndarray, scope: Scope, k: int, min_score: float | None) -> list[Hit]:
         if self.size == 0 or k <= 0:
             return []
-        scores = similarities(self.vectors[: self.size], query)
+        scores = with_parts(*self.dense(query), PART_WEIGHT)
         scores = np.where(self.mask(scope), scores, -np.inf)
         if min_score is not None:
             scores = np.where(scores >= min_score, scores, -np.inf)
@@ -197,14 +272,13 @@ class _Matrix:
         if self.size == 0:
             return InScope.empty()
         mask = self.mask(scope)
-        scores = similarities(self.vectors[: self.size], query)[mask]
+        scores, best_parts = self.dense(query)
         column = {
             name: self.columns[name][: self.size][mask]
             for name in ("ids", "thread_ids", "seqs", "created")
         }
-        return InScope(
-            column["ids"], column["thread_ids"], column["seqs"], scores, column["created"]
-        )
+        return InScope(column["ids"], column["thread_ids"], column["seqs"], scores[mask],
+                       column["created"], best_parts[mask])  # fmt: skip
 
 
 # Vectors of the scopes searched last, kept in memory up to this many bytes (least recently

@@ -33,6 +33,7 @@ from membot.index.vectors import Scope
 from membot.line_checks import check_moment, check_roles, checked_line
 from membot.memory.bots import BotProfiles
 from membot.memory.knowledge import SummariesAndExpertise, summary_parts
+from membot.memory.line_parts import part_spans, part_texts
 from membot.model import (
     Block,
     Line,
@@ -50,7 +51,7 @@ from membot.model import (
 from membot.recall import push_to_buffer
 from membot.recall.chat import recall_for_turn
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
-from membot.store.base import check_embedder_meta, lines_between
+from membot.store.base import LineParts, check_embedder_meta, lines_between
 from membot.turn.tokens import TokenCounter, default_token_counter
 
 
@@ -58,6 +59,10 @@ def _source_key(item: LineInput) -> SourceKey | None:
     if item.source_key is None:
         return None
     return SourceKey(ThreadKey(item.bot, item.user, item.thread), item.source_key)
+
+
+# A batch's line vectors and each line's parts (None: a line without parts).
+Embedded = tuple[np.ndarray, list[LineParts | None]]
 
 
 @dataclass(frozen=True)
@@ -204,9 +209,11 @@ class Memory(BotProfiles, SummariesAndExpertise):
     ) -> tuple[Line, np.ndarray]:
         """Store one line, embedding it unless its vector is given; return both."""
         new = self.validate_line(item)
-        if vector is None:
-            vector = self.embed([embedding_text(new.text, new.speaker)])[0]
-        stored = self.store.add_lines([self._new_line(new, vector)], self._vectors_by(vector))
+        vectors, (parts,) = self._embedded_lines([new], None if vector is None else vector[None])
+        vector = vectors[0]
+        stored = self.store.add_lines(
+            [self._new_line(new, vector, parts)], self._vectors_by(vector)
+        )
         if not stored and new.answers is not None:
             raise NotFoundError(
                 f"line {new.answers} is gone (forgotten while its reply was written): "
@@ -307,25 +314,49 @@ class Memory(BotProfiles, SummariesAndExpertise):
         except ConfigError as error:
             raise ConfigError(f"line {place}: {error}") from None
 
-    def _embed_lines(self, lines: list[LineInput]) -> np.ndarray | None:
-        # The embedder sorts the lines by length itself: less padding, same order out.
-        texts = [embedding_text(line.text, line.speaker) for line in lines]
-        return self.embed(texts) if lines else None
+    def _embed_lines(self, lines: list[LineInput]) -> Embedded | None:
+        return self._embedded_lines(lines) if lines else None
+
+    def _embedded_lines(
+        self, lines: Sequence[LineInput], vectors: np.ndarray | None = None
+    ) -> Embedded:
+        """The lines' vectors (``vectors`` when given) and their parts' (each line's
+        :func:`~membot.memory.line_parts.part_spans`), in one call to the embedder, which
+        sorts the texts by length itself: less padding, same order out."""
+        spans = [part_spans(line.text) for line in lines]
+        said = [] if vectors is not None else lines  # the lines to embed themselves
+        own = [embedding_text(line.text, line.speaker) for line in said]
+        texts = own + [
+            text
+            for line, each in zip(lines, spans, strict=True)
+            for text in part_texts(line.text, line.speaker, each)
+        ]
+        embedded = self.embed(texts) if texts else np.zeros((0, 0), dtype=np.float32)
+        vectors = embedded[: len(own)] if vectors is None else vectors
+        parts: list[LineParts | None] = []
+        at = len(own)
+        for each in spans:
+            parts.append(LineParts(tuple(each), embedded[at : at + len(each)]) if each else None)
+            at += len(each)
+        return vectors, parts
 
     def _store_batch(
         self,
         batch: list[LineInput],
         missing: list[LineInput],
-        vectors: Future[np.ndarray | None],
+        vectors: Future[Embedded | None],
         progress: Callable[[int], None] | None,
     ) -> int:
         embedded = vectors.result()
         stored = []
         if embedded is not None:
-            news = [self._new_line(line, v) for line, v in zip(missing, embedded, strict=True)]
+            news = [
+                self._new_line(line, vector, parts)
+                for line, vector, parts in zip(missing, *embedded, strict=True)
+            ]
             # A turn of one of these threads may be under way: its reply comes first.
             with self.store.turn_lock(*dict.fromkeys(line.key for line in news)):
-                stored = self.store.add_lines(news, self._vectors_by(embedded))
+                stored = self.store.add_lines(news, self._vectors_by(embedded[0]))
         if progress:
             progress(len(batch))
         return len(stored)
@@ -342,11 +373,13 @@ class Memory(BotProfiles, SummariesAndExpertise):
         """The line with its role parsed; ``ConfigError`` saying what is wrong otherwise."""
         return checked_line(item)
 
-    def _new_line(self, item: LineInput, vector: np.ndarray) -> NewLine:
+    def _new_line(
+        self, item: LineInput, vector: np.ndarray, parts: LineParts | None = None
+    ) -> NewLine:
         key = ThreadKey(item.bot, item.user, item.thread)
         return NewLine(key, Role(item.role), item.text, vector, self.tokens.count(item.text),
                        item.created_at, item.speaker, item.ref, item.source_key,
-                       item.answers)  # fmt: skip
+                       item.answers, parts)  # fmt: skip
 
     # -- reading --------------------------------------------------------------------------
 
@@ -611,23 +644,37 @@ class Memory(BotProfiles, SummariesAndExpertise):
             self.store.finish_removal()  # also a rewrite an earlier forget could not finish
         return removed
 
-    def _embedding_texts(self, rows: Sequence[tuple[int, str]]) -> list[str]:
-        """What each (line id, text) is embedded as: its speaker read from the store."""
+    def _embedding_texts(
+        self, rows: Sequence[tuple[int, str]]
+    ) -> tuple[list[str], list[list[tuple[int, int]]]]:
+        """What each (line id, text) is embedded as (its speaker read from the store), then
+        its parts, and the parts' spans by line."""
         speakers = {line.id: line.speaker for line in self.store.lines([i for i, _ in rows])}
-        return [embedding_text(text, speakers.get(line_id)) for line_id, text in rows]
+        texts = [embedding_text(text, speakers.get(line_id)) for line_id, text in rows]
+        spans = [part_spans(text) for _, text in rows]
+        for (line_id, text), each in zip(rows, spans, strict=True):
+            texts += part_texts(text, speakers.get(line_id), each)
+        return texts, spans
 
     def reindex(self, embedder: Embedder, batch_size: int = 256,
                 progress: Callable[[int], None] | None = None) -> int:  # fmt: skip
-        """Re-embed every line, summary and expertise chunk with ``embedder`` and make it the
-        store's embedder; returns the number of lines."""
+        """Re-embed every line (and its parts, cut again), summary and expertise chunk with
+        ``embedder`` and make it the store's embedder; returns the number of lines."""
         generation = self.store.generation()
         rows = self.store.all_line_texts()
         vectors: list[tuple[int, np.ndarray]] = []
+        parts: list[tuple[int, LineParts]] = []
         for start in range(0, len(rows), batch_size):
             chunk = rows[start : start + batch_size]
-            texts = self._embedding_texts(chunk)
+            texts, spans = self._embedding_texts(chunk)
             embedded = _embedded(embedder, texts)
-            vectors.extend((line_id, v) for (line_id, _), v in zip(chunk, embedded, strict=True))
+            own = embedded[: len(chunk)]
+            vectors.extend((line_id, v) for (line_id, _), v in zip(chunk, own, strict=True))
+            at = len(chunk)
+            for (line_id, _), each in zip(chunk, spans, strict=True):
+                if each:
+                    parts.append((line_id, LineParts(tuple(each), embedded[at : at + len(each)])))
+                    at += len(each)
             if progress:
                 progress(len(chunk))
         extras: dict[str, list[tuple[int, np.ndarray]]] = {}
@@ -644,7 +691,7 @@ class Memory(BotProfiles, SummariesAndExpertise):
         meta = {"embedder": embedder.name, "dimension": str(dimension)}
         last_id = rows[-1][0] if rows else 0
         self.store.replace_vectors(
-            vectors, meta, last_id=last_id, generation=generation, extras=extras
+            vectors, meta, last_id=last_id, generation=generation, extras=extras, parts=parts
         )
         self.embedder = embedder
         return len(vectors)

@@ -2,10 +2,10 @@
 vectors the embedding cache holds, and what this process keeps in memory.
 
 A vector can be turned back into text, so the cache's vectors of a forgotten line go with it:
-the line as it was embedded, each summary and its key points, and the units the ``pairs``
-and ``windows`` strategies embed (a line joined with its neighbours). Units never cross
-threads, and forgetting removes whole threads, so they are cut again here from the forgotten
-lines alone, for every window size the store's bots use.
+the line as it was embedded and its parts, each summary and its key points, and the units
+the ``pairs`` and ``windows`` strategies embed (a line joined with its neighbours). Units
+never cross threads, and forgetting removes whole threads, so they are cut again here from
+the forgotten lines alone, for every window size the store's bots use.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from membot.embed import CachedEmbedder, Embedder
 from membot.index.source import IndexedLines
 from membot.memory.knowledge import summary_parts, summary_points
+from membot.memory.line_parts import part_spans, part_texts
 from membot.model import Line, Role, Summary, embedding_text
 from membot.recall.layout import Layout, StoredLine
 from membot.recall.units import unit_kinds
@@ -32,6 +33,8 @@ def derived_texts(
     # A line is embedded as "Speaker: text"; a turn may embed its text alone as the query.
     texts = [embedding_text(line.text, line.speaker) for line in lines]
     texts += [line.text for line in lines]
+    for line in lines:  # its parts, each embedded as "Speaker: part"
+        texts += part_texts(line.text, line.speaker, part_spans(line.text))
     for summary in summaries:
         texts += summary_parts(summary.text)
         texts += summary_points(summary.text)  # embedded as written, dated, before 2026-11-26

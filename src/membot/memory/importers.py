@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -33,9 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from membot.errors import ConfigError, ImportFormatError
-from membot.line_checks import checked_line
+from membot.line_checks import checked_line, too_long_message
 from membot.memory.facade import LineInput
 from membot.model import Role, utc_now
+
+log = logging.getLogger(__name__)
 
 FORMATS = ("jsonl", "locomo", "longmemeval")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -43,23 +46,33 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 @dataclass(frozen=True)
 class ImportPlan:
-    """The lines a file holds, read up front so a bad file fails before anything is stored."""
+    """The lines a file holds, read up front so a bad file fails before anything is stored;
+    ``refused``: what is said of each line left out for being over the length limit
+    (``MAX_LINE_CHARS``), naming it (the others are imported)."""
 
     lines: list[LineInput]
     threads: int
+    refused: tuple[str, ...] = ()
 
 
 def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
+    """The lines of the file at ``path`` in format ``fmt``; ``ImportFormatError`` naming
+    the place of the first bad one. A line over the length limit is no fault of the file:
+    it is left out and named in ``refused`` (and logged), the rest imported."""
     if fmt not in FORMATS:
         raise ImportFormatError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise ImportFormatError(f"no such file: {path}")
     reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
-    lines = list(with_source_keys(path, reader(path, bot, user)))
+    refused: list[str] = []
+    lines = list(with_source_keys(path, reader(path, bot, user, refused)))
+    for message in refused:
+        log.warning("%s", message)
     if not lines:
-        raise ImportFormatError(f"{path} holds no lines to import as {fmt}")
+        also = f" ({len(refused)} refused: {refused[0]})" if refused else ""
+        raise ImportFormatError(f"{path} holds no lines to import as {fmt}{also}")
     threads = len({(line.user, line.thread) for line in lines})
-    return ImportPlan(lines, threads)
+    return ImportPlan(lines, threads, tuple(refused))
 
 
 def with_source_keys(path: Path, lines: Iterable[LineInput]) -> Iterator[LineInput]:
@@ -81,7 +94,11 @@ def with_source_keys(path: Path, lines: Iterable[LineInput]) -> Iterator[LineInp
         yield replace(line, source_key=f"ref:{line.ref}")
 
 
-def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
+class _TooLong(Exception):
+    """A line over the length limit: left out, the rest of the file read."""
+
+
+def _jsonl(path: Path, bot: str, user: str | None, refused: list[str]) -> Iterator[LineInput]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             try:  # line by line, so a bad byte is reported with its line
@@ -90,8 +107,12 @@ def _jsonl(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
                 raise ImportFormatError(
                     f"{path}:{number}: not UTF-8 text ({error.reason} at byte {error.start})"
                 ) from None
-            if text.strip():
+            if not text.strip():
+                continue
+            try:
                 yield _jsonl_line(text, f"{path}:{number}", bot, user)
+            except _TooLong as error:
+                refused.append(f"{path}:{number}: {error}")
 
 
 def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
@@ -101,7 +122,7 @@ def _jsonl_line(text: str, where: str, bot: str, user: str | None) -> LineInput:
             raise TypeError(f"a JSON object, not {type(record).__name__}")
         if not isinstance(record["text"], str) or not record["text"].strip():
             raise ValueError("text is empty or not a string")
-        return checked_line(
+        return _within_limit(
             LineInput(
                 text=record["text"],
                 user=record.get("user") or user or _missing("user"),
@@ -167,21 +188,34 @@ def load_json(path: Path) -> Any:
         ) from None
 
 
-def _checked(lines: Iterator[LineInput], where: list[str], what: str) -> Iterator[LineInput]:
+def _within_limit(line: LineInput) -> LineInput:
+    """``line`` checked as a store will check it; ``_TooLong`` past the length limit."""
+    if (too_long := too_long_message(line)) is not None:
+        raise _TooLong(too_long)
+    return checked_line(line)
+
+
+def _checked(
+    lines: Iterator[LineInput], where: list[str], what: str, refused: list[str]
+) -> Iterator[LineInput]:
     """``lines`` checked as a store will check them; an error names the file's element
-    being read (``where``, kept up to date by the reader) instead of a JSON line number."""
+    being read (``where``, kept up to date by the reader) instead of a JSON line number.
+    A line over the length limit is left out and named in ``refused``."""
     try:
         for line in lines:
-            yield checked_line(line)
+            try:
+                yield _within_limit(line)
+            except _TooLong as error:
+                refused.append(f"{where[0]}: {error}")
     except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as error:
         raise ImportFormatError(f"{where[0]}: not {what}: {error}") from error
 
 
-def _locomo(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
+def _locomo(path: Path, bot: str, user: str | None, refused: list[str]) -> Iterator[LineInput]:
     data = load_json(path)
     where = [str(path)]
     samples = _locomo_samples(path, data, bot, user, where)
-    yield from _checked(samples, where, "a LoCoMo conversation")
+    yield from _checked(samples, where, "a LoCoMo conversation", refused)
 
 
 def _locomo_samples(
@@ -209,11 +243,11 @@ def _locomo_samples(
                                 turn["dia_id"])  # fmt: skip
 
 
-def _longmemeval(path: Path, bot: str, user: str | None) -> Iterator[LineInput]:
+def _longmemeval(path: Path, bot: str, user: str | None, refused: list[str]) -> Iterator[LineInput]:
     data = load_json(path)
     where = [str(path)]
     questions = _longmemeval_questions(path, data, bot, user, where)
-    yield from _checked(questions, where, "a LongMemEval question")
+    yield from _checked(questions, where, "a LongMemEval question", refused)
 
 
 def _longmemeval_questions(

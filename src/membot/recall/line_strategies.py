@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from membot.config import BotSettings
-from membot.index.scope import Scope
+from membot.index.scope import PART_WEIGHT, Scope
 from membot.model import Line
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.lines import Hit, expand_neighbors
@@ -121,8 +121,9 @@ class LexicalStrategy(ExpandingStrategy):
 
 
 class BlendStrategy(ExpandingStrategy):
-    """``blend`` (the default): cosine with its neighbours', stopword-free BM25 and the time
-    the question points to, normalised and added."""
+    """``blend`` (the default): cosine (raised toward the line's best part's,
+    ``part_weight``) with its neighbours', stopword-free BM25 and the time the question
+    points to, normalised and added."""
 
     name = "blend"
     options = MappingProxyType(
@@ -132,6 +133,7 @@ class BlendStrategy(ExpandingStrategy):
             "neighbour_weight": 0.25,
             "time_weight": 0.25,
             **SECOND_ROUND,
+            "part_weight": PART_WEIGHT,
             **KEEP,
             **EXPANSION,
         }
@@ -250,7 +252,8 @@ def _blended(
     source: RecallSource, settings: BotSettings, question: Question, option: Mapping[str, float]
 ) -> list[tuple[Hit, float]]:
     query, scope = question.text, question.scope
-    lines = source.scored(question.vector, scope)
+    # A line's cosine moved toward its best part's (its sentences; a long line's windows).
+    lines = source.scored(question.vector, scope).with_parts(option["part_weight"])
     if not len(lines.ids):
         return []
     cosine = lines.scores

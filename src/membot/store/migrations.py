@@ -216,6 +216,18 @@ MIGRATIONS: tuple[str, ...] = (
         INSERT INTO line_text (line_text, rowid, text) VALUES ('delete', old.id, old.text);
     END;
     """,
+    # 11: a line's parts (its sentences, or windows of a long line: membot.memory.line_parts),
+    # each with a vector, so a fact said in passing, or past the 256 word pieces the line's
+    # own vector reads, is found. One row a line, keyed by the line (no second index): the
+    # parts' (start, end) character offsets as int32 pairs, their vectors as float16 rows.
+    # Deleted with the line. Lines stored before get theirs from `membot reindex`.
+    """
+    CREATE TABLE IF NOT EXISTS line_parts (
+        line_id INTEGER PRIMARY KEY REFERENCES lines(id) ON DELETE CASCADE,
+        bounds BLOB NOT NULL,
+        vectors BLOB NOT NULL
+    );
+    """,
 )
 
 # The meta keys holding the store's generation when every bot's lines, or one bot's, were

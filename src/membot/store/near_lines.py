@@ -9,7 +9,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from membot.store.base import VectorRows
+from membot.store.base import LineParts, VectorRows
 
 # Nodes a search visits: twice the 200 candidates a search asks for, so the nominees are the
 # near ones the graph finds rather than the last it reached (benchmarks/hnsw_recall.py
@@ -23,6 +23,7 @@ class NearLines(Protocol):
 
     def scope_line_count(self, bot_id: int) -> int: ...
     def vector_rows_around(self, line_ids: list[int]) -> VectorRows: ...
+    def line_parts(self, line_ids: Sequence[int]) -> dict[int, LineParts]: ...
     def lexical_search(
         self,
         terms: Sequence[str],

@@ -359,6 +359,15 @@ class PostgresStore(PostgresVectors, SqlStore):
                 ids.append(one_row(cursor.fetchone())[0])
                 if not cursor.nextset():
                     break
+            parts = [
+                (line_id, *new.parts.to_bytes())
+                for (_, new, _), line_id in zip(placed, ids, strict=True)
+                if new.parts is not None
+            ]
+            if parts:
+                cursor.executemany(
+                    "INSERT INTO line_parts (line_id, bounds, vectors) VALUES (%s, %s, %s)", parts
+                )
         return [replace(line, id=line_id) for line, line_id in zip(lines, ids, strict=True)]
 
     def _lexical_rows(self, query: LexicalQuery) -> list[tuple[int, float]]:

@@ -12,7 +12,8 @@ Choices made here, and why:
   ``(embedding::vector(N))`` for the store's dimension N.
 - Summaries' and chunks' vectors are ``bytea`` (float32, as SQLite keeps them): a summary may
   hold several vectors, and both are read whole per scope into memory, never searched in SQL.
-- ``lines.lexical`` is a generated ``tsvector`` under the ``membot_english`` configuration:
+- ``lines.lexical`` is a ``tsvector`` (made by a trigger since migration 4; a generated column
+  before, which refused a line too long for a tsvector) under the ``membot_english`` configuration:
   PostgreSQL's English (Snowball) stemmer without its stop-word list, the nearest to the
   SQLite store's FTS5 ``porter`` tokenizer, which stems and drops no word (recall already
   leaves out the stop words it does not want). ``lexical_search`` ranks by BM25 computed from
@@ -191,6 +192,38 @@ MIGRATIONS: tuple[str, ...] = (
     SMS_TABLES,
     # 3: which process answers a text, as the SQLite store's migration 9.
     SMS_ANSWERERS,
+    # 4: a line's parts with their vectors, as the SQLite store's migration 11: bytea, not
+    # pgvector's type, since they are read by scope into memory and never searched in SQL
+    # (summaries' and chunks' vectors are kept so too). And a line's tsvector made by a
+    # trigger instead of a generated column: PostgreSQL keeps at most 1 MB in a tsvector, and
+    # a line of up to 1,000,000 characters of words each said once ("w000001x w000002x ...")
+    # needs more, which refused the line; such a line's tsvector is then its first 200,000
+    # characters' (at most about 1 MB however they read; the in-memory BM25 of a scope and
+    # the parts' vectors still read all of it). Below that length no exception block runs,
+    # so no subtransaction is taken for an ordinary line.
+    """
+    CREATE TABLE line_parts (
+        line_id BIGINT PRIMARY KEY REFERENCES lines(id) ON DELETE CASCADE,
+        bounds BYTEA NOT NULL,
+        vectors BYTEA NOT NULL
+    );
+    ALTER TABLE lines ALTER COLUMN lexical DROP EXPRESSION;
+    CREATE FUNCTION lines_lexical() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF length(NEW.text) <= 200000 THEN
+            NEW.lexical := to_tsvector('membot_english', NEW.text);
+        ELSE
+            BEGIN
+                NEW.lexical := to_tsvector('membot_english', NEW.text);
+            EXCEPTION WHEN program_limit_exceeded THEN
+                NEW.lexical := to_tsvector('membot_english', left(NEW.text, 200000));
+            END;
+        END IF;
+        RETURN NEW;
+    END $$;
+    CREATE TRIGGER lines_lexical BEFORE INSERT OR UPDATE OF text ON lines
+        FOR EACH ROW EXECUTE FUNCTION lines_lexical();
+    """,
 )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 
 import numpy as np
 import psycopg
@@ -22,7 +23,7 @@ from psycopg.pq import Format
 from psycopg_pool import ConnectionPool
 
 from membot.errors import StoreError
-from membot.store.base import LineSnapshot, VectorRows, VectorSnapshot
+from membot.store.base import LineSnapshot, PartVectors, VectorRows, VectorSnapshot
 from membot.store.dialect import Row, one_row
 from membot.store.sql_store import LineVectors, lines_changed
 
@@ -111,9 +112,15 @@ class PostgresVectors:
     ) -> VectorSnapshot:
         """Generation, rows and the next cursor (see :meth:`_snapshot_rows`)."""
         columns = _VECTOR_COLUMNS + (", l.text" if texts else "")
-        snapshot = self._snapshot_rows(columns, where, params, known_generation, after)
-        generation, rows, horizon = snapshot
-        return VectorSnapshot(generation, _vector_rows(rows), horizon)
+        parts = (
+            "SELECT p.line_id, p.vectors FROM line_parts p JOIN lines l ON l.id = p.line_id "
+            f"WHERE {where} AND l.xid >= %s::text::xid8 ORDER BY p.line_id"
+        )
+        snapshot = self._snapshot_rows(columns, where, params, known_generation, after, parts)
+        generation, rows, horizon, part_rows = snapshot
+        lines = _vector_rows(rows)
+        found = PartVectors.from_rows(part_rows, int(lines.vectors.shape[1]))
+        return VectorSnapshot(generation, replace(lines, parts=found), horizon)
 
     def _snapshot_rows(
         self,
@@ -122,11 +129,12 @@ class PostgresVectors:
         params: tuple[int, ...],
         known_generation: int | None,
         after: int,
-    ) -> tuple[int, list[Row], int]:
-        """Generation, rows of ``columns`` in id order and the next cursor, read in one
-        REPEATABLE READ snapshot. The horizon is read first: a transaction that commits later
-        than this read is still running now, or starts later, so its id is at least the
-        horizon."""
+        parts: str | None = None,
+    ) -> tuple[int, list[Row], int, list[Row]]:
+        """Generation, rows of ``columns`` in id order, the next cursor and the rows of
+        ``parts`` (the same lines' parts), read in one REPEATABLE READ snapshot. The horizon
+        is read first: a transaction that commits later than this read is still running now,
+        or starts later, so its id is at least the horizon."""
         with self._errors(), self._pool.connection() as db, db.transaction():
             db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             (horizon,) = one_row(
@@ -140,7 +148,8 @@ class PostgresVectors:
                 "AND l.xid >= %s::text::xid8 ORDER BY l.id",
                 (*params, str(start)),
             ).fetchall()
-        return generation, rows, int(horizon)
+            part_rows = db.execute(parts, (*params, str(start))).fetchall() if parts else []
+        return generation, rows, int(horizon), part_rows
 
     def scope_vector_snapshot(
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
@@ -164,8 +173,10 @@ class PostgresVectors:
         if person_id is not None:
             where, params = where + " AND l.person_id = %s", (bot_id, person_id)
         columns = "l.id, l.thread_id, l.seq, l.role, l.text, l.speaker"
-        snapshot = self._snapshot_rows(columns, where, params, known_generation, after)
-        return LineSnapshot.from_rows(*snapshot)
+        generation, rows, horizon, _ = self._snapshot_rows(
+            columns, where, params, known_generation, after
+        )
+        return LineSnapshot.from_rows(generation, rows, horizon)
 
     def approximate_search(
         self,

@@ -23,6 +23,7 @@ from membot.errors import StoreError
 from membot.model import Line, Role, ThreadInfo, utc_now
 from membot.store.base import (
     BufferEntry,
+    LineParts,
     NewLine,
     SourceKey,
     ThreadKey,
@@ -401,6 +402,18 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
     def all_line_texts(self) -> list[tuple[int, str]]:
         return self._query("SELECT id, text FROM lines ORDER BY id")
 
+    def line_parts(self, line_ids: Sequence[int]) -> dict[int, LineParts]:
+        """The stored parts of the lines ``line_ids`` that have them, by line id."""
+        found: dict[int, LineParts] = {}
+        wanted = sorted({int(line_id) for line_id in line_ids})
+        for start in range(0, len(wanted), _CHUNK):
+            among, params = self.dialect.in_list("line_id", wanted[start : start + _CHUNK])
+            rows = self._query(
+                f"SELECT line_id, bounds, vectors FROM line_parts WHERE {among}", params
+            )
+            found.update({row[0]: LineParts.from_bytes(row[1], row[2]) for row in rows})
+        return found
+
     def lexical_search(
         self,
         terms: Sequence[str],
@@ -438,16 +451,25 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
         last_id: int,
         generation: int,
         extras: dict[str, list[tuple[int, np.ndarray]]] | None = None,
+        parts: Iterable[tuple[int, LineParts]] | None = None,
     ) -> None:
-        """Swap every line's vector (and the summaries' and chunks' in ``extras``, by table)
-        and the embedder metadata in one transaction; refused when lines came or went since
-        the caller read them up to ``last_id``."""
+        """Swap every line's vector (and the summaries' and chunks' in ``extras``, by table;
+        and, given ``parts``, every line's parts for these) and the embedder metadata in one
+        transaction; refused when lines came or went since the caller read them up to
+        ``last_id``."""
         with self._write() as db:
             self._hold_lines(db)
             newer = self._run(db, "SELECT 1 FROM lines WHERE id > ? LIMIT 1", (last_id,))
             if newer.fetchone() or self._read_generation(db) != generation:
                 raise lines_changed()
             self._swap_line_vectors(db, vectors, meta)
+            if parts is not None:
+                self._run(db, "DELETE FROM line_parts")
+                self.dialect.execute_many(
+                    db,
+                    "INSERT INTO line_parts (line_id, bounds, vectors) VALUES (?, ?, ?)",
+                    ((line_id, *each.to_bytes()) for line_id, each in parts),
+                )
             for table, rows in (extras or {}).items():
                 self._replace_extra_vectors(db, table, rows)
             self._set_meta(db, meta)

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import replace
 from datetime import UTC
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,14 @@ import numpy as np
 
 from membot.errors import StoreError, StoreFullError
 from membot.model import Line, utc_now
-from membot.store.base import BufferEntry, NewLine, ThreadKey, VectorRows, VectorSnapshot
+from membot.store.base import (
+    BufferEntry,
+    NewLine,
+    PartVectors,
+    ThreadKey,
+    VectorRows,
+    VectorSnapshot,
+)
 from membot.store.dialect import SQLITE, Row
 from membot.store.migrations import ALL_BOTS_MOVED, LAST_LINE_ID, bot_moved, migrate
 from membot.store.sql_store import NEW_LINE_COLUMNS, LexicalQuery, SqlStore, ThreadRef, line_values
@@ -295,6 +303,11 @@ class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
             "INSERT INTO line_vectors (line_id, vector) VALUES (?, ?)", (line_id, vector.tobytes())
         )
         db.execute("INSERT INTO line_text (rowid, text) VALUES (?, ?)", (line_id, new.text))
+        if new.parts is not None:
+            db.execute(
+                "INSERT INTO line_parts (line_id, bounds, vectors) VALUES (?, ?, ?)",
+                (line_id, *new.parts.to_bytes()),
+            )
         return Line(
             line_id, ref.key.bot, ref.key.person, ref.key.thread, seq, new.role, new.text,
             created, new.tokens, new.speaker, new.ref,
@@ -348,26 +361,50 @@ class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
     # -- vector snapshots (the rest of the vectors: sqlite_vectors.py) ---------------------
 
     def _snapshot(
-        self, sql: str, owners: tuple[int, ...], known_generation: int | None, after: int
+        self,
+        sql: str,
+        owners: tuple[int, ...],
+        known_generation: int | None,
+        after: int,
+        parts_sql: str,
     ) -> VectorSnapshot:
-        generation, rows, cursor = self._snapshot_rows(sql, owners, known_generation, after)
-        return VectorSnapshot(generation, VectorRows.from_rows(rows), cursor)
+        """As :meth:`_snapshot_rows`, the rows as vectors, with the parts ``parts_sql``
+        reads of the same lines, in the same transaction."""
+        generation, (rows, part_rows), cursor = self._snapshot_reads(
+            (sql, parts_sql), owners, known_generation, after
+        )
+        lines = VectorRows.from_rows(rows)
+        parts = PartVectors.from_rows(part_rows, int(lines.vectors.shape[1]))
+        return VectorSnapshot(generation, replace(lines, parts=parts), cursor)
 
     def _snapshot_rows(
         self, sql: str, owners: tuple[int, ...], known_generation: int | None, after: int
     ) -> tuple[int, list[Row], int]:
         """The generation, the rows of ``sql`` (ids first, in id order) past ``after`` (all
         of them when the generation moved) and the next cursor, read in one transaction."""
+        generation, (rows,), cursor = self._snapshot_reads((sql,), owners, known_generation, after)
+        return generation, rows, cursor
+
+    def _snapshot_reads(
+        self,
+        statements: tuple[str, ...],
+        owners: tuple[int, ...],
+        known_generation: int | None,
+        after: int,
+    ) -> tuple[int, list[list[Row]], int]:
+        """The generation, the rows of each statement (the first's ids first, in id order)
+        past ``after`` (all of them when the generation moved), and the next cursor (the
+        first statement's last id), read in one transaction."""
         with self._lock, _store_errors(self.path):
             self._db.execute("BEGIN")
             try:
                 row = self._db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
                 generation = int(row[0]) if row else 0
                 start = after if generation == known_generation else 0
-                rows = self._db.execute(sql, (*owners, start)).fetchall()
+                found = [self._db.execute(sql, (*owners, start)).fetchall() for sql in statements]
             finally:
                 self._db.execute("COMMIT")
-        return generation, rows, rows[-1][0] if rows else start
+        return generation, found, found[0][-1][0] if found[0] else start
 
     # -- relevance buffers ----------------------------------------------------------------
 

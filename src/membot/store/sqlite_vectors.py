@@ -45,8 +45,12 @@ class SqliteVectors:
             "l.created_at, l.text FROM lines l JOIN line_vectors v ON v.line_id = l.id "
             f"WHERE {owner} AND l.id > ? ORDER BY l.id"
         )
+        parts = (
+            "SELECT p.line_id, p.vectors FROM line_parts p JOIN lines l ON l.id = p.line_id "
+            f"WHERE {owner} AND l.id > ? ORDER BY p.line_id"
+        )
         owners = (bot_id,) if person_id is None else (bot_id, person_id)
-        return self._snapshot(sql, owners, known_generation, after)
+        return self._snapshot(sql, owners, known_generation, after, parts)
 
     def scope_line_snapshot(
         self, bot_id: int, person_id: int | None, known_generation: int | None, after: int

@@ -56,6 +56,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "source_key",
         "vector",
     ),
+    # A line's parts: offsets and vectors as the same bytes in both stores.
+    "line_parts": ("line_id", "bounds", "vectors"),
     "buffer_entries": (
         "thread_id",
         "position",
@@ -247,6 +249,8 @@ def _from_postgres(table: str, row: Row) -> Row:
         values["vector"] = values["vector"].to_numpy().astype(np.float32).tobytes()
     elif "vector" in values:
         values["vector"] = bytes(values["vector"])
+    elif table == "line_parts":
+        values["bounds"], values["vectors"] = bytes(values["bounds"]), bytes(values["vectors"])
     return tuple(values.values())
 
 

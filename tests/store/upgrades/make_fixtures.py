@@ -22,9 +22,10 @@ that commit's own command line (in-process, through typer's CliRunner) on a new 
 
 Every embedding is made by the same hashed bag of words as ``HashingEmbedder`` of
 tests/conftest.py ("hash-bow", 256 dimensions; copied below, as the old code cannot import
-today's tests): the child replaces ``membot.memory.resolve_embedder``, which every old version
-calls to build its embedder. So the tests read the vectors with the fast embedder the store
-tests use, and the bundled MiniLM is not needed to make or to check them.
+today's tests): the child replaces ``membot.memory.resolve_embedder`` (and, where there is
+one, ``membot.memory.facade``'s), which every old version calls to build its embedder. So the
+tests read the vectors with the fast embedder the store tests use, and the bundled MiniLM is
+not needed to make or to check them.
 
 The store is then written out as it is on disk: a SQLite file, its WAL checkpointed first, as
 ``sqlite_vK.db.gz``; a PostgreSQL database (on a ``pgserver`` started here) as plain
@@ -70,6 +71,9 @@ FIXTURES: dict[str, tuple[str, int, str, int]] = {
     # merge, 102726e, which added migration 2 (SMS, as SQLite's 6).
     "postgres_v1": ("postgresql", 1, "102726e^2", 5),
     "postgres_v2": ("postgresql", 2, "d90b17b^", 8),
+    # The last commit of main before line parts (SQLite migration 11, PostgreSQL 4).
+    "sqlite_v10": ("sqlite", 10, "ea10306", 10),
+    "postgres_v3": ("postgresql", 3, "ea10306", 10),
 }
 
 BOT = "membot"
@@ -152,12 +156,18 @@ def inside(level: int, location: str, work: Path) -> None:
     schema version it writes, or the one with the same tables) goes; write what only it saw
     (the keys' secrets, the settings set) to work/made.json."""
     import dataclasses
+    import importlib
 
     from typer.testing import CliRunner
 
     import membot.memory
 
     membot.memory.resolve_embedder = lambda *args, **kwargs: HashingEmbedder()
+    try:  # where Memory lives since the memory package (0.2): it imported its own name
+        facade = importlib.import_module("membot.memory.facade")
+        facade.resolve_embedder = membot.memory.resolve_embedder  # type: ignore[attr-defined]
+    except ImportError:
+        pass
     from membot.cli import app
     from membot.config import BotSettings
 

@@ -11,7 +11,7 @@ import { renderMarkdown } from "./markdown.js";
 // lines; a turn's trace is what this tab was answered).
 const traces = new Map();
 // The server's limit on a line (MAX_LINE_CHARS): a longer one is refused, not cut.
-const MAX_LINE_CHARS = 32000;
+const MAX_LINE_CHARS = 1000000;
 // BotSettings.bot_name's default: a bot never given a name is shown by its key name.
 const UNNAMED = "AI";
 
