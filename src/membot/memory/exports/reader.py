@@ -39,6 +39,7 @@ EXPORT_NAMES = {"chatgpt": "a ChatGPT export", "claude": "a Claude export"}
 ZIP_MAGIC = b"PK\x03\x04"
 MEMBER = "conversations.json"
 Reader = Callable[[Any, Tally], ExportedConversation]
+_NONE = object()  # the first conversation of a file that holds none
 READERS: dict[str, Reader] = {"chatgpt": chatgpt_conversation, "claude": claude_conversation}
 
 
@@ -80,7 +81,7 @@ class ChatExport:
         self._reader = JsonArrayReader(stream, name)
         try:
             self._elements = iter(self._reader)
-            self._first = next(self._elements, None)
+            self._first = next(self._elements, _NONE)
             self.format = self._format(fmt)
         except BaseException:
             self.close()
@@ -92,7 +93,7 @@ class ChatExport:
         return self._reader.bytes_read
 
     def _format(self, fmt: str | None) -> str:
-        if self._first is None:
+        if self._first is _NONE:
             raise ImportFormatError(f"{self._reader.name} holds no conversations")
         shape = format_of(self._first)
         if fmt is None and shape is None:
