@@ -294,3 +294,65 @@ def test_the_import_command_says_which_format_it_chose_and_what_it_skipped(
     history = cli.json("history", "--user", "ana")
     assert history[0]["thread"] == f"{LISBON} · 67a1c2f0"
     assert history[0]["text"] == "I'm going to Lisbon in May with my sister Inês."
+
+
+def test_the_readmes_import_commands_run(cli, tmp_path: Path, monkeypatch) -> None:
+    """The commands of the README's "Bring your history", on the hand-written exports."""
+    import shlex
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Bring your history\n", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    write_zip(tmp_path / "chatgpt-export.zip", chatgpt_export())
+    write_json(tmp_path / "conversations.json", claude_export())
+    commands = [line.split("#")[0] for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2
+    for command in commands:
+        cli.ok(*shlex.split(command)[1:])
+    threads = {line["thread"] for line in cli.json("history", "--user", "ana")}
+    assert {f"{LISBON} · 67a1c2f0", "Rivers 🌊 of Iberia · c1a0de00"} <= threads
+
+
+@pytest.mark.slow
+def test_an_export_import_killed_mid_run_and_run_again_stores_each_line_once(
+    tmp_path: Path, minilm
+) -> None:
+    """`membot import` of an export killed with SIGKILL while it writes, then run again."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_import_resume import count_lines
+
+    conversations = []
+    for n in range(60):  # 360 lines: two batches of 256
+        conversation = chatgpt_lisbon()
+        conversation["conversation_id"] = conversation["id"] = f"{n:08d}-lisbon"
+        conversations.append(conversation)
+    source = write_zip(tmp_path / "export.zip", conversations)
+    db = tmp_path / "killed.db"
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "models").symlink_to(minilm.onnx_path.parent)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMBOT_CACHE_DIR": str(cache)}
+    command = [sys.executable, "-m", "membot", "--db", str(db), "import", str(source), "-u", "ana"]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while count_lines(db) < 256 and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert count_lines(db) in (256, 360)  # whole batches only
+
+    subprocess.run(command, env=env, check=True, capture_output=True)
+    memory = Memory(db)
+    lines = memory.history(user="ana")
+    assert len(lines) == 360
+    for n in (0, 59):
+        thread = [line for line in lines if line.thread == f"{LISBON} · {n:08d}"]
+        assert [line.seq for line in thread] == list(range(1, 7))
+        assert [line.ref for line in thread] == ["u1", "a1", "u2", "a2-call", "t1", "a3"]
+    memory.close()
