@@ -21,8 +21,6 @@ from rich.progress import (
 from membot import ChatExport, Memory
 from membot.cli.common import err
 
-EXPORT_NAMES = {"chatgpt": "a ChatGPT export", "claude": "a Claude export"}
-
 
 def import_export(
     memory: Memory, file: Path, fmt: str | None, *, bot: str, user: str | None
@@ -31,7 +29,7 @@ def import_export(
     started = time.perf_counter()
     with ChatExport(file, fmt, bot=bot, user=user) as export:
         how = "told from its shape" if export.detected else "as --format says"
-        err.print(f"reading {escape(file.name)} as {EXPORT_NAMES[export.format]} ({how})")
+        err.print(f"reading {escape(file.name)} as {export.format_name} ({how})")
         with _bytes_progress() as progress:
             task = progress.add_task("importing", total=export.total_bytes)
             added = memory.add_many(

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from membot.errors import ConfigError, ImportFormatError
-from membot.line_checks import MAX_REF_CHARS, checked_line
+from membot.line_checks import MAX_REF_CHARS, check_name, checked_line
 from membot.memory.exports.chatgpt import chatgpt_conversation, looks_like_chatgpt
 from membot.memory.exports.claude import claude_conversation, looks_like_claude
 from membot.memory.exports.conversation import (
@@ -72,6 +72,8 @@ class ChatExport:
             raise ConfigError(
                 "an export holds one person's conversations: name the person (--user NAME)"
             )
+        check_name(user, "user")  # once here, not as every line's problem
+        check_name(bot, "bot")
         if not path.is_file():
             raise ImportFormatError(f"no such file: {path}")
         self.path, self.bot, self.user = path, bot, user
@@ -87,6 +89,11 @@ class ChatExport:
             self.close()
             raise
         self.detected = fmt is None
+
+    @property
+    def format_name(self) -> str:
+        """What the file is, for a person: "a ChatGPT export"."""
+        return EXPORT_NAMES[self.format]
 
     @property
     def bytes_read(self) -> int:
