@@ -1,8 +1,9 @@
 """Import speed from an empty embedding cache: the LoCoMo dev file (2,760 lines) into a fresh
-store, as ``membot import`` stores it, for each embedder named.
+store, as ``membot import`` stores it, for each embedder named; and a generated ChatGPT export
+of 50,000 messages (benchmarks/generated_exports.py) against the embedder's own speed.
 
     .venv/bin/python benchmarks/import_speed.py [--embedder minilm --embedder minilm-int8]
-        [--runs 3]
+        [--runs 3] [--part locomo|chatgpt|both] [--chatgpt-messages 50000]
 
 Each run is a new process with a new store and a new, empty embedding cache; the models are
 exported (once, into the usual cache folder) and loaded before the clock starts, and their
@@ -11,6 +12,13 @@ seconds of the process (all its threads), with the load average before and after
 shared machine the wall time says as much about the neighbours as about membot. The script
 uses only membot's public API, so it measures an older membot too:
 ``PYTHONPATH=OLD_CHECKOUT/src python benchmarks/import_speed.py --embedder minilm``.
+
+The ChatGPT part alternates two kinds of run, each in its own process: the embedder alone
+embedding the export's lines in batches of 256 (as an import does, read from the file before
+the clock starts), and the whole import of the file (reading it as a stream, embedding,
+storing); it prints both speeds, their ratio (the goal: 0.85 or more, the import costing
+little beyond embedding) and the import's peak resident memory (ru_maxrss; the goal: 500 MB
+or less).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,9 +36,10 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from generated_exports import write_export
 from machine import announce
 
-from membot import Memory, read_file, resolve_embedder
+from membot import ChatExport, Memory, read_file, resolve_embedder
 from membot.eval import shared_data_dir
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
@@ -51,20 +61,106 @@ def one_run(spec: str, lines: list, folder: Path) -> tuple[float, float, float]:
     return loaded, wall, cpu
 
 
+BATCH = 256  # Memory.add_many's batch
+
+
+def export_lines(path: Path) -> list:
+    with ChatExport(path, None, bot="membot", user="ana") as export:
+        return list(export.lines())
+
+
+def embed_run(spec: str, path: Path, folder: Path) -> dict[str, float]:
+    """The embedder alone over the export's lines, batch by batch: its own speed."""
+    texts = [f"{x.speaker}: {x.text}" if x.speaker else x.text for x in export_lines(path)]
+    embedder = resolve_embedder(spec, cache_path=folder / "embeddings.db").inner
+    embedder.embed(["load the model"])
+    wall = time.perf_counter()
+    for start in range(0, len(texts), BATCH):
+        embedder.embed(texts[start : start + BATCH])
+    wall = time.perf_counter() - wall
+    return {"lines": len(texts), "seconds": wall, "peak_mb": _peak_mb()}
+
+
+def chatgpt_run(spec: str, path: Path, folder: Path) -> dict[str, float]:
+    """The whole import of the export into a fresh store and cache, as `membot import`."""
+    embedder = resolve_embedder(spec, cache_path=folder / "embeddings.db")
+    memory = Memory(folder / "import.db", embedder=embedder)
+    embedder.inner.embed(["load the model"])
+    memory.tokens.count("load the tokenizer")
+    wall = time.perf_counter()
+    with ChatExport(path, None, bot="membot", user="ana") as export:
+        added = memory.add_many(export.lines())
+    wall = time.perf_counter() - wall
+    assert added == memory.count_lines(), added
+    memory.close()
+    return {"lines": added, "seconds": wall, "peak_mb": _peak_mb()}
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def chatgpt_part(specs: list[str], runs: int, messages: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="membot-chatgpt-") as folder:
+        path = Path(folder) / "conversations.json"
+        write_export(path, messages=messages)
+        size = path.stat().st_size / 1e6
+        print(f"generated ChatGPT export: {messages:,} messages, {size:.0f} MB", flush=True)
+        for spec in specs:
+            rates: dict[str, list[float]] = {"embed": [], "import": []}
+            peaks = []
+            for run in range(1, runs + 1):
+                for kind in ("embed", "import"):  # alternating: both see the same neighbours
+                    load_before = os.getloadavg()[0]
+                    command = [sys.executable, __file__, f"--one-{kind}", spec, str(path)]
+                    done = subprocess.run(command, check=True, capture_output=True, text=True)
+                    got = json.loads(done.stdout.splitlines()[-1])
+                    rates[kind].append(got["lines"] / got["seconds"])
+                    peaks += [got["peak_mb"]] if kind == "import" else []
+                    print(
+                        f"{spec:<12} run {run} {kind:<6}: {got['seconds']:6.1f} s, "
+                        f"{rates[kind][-1]:4.0f} lines/s, peak RSS {got['peak_mb']:.0f} MB "
+                        f"(load average {load_before:.1f} -> {os.getloadavg()[0]:.1f})",
+                        flush=True,
+                    )
+            embed, imported = statistics.median(rates["embed"]), statistics.median(rates["import"])
+            print(
+                f"{spec:<12} ChatGPT export: import {imported:.0f} lines/s, the embedder alone "
+                f"{embed:.0f} lines/s: ratio {imported / embed:.2f} (medians of {runs}); "
+                f"import peak RSS {max(peaks):.0f} MB",
+                flush=True,
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", action="append", help="minilm, minilm-int8, ...")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--part", choices=["locomo", "chatgpt", "both"], default="both")
+    parser.add_argument("--chatgpt-messages", type=int, default=50_000)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a run, in its own process
+    parser.add_argument("--one-embed", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--one-import", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    for kind, run in (("one_embed", embed_run), ("one_import", chatgpt_run)):
+        if getattr(args, kind):
+            spec, path = getattr(args, kind)
+            with tempfile.TemporaryDirectory(prefix="membot-import-") as folder:
+                print(json.dumps(run(spec, Path(path), Path(folder))))
+            return
     lines = read_file(LOCOMO, "locomo", "membot", None).lines
     if args.one:
         with tempfile.TemporaryDirectory(prefix="membot-import-") as folder:
             print(json.dumps(one_run(args.one, lines, Path(folder))))
         return
     announce()
+    specs = args.embedder or ["minilm", "minilm-int8"]
+    if args.part in ("chatgpt", "both"):
+        chatgpt_part(specs, args.runs, args.chatgpt_messages)
+    if args.part == "chatgpt":
+        return
     print(f"{len(lines)} LoCoMo dev lines, {os.cpu_count()} cores")
-    for spec in args.embedder or ["minilm", "minilm-int8"]:
+    for spec in specs:
         rates = []
         for run in range(1, args.runs + 1):
             load_before = os.getloadavg()[0]

@@ -3,7 +3,8 @@
 Runs ``membot serve`` on a fresh store in a temporary folder, on 127.0.0.1, with the bundled
 MiniLM and scripted replies (so every run shows the same conversation), and drives Debian's
 chromium through Playwright: sign in with the printed link, build a bot, upload
-examples/espresso.md, talk over two threads, remember the first, look at the memory.
+examples/espresso.md, talk over two threads, remember the first, look at the memory, import
+a generated ChatGPT export (benchmarks/generated_exports.py).
 
     .venv/bin/python scripts/web_screenshots.py
 """
@@ -26,6 +27,9 @@ from pathlib import Path
 from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from generated_exports import write_export  # noqa: E402
+
 OUT = ROOT / "docs" / "web"
 DESKTOP = {"width": 1440, "height": 960}
 PHONE = {"width": 360, "height": 740}
@@ -72,6 +76,7 @@ def main() -> None:
                 desktop = browser.new_page(viewport=DESKTOP)
                 desktop.set_default_timeout(30_000)
                 tour(desktop, link)
+                import_tour(desktop, Path(folder))
                 phone = browser.new_page(viewport=PHONE, device_scale_factor=2)
                 phone.set_default_timeout(30_000)
                 phone_tour(phone, desktop)
@@ -166,6 +171,18 @@ def tour(page, link: str) -> None:
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator(".results .match").first).to_be_visible()
     shot(page, "memory-desktop", full=True)
+
+
+def import_tour(page, folder: Path) -> None:
+    """A ChatGPT export of 120 messages imported as Sam's history, its report shown."""
+    export = folder / "conversations.json"
+    write_export(export, messages=120)
+    page.goto(f"{page.url.split('#')[0]}#/import")
+    page.get_by_label("Person").fill("sam")
+    page.get_by_label("Export file").set_input_files(export)
+    page.get_by_role("button", name="Import", exact=True).click()
+    expect(page.locator(".import-report")).to_contain_text("Stored 120 lines", timeout=120_000)
+    shot(page, "import-desktop", full=True)
 
 
 def phone_tour(page, desktop) -> None:

@@ -54,6 +54,7 @@ from membot.llm import (
     resolve_llm,
 )
 from membot.llm.pool import LLMPool
+from membot.memory.exports import EXPORT_FORMATS, ChatExport, is_export
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.memory.importers import FORMATS as IMPORT_FORMATS
 from membot.memory.importers import ImportPlan, read_file
@@ -93,6 +94,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "DEFAULT_LLM",
     "DEFAULT_USER",
+    "EXPORT_FORMATS",
     "IMPORT_FORMATS",
     "LLM",
     "MAX_LINE_CHARS",
@@ -104,6 +106,7 @@ __all__ = [
     "Bot",
     "BotSettings",
     "BundledSmolLM2",
+    "ChatExport",
     "Choice",
     "Citation",
     "ConfigError",
@@ -146,6 +149,7 @@ __all__ = [
     "default_db_path",
     "end_conversation",
     "end_idle_threads",
+    "is_export",
     "iso",
     "migrate_store",
     "parse_settings",

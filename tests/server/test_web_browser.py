@@ -274,7 +274,7 @@ def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
     memory.add("Bob's secret: the safe code is 4711", user="bob", bot="coach", thread="t1")
     app.sign_in(app.server.key(bot="coach", user="sam"))
     page = app.page
-    expect(page.locator("#nav a")).to_have_text(["Chat", "Memory"])  # no building
+    expect(page.locator("#nav a")).to_have_text(["Chat", "Memory", "Import"])  # no building
     expect(page.locator(".who-talks")).to_contain_text("You are sam, talking with coach")
     app.reply("Hello Sam.")
     app.say("Hi there")
@@ -290,6 +290,35 @@ def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
     expect(page.get_by_role("heading", name="Chat", exact=True)).to_be_visible()
     app.open("#/memory")
     expect(page.get_by_role("heading", name="Memory of sam with coach", exact=True)).to_be_visible()
+    app.watch.assert_clean()
+
+
+def test_a_person_imports_their_claude_export_and_sees_what_was_left_out(app: App, tmp_path: Path):
+    from export_files import claude_export, write_zip
+
+    app.server.memory.create_bot("coach")
+    conversations = claude_export()
+    del conversations[0]["chat_messages"][2]  # the long paste: this test is about the page
+    conversations[1]["name"] = f"Cats {XSS_IMG}"
+    conversations[1]["chat_messages"].append({"uuid": "x", "sender": "robot", "text": XSS_SCRIPT})
+    export = write_zip(tmp_path / "claude-export.zip", conversations)
+    app.sign_in(app.server.key(bot="coach", user="sam"))
+    page = app.page
+    page.get_by_role("link", name="Import").click()
+    expect(page.get_by_role("heading", name="Import your history")).to_be_visible()
+    page.get_by_label("Export file").set_input_files(export)
+    page.get_by_role("button", name="Import", exact=True).click()
+    report = page.locator(".import-report")
+    expect(report).to_contain_text("Stored 8 lines of 2 conversations.")
+    expect(page.locator(".import-counts")).to_contain_text("claude-export.zip (claude) · done")
+    expect(report).to_contain_text("1 the model's reasoning")
+    expect(report.locator(".problems")).to_contain_text("unknown sender 'robot'")
+    assert page.locator("main img, main script").count() == 0
+    assert re.search(r"#/import/coach/[0-9a-f]{24}$", page.url)
+    page.reload()  # the address follows the job again
+    expect(report).to_contain_text("Stored 8 lines of 2 conversations.")
+    page.get_by_role("link", name="See sam's memory").click()
+    expect(page.locator(".thread-item .title")).to_contain_text([f"Cats {XSS_IMG}"])
     app.watch.assert_clean()
 
 

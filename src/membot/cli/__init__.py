@@ -29,17 +29,20 @@ from membot import (
     DEFAULT_BOT,
     DEFAULT_EMBEDDER,
     DEFAULT_LLM,
+    EXPORT_FORMATS,
     IMPORT_FORMATS,
     Bot,
     ConfigError,
     MembotError,
     default_db_path,
+    is_export,
     parse_settings,
     read_file,
 )
 from membot.cli.backup import backup, restore
 from membot.cli.bots import bot_app
 from membot.cli.chat import check_names, run_chat
+from membot.cli.chat_exports import import_export
 from membot.cli.common import (
     BotOption,
     Options,
@@ -249,7 +252,16 @@ def history(
 def import_(
     context: typer.Context,
     file: Path,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=" | ".join(IMPORT_FORMATS))] = "jsonl",
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            help=" | ".join((*IMPORT_FORMATS, *EXPORT_FORMATS))
+            + " (default: a ChatGPT or Claude export told from its shape, else jsonl)",
+            show_default=False,
+        ),
+    ] = None,
     bot: Annotated[
         str, typer.Option("--bot", "-b", help="The bot of lines that name none (JSONL's 'bot').")
     ] = DEFAULT_BOT,
@@ -260,15 +272,20 @@ def import_(
             "-u",
             help="The person of lines that name none: a JSONL line's own 'user' wins; every "
             "LoCoMo or LongMemEval line is this person's (default: the conversation's first "
-            "speaker, the question's id).",
+            "speaker, the question's id); a ChatGPT or Claude export is all this person's.",
             show_default=False,
         ),
     ] = None,
 ) -> None:
-    """Bulk import a conversation file, embedding in batches. Run again (after a stop, or on
-    a file that grew), it adds only the lines not stored yet."""
+    """Bulk import a conversation file, embedding in batches: JSONL, LoCoMo, LongMemEval, or
+    a ChatGPT or Claude export (its conversations.json, or the .zip as downloaded). Run again
+    (after a stop, or on a file that grew), it adds only the lines not stored yet."""
     memory = options_of(context).memory()
     require_bot(memory, bot)
+    if fmt in EXPORT_FORMATS or (fmt is None and file.is_file() and is_export(file)):
+        import_export(memory, file, fmt, bot=bot, user=user)
+        return
+    fmt = fmt or "jsonl"
     plan = read_file(file, fmt, bot, user)
     started = time.perf_counter()
     with import_progress() as progress:

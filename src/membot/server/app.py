@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -16,14 +17,16 @@ from fastapi.responses import PlainTextResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from membot import LLM, EmbedderMismatchError, LLMPool, Memory, resolve_llm
-from membot.server import openai_api, rest, sms_route
+from membot import LLM, ConfigError, EmbedderMismatchError, LLMPool, Memory, resolve_llm
+from membot.server import imports, openai_api, rest, sms_route
 from membot.server.errors import (
     ApiError,
     declare_errors,
     error_response,
     install_error_handlers,
 )
+from membot.server.import_jobs import DEFAULT_MAX_IMPORT_MB, ImportJobs
+from membot.server.imports import IMPORTS_PATH
 from membot.server.mcp import mount_mcp, run_mcp_sessions
 from membot.server.ratelimit import parse_rate
 from membot.server.service import MAX_BODY_BYTES, Service
@@ -48,11 +51,18 @@ def create_app(
     rate_limit: int = 0,
     public_url: str | None = None,
     twilio: sms_route.TwilioSettings | None = None,
+    imports_dir: Path | None = None,
+    max_import_mb: int = DEFAULT_MAX_IMPORT_MB,
 ) -> FastAPI:
     """The server over ``memory``; ``llm`` answers for bots whose profile names no model
     (default: the bundled SmolLM2); ``rate_limit``: requests a minute per key (0: none);
-    ``twilio``: the SMS route's settings (without them it answers 503)."""
-    service = Service(memory, llm=llm, llms=llms, rate_limit=rate_limit, public_url=public_url)
+    ``twilio``: the SMS route's settings (without them it answers 503); ``imports_dir``: where
+    uploaded exports and their jobs' state are kept (default: a folder in the system's
+    temporary folder), ``max_import_mb`` the largest export taken."""
+    service = Service(
+        memory, llm=llm, llms=llms, rate_limit=rate_limit, public_url=public_url,
+        imports=ImportJobs(imports_dir), max_import_mb=max_import_mb,
+    )  # fmt: skip
     app = FastAPI(
         title="membot", version="0.1.0", description=DESCRIPTION, lifespan=run_mcp_sessions,
         docs_url=None, redoc_url=None,  # /docs is served offline by mount_web
@@ -66,6 +76,7 @@ def create_app(
     app.add_middleware(RequestAccounting)
     _add_health_routes(app)
     app.include_router(rest.router)
+    app.include_router(imports.router)
     app.include_router(openai_api.router)
     app.include_router(sms_route.router)
     mount_mcp(app, service)
@@ -124,13 +135,24 @@ def app_from_environment() -> FastAPI:
     memory.warm_up(shared_memory=True)  # before the first request, not during it
     spec = env.get("MEMBOT_LLM") or None
     llm = resolve_llm(spec, key_env=env.get("MEMBOT_LLM_KEY_ENV") or None) if spec else None
+    imports_dir = env.get("MEMBOT_IMPORTS_DIR") or None
     return create_app(
         memory,
         llm=llm,
         rate_limit=rate_limit,
         public_url=env.get("MEMBOT_PUBLIC_URL") or None,
         twilio=sms_route.TwilioSettings.from_environment(env),
+        imports_dir=Path(imports_dir) if imports_dir else None,
+        max_import_mb=_megabytes(env.get("MEMBOT_MAX_IMPORT_MB"), "MEMBOT_MAX_IMPORT_MB"),
     )
+
+
+def _megabytes(value: str | None, name: str) -> int:
+    if not value:
+        return DEFAULT_MAX_IMPORT_MB
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ConfigError(f"{name} is a whole number of megabytes, from 1; not {value!r}")
+    return int(value)
 
 
 class RequestAccounting:
@@ -158,8 +180,8 @@ class RequestAccounting:
             await send(message)
 
         size = dict(scope["headers"]).get(b"content-length", b"")
-        limit = MAX_BODY_BYTES // (1024 * 1024)
-        too_large = f"request bodies are limited to {limit} MB"
+        most = _body_limit(service, scope)
+        too_large = f"request bodies are limited to {most // (1024 * 1024)} MB"
         received = 0
 
         async def counting_body() -> Message:
@@ -170,12 +192,12 @@ class RequestAccounting:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > MAX_BODY_BYTES:
+                if received > most:
                     raise HTTPException(413, too_large)
             return message
 
         try:
-            if size.isdigit() and int(size) > MAX_BODY_BYTES:
+            if size.isdigit() and int(size) > most:
                 response = error_response(413, "too_large", too_large, path=scope["path"])
                 state["error_type"] = "too_large"
                 await response(scope, receive, noting_status)
@@ -194,6 +216,13 @@ class RequestAccounting:
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
             service.metrics.count_request(scope["method"], route, status, state.get("error_type"))
+
+
+def _body_limit(service: Service, scope: Scope) -> int:
+    """The largest body a request may send: an export's upload is larger than the rest."""
+    if scope["method"] == "POST" and IMPORTS_PATH.match(scope["path"]):
+        return service.max_import_bytes
+    return MAX_BODY_BYTES
 
 
 READY_SECONDS = 2.0  # how long /readyz waits for the store

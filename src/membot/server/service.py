@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from membot import LLM, MAX_LINE_CHARS, MAX_NAME_CHARS, Bot, LLMPool, Memory, Turn
+from membot.server.import_jobs import DEFAULT_MAX_IMPORT_MB, ImportJobs
 from membot.server.metrics import Metrics
 from membot.server.ratelimit import RateLimiter
 
@@ -30,6 +31,8 @@ class Service:
         llms: LLMPool | None = None,
         rate_limit: int = 0,
         public_url: str | None = None,
+        imports: ImportJobs | None = None,
+        max_import_mb: int = DEFAULT_MAX_IMPORT_MB,
     ) -> None:
         self.memory = memory
         self.llms = llms or LLMPool()
@@ -37,6 +40,8 @@ class Service:
         self.limiter = RateLimiter(rate_limit)
         self.metrics = Metrics()
         self.public_url = public_url
+        self.imports = imports or ImportJobs()
+        self.max_import_bytes = max_import_mb * 1024 * 1024  # POST /v1/bots/{bot}/imports
         # Turns on one thread are taken one at a time in a process, so a reply is stored right
         # after the line it answers. A lock per thread, kept while a request holds it: with
         # 256 shared stripes, 32 turns at once would hold two unrelated ones on one stripe 86%

@@ -5,9 +5,10 @@ import { h, field, say } from "./dom.js";
 import { renderBots, renderBot } from "./bots.js";
 import { renderChat } from "./chat.js";
 import { renderMemory } from "./memory.js";
+import { renderImport } from "./imports.js";
 
 const main = document.getElementById("main");
-const PAGES = { bots: renderBots, bot: renderBot, chat: renderChat, memory: renderMemory };
+const PAGES = { bots: renderBots, bot: renderBot, chat: renderChat, memory: renderMemory, import: renderImport };
 
 /** A fresh view: pages render into it, and a page left midway writes into a detached node. */
 function view() {
@@ -103,8 +104,8 @@ async function redeemLink(code) {
 function signedIn() {
   const me = session.me;
   const nav = document.getElementById("nav");
-  const links = session.builds ? [["bots", "Bots"], ["chat", "Chat"], ["memory", "Memory"]]
-    : [["chat", "Chat"], ["memory", "Memory"]];
+  const links = session.builds ? [["bots", "Bots"], ["chat", "Chat"], ["memory", "Memory"], ["import", "Import"]]
+    : [["chat", "Chat"], ["memory", "Memory"], ["import", "Import"]];
   nav.replaceChildren(h("ul", {}, links.map(([page, label]) =>
     h("li", {}, h("a", { href: `#/${page}`, "data-page": page, text: label })))));
   const who = me.scope === "admin" ? "admin" : me.scope === "bot" ? `bot ${me.bot}` : `${me.user} · ${me.bot}`;
