@@ -14,7 +14,6 @@ from export_files import (
     CHATGPT_LINES,
     CLAUDE_LINES,
     LISBON,
-    PASTE,
     T0,
     chatgpt_export,
     chatgpt_lisbon,
@@ -42,10 +41,6 @@ def stored(memory: Memory) -> list[tuple[str, str, str | None, str]]:
     ]
 
 
-def without_paste(lines: list[tuple]) -> list[tuple]:
-    return [line for line in lines if PASTE not in line[3]]
-
-
 def read(path: Path, fmt: str | None = None) -> tuple[list, ChatExport]:
     with ChatExport(path, fmt, bot="membot", user="ana") as export:
         return list(export.lines()), export
@@ -58,9 +53,7 @@ def test_a_chatgpt_export_is_stored_as_the_conversation_last_seen(
     path = write(tmp_path / "export", chatgpt_export())
     lines, export = read(path)
     assert export.format == "chatgpt" and export.detected
-    assert [(x.thread, str(x.role), x.speaker, x.text) for x in lines] == without_paste(
-        CHATGPT_LINES
-    )
+    assert [(x.thread, str(x.role), x.speaker, x.text) for x in lines] == CHATGPT_LINES
     # Times are the messages' own, or their conversation's when they have none.
     assert lines[0].created_at.timestamp() == pytest.approx(T0)
     assert lines[-1].created_at.timestamp() == pytest.approx(T0 + 90_005)
@@ -78,9 +71,7 @@ def test_a_claude_export_is_stored_with_its_tool_lines_and_files(
 ) -> None:
     lines, export = read(write(tmp_path / "export", claude_export()))
     assert export.format == "claude" and export.detected
-    assert [(x.thread, str(x.role), x.speaker, x.text) for x in lines] == without_paste(
-        CLAUDE_LINES
-    )
+    assert [(x.thread, str(x.role), x.speaker, x.text) for x in lines] == CLAUDE_LINES
     assert [line.ref for line in lines[:4]] == ["m1", "m2", "m2#2", "m2#3"]
     assert lines[-1].created_at.isoformat() == "2024-06-03T18:00:04+02:00"
     assert export.tally.skipped["the model's reasoning"] == 1
@@ -92,8 +83,8 @@ def test_a_claude_export_is_stored_with_its_tool_lines_and_files(
 def test_a_60000_character_paste_is_stored_whole(
     make_memory, tmp_path: Path, export, expected
 ) -> None:
-    """Needs membot's line limit at 1,000,000 characters (another branch raises it from
-    32,000): until then the paste is named as malformed and skipped."""
+    """A paste longer than a MiniLM reads is one line, stored whole (the line limit is
+    1,000,000 characters)."""
     memory = make_memory()
     imported(memory, write_json(tmp_path / "export.json", export()))
     assert stored(memory) == expected
