@@ -472,8 +472,8 @@ def test_a_model_that_cannot_write_key_points_keeps_the_persons_own_statements(
     assert ending.decision == "kept" and ending.llm_calls == ()
     assert ending.remembered is not None
     assert ending.remembered.text == (
-        "- 2024-05-01: HUMAN said: I'm allergic to peanuts, so no satay for me.\n"
-        "- 2024-05-01: HUMAN said: I prefer green tea to coffee. I fly to Lisbon tomorrow."
+        "- 2024-05-01: alice said: I'm allergic to peanuts, so no satay for me.\n"
+        "- 2024-05-01: alice said: I prefer green tea to coffee. I fly to Lisbon tomorrow."
     )
     assert any("own statements" in note for note in ending.notes)
 

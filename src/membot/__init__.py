@@ -57,10 +57,12 @@ from membot.llm.pool import LLMPool
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.memory.importers import FORMATS as IMPORT_FORMATS
 from membot.memory.importers import ImportPlan, read_file
+from membot.memory.person_view import KeyPoint, PersonMemory, ThreadLines
 from membot.memory.profile_files import profile_from_toml, profile_to_toml
 from membot.model import (
     Block,
     Citation,
+    Correction,
     ExpertiseChunk,
     Line,
     Match,
@@ -109,6 +111,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "CopyReport",
+    "Correction",
     "DocumentInfo",
     "Embedder",
     "EmbedderMismatchError",
@@ -117,6 +120,7 @@ __all__ = [
     "ImportFormatError",
     "ImportPlan",
     "JsonSchema",
+    "KeyPoint",
     "LLMPool",
     "Line",
     "LineInput",
@@ -126,6 +130,7 @@ __all__ = [
     "Message",
     "NotFoundError",
     "OpenAICompatibleLLM",
+    "PersonMemory",
     "ProviderError",
     "Question",
     "Recall",
@@ -137,6 +142,7 @@ __all__ = [
     "Strategy",
     "Summary",
     "ThreadInfo",
+    "ThreadLines",
     "ThreadState",
     "Turn",
     "TurnFailedError",

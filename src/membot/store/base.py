@@ -12,7 +12,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from membot.errors import ConflictError, EmbedderMismatchError
-from membot.model import ExpertiseChunk, Line, Role, Summary, ThreadInfo, ThreadState
+from membot.model import (
+    Correction,
+    ExpertiseChunk,
+    Line,
+    Role,
+    Summary,
+    ThreadInfo,
+    ThreadState,
+)
 
 ROLE_CODES: dict[str, int] = {"human": 0, "bot": 1, "tool": 2, "system": 3}
 
@@ -326,6 +334,9 @@ class LineStore(Protocol):
         self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
     ) -> list[BufferEntry]: ...
     def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]: ...
+    def forget_line(self, line_id: int) -> bool:
+        """Remove one line with its vector, parts and lexical row; False if it is gone."""
+        ...
 
 
 class VectorSearch(Protocol):
@@ -414,6 +425,18 @@ class SummaryStore(Protocol):
         self, bot_id: int, person_id: int | None
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def forget_summary(self, summary_id: int) -> bool: ...
+    def rewrite_summary(
+        self,
+        summary_id: int,
+        text: str,
+        tokens: int,
+        vector: np.ndarray,
+        *,
+        correction: tuple[str, str] | None = None,
+        forgotten_point: str | None = None,
+        vectors_by: tuple[str, int] | None = None,
+    ) -> Summary | None: ...
+    def summary_corrections(self, summary_ids: Sequence[int]) -> dict[int, list[Correction]]: ...
 
 
 class DocumentStore(Protocol):

@@ -556,6 +556,20 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
             self._removed(db, self._changes(db) != changes)
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
 
+    def forget_line(self, line_id: int) -> bool:
+        """Remove one line: its vector, parts and lexical row go with it (the tables'
+        cascades and trigger), and the generation moves for its bot, so every process's
+        in-memory and approximate indexes drop it at their next search."""
+        with self._write() as db:
+            row = self._run(db, "SELECT bot_id FROM lines WHERE id = ?", (line_id,)).fetchone()
+            if row is None:
+                return False
+            self._retire_line_ids(db)
+            self._run(db, "DELETE FROM lines WHERE id = ?", (line_id,))
+            self._bump_generation(db, [row[0]])
+            self._removed(db, True)
+        return True
+
     def delete_bot(self, bot: str) -> dict[str, int]:
         """Remove a bot with everything it holds: profile, threads, lines, vectors, lexical
         rows, buffers, summaries and documents. People left with nothing are removed too."""
