@@ -1,5 +1,5 @@
-"""What forgetting a person's threads (or one line) must reach beyond the store's rows: the texts whose
-vectors the embedding cache holds, and what this process keeps in memory.
+"""What forgetting a person's threads (or one line) must reach beyond the store's rows: the
+texts whose vectors the embedding cache holds, and what this process keeps in memory.
 
 A vector can be turned back into text, so the cache's vectors of a forgotten line go with it:
 the line as it was embedded and its parts, each summary and its key points, and the units

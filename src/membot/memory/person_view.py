@@ -15,7 +15,7 @@ Everything here is asked for in a person's name: a line or point of anyone else 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
