@@ -441,6 +441,12 @@ async def try_mcp(transport: Any, world: World, plan: KeyPlan, key: str, targets
                 "remember": ({"text": QUERY, "thread": "t1"}, True),
                 "end_thread": ({"thread": "t1", "remember": False}, True),
                 "forget": ({"confirm": True}, True),
+                "my_memory": ({"query": QUERY}, False),
+                "forget_line": ({"line_id": 1, "confirm": True}, True),
+                "correct_memory": (
+                    {"summary_id": 1, "number": 0, "text": QUERY, "confirm": True},
+                    True,
+                ),
             }
             for tool, (arguments, writes) in calls.items():
                 if outcome == "ok" and writes:
