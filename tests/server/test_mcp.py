@@ -397,8 +397,8 @@ async def test_a_person_sees_corrects_and_deletes_their_memory_with_confirmation
         preview = answer(await call("correct_memory", fix))
         unchanged = memory.summaries(user="alice")[0].text
         corrected = answer(await call("correct_memory", fix | {"confirm": True}))
-        dropped = answer(await call("correct_memory", {"summary_id": summary.id, "number": 1,
-                                                       "forget": True, "confirm": True}))  # fmt: skip
+        drop = {"summary_id": summary.id, "number": 1, "forget": True, "confirm": True}
+        dropped = answer(await call("correct_memory", drop))
         both = refusal(await call("correct_memory", fix | {"forget": True}))
         others = refusal(await call("forget_line", {"line_id": bob_line.id, "confirm": True}))
 
