@@ -478,6 +478,28 @@ def test_a_model_that_cannot_write_key_points_keeps_the_persons_own_statements(
     assert any("own statements" in note for note in ending.notes)
 
 
+def test_kept_points_name_the_person_as_named_and_still_pass_the_grounding_check(
+    memory: Memory,
+) -> None:
+    """Issue 32: the points read "Student said: My name is Ana", the bot's word for anyone.
+    They name the person now, and the check that holds a point to its lines still keeps it
+    (the name is a speaker's, not a name nobody said)."""
+    memory.configure_bot(BOT, human_name="Student")
+    memory.add("My name is Ana and I teach maths in Porto.", user="Ana", thread="t1", bot=BOT,
+               created_at=MAY_1)  # fmt: skip
+    llm = ScriptedLLM([])
+    llm.writes_summaries = False
+
+    ending = end_conversation(memory, llm, bot=BOT, user="Ana", thread="t1", remember=True,
+                              now=ENDED)  # fmt: skip
+
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert (
+        ending.remembered.text
+        == "- 2024-05-01: Ana said: My name is Ana and I teach maths in Porto."
+    )
+
+
 def test_with_a_remember_policy_a_model_that_cannot_check_it_keeps_nothing(
     memory: Memory,
 ) -> None:

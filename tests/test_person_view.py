@@ -133,3 +133,26 @@ def test_a_deleted_line_is_gone_from_its_thread_search_and_full_text(memory: Mem
     assert all(match.line.id != line.id for match in memory.search("Miso cat", user="ana"))
     assert memory.store.lexical_search(["miso"], bot_id or 0, person_id) == []
     assert [t.thread for t in memory.person_memory(user="ana").threads] == ["work"]
+
+
+def test_a_deleted_line_leaves_the_running_summary_that_quoted_it(memory: Memory) -> None:
+    """A model that cannot summarise (the bundled one) folds the person's own words into the
+    thread's running summary: a line deleted goes from there too, the other rows stay."""
+    from membot import Bot, ScriptedLLM
+
+    memory.configure_bot(window_size=2, window_overlap=0)
+    llm = ScriptedLLM()
+    llm.writes_summaries = False
+    bot = Bot(memory, llm)
+    said = ["My sister Ana lives in Porto.", "I'm training for a half marathon.", "ok thanks"]
+    for minute, text in enumerate(said):
+        bot.turn(text, user="alice", thread="t1", now=MAY_1.replace(minute=minute))
+    state = memory.thread_state(bot="membot", user="alice", thread="t1")
+    assert state is not None and "Porto" in state.summary and "marathon" in state.summary
+    (sister,) = [line for line in memory.history(user="alice") if "Porto" in line.text]
+
+    memory.forget_line(sister.id, user="alice")
+
+    state = memory.thread_state(bot="membot", user="alice", thread="t1")
+    assert state is not None
+    assert state.summary == "2026-05-01: alice said: I'm training for a half marathon."

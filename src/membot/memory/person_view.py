@@ -25,9 +25,10 @@ import numpy as np
 from membot.embed import CachedEmbedder, Embedder
 from membot.errors import ConfigError, NotFoundError
 from membot.index.source import IndexedLines
+from membot.memory.grounding import SAID_LABEL, sentences
 from membot.memory.knowledge import summary_parts, summary_points
 from membot.model import Correction, Line, Summary, iso
-from membot.store import Store
+from membot.store import Store, ThreadKey
 from membot.turn.tokens import TokenCounter
 
 MAX_POINT_CHARS = 2000  # a corrected key point: a sentence or a few, not a document
@@ -188,11 +189,24 @@ class PersonView:
         texts = line_texts(line, thread, self.window_shapes())
         if not self.store.forget_line(line.id):
             raise NotFoundError(f"no line {line_id} in the memory of {user!r}")
+        self._drop_from_running_summary(line)
         try:
             drop_removed(self.recall_source, self.embedder, texts)
         finally:
             self.store.finish_removal()
         return line
+
+    def _drop_from_running_summary(self, line: Line) -> None:
+        """The rows of the thread's running summary that are the line's own words (as
+        :mod:`membot.turn.own_words` writes them for a model that cannot summarise, the
+        bundled one): a summary a model wrote in its own words holds no row of one line."""
+        state = self.store.thread_state(ThreadKey(line.bot, line.person, line.thread))
+        if state is None or not state.summary or line.seq > state.summary_through:
+            return
+        rows = state.summary.splitlines()
+        kept = [row for row in rows if not _quotes(row, line)]
+        if len(kept) < len(rows):
+            self.store.rewrite_thread_summary(state.id, "\n".join(kept))
 
     def forget_key_point(
         self, summary_id: int, number: int, *, user: str, bot: str | None = None
@@ -257,6 +271,18 @@ class PersonView:
         """The embedding cache keeps texts: a point's old wording goes with its vectors."""
         if isinstance(self.embedder, CachedEmbedder):
             self.embedder.discard(list(texts))
+
+
+def _quotes(row: str, line: Line) -> bool:
+    """Whether a running summary's ``row`` ("2026-11-23: ana said: ...") is ``line``'s own
+    words: of its day, and each of its sentences found in the line (any case)."""
+    day, _, rest = row.partition(": ")
+    label = SAID_LABEL.match(rest)
+    if day != line.created_at.date().isoformat() or label is None:
+        return False
+    said = " ".join(line.text.split()).casefold()
+    parts = sentences(rest[label.end() :])
+    return bool(parts) and all(part.strip(" .!-").casefold() in said for part in parts)
 
 
 def _chain(corrections: Sequence[Correction], text: str) -> tuple[Correction, ...]:

@@ -122,6 +122,10 @@ class StoreExtras:
                 (summary, through_seq, thread_id, through_seq),
             )
 
+    def rewrite_thread_summary(self, thread_id: int, summary: str) -> None:
+        with self._write() as db:
+            self._run(db, "UPDATE threads SET summary = ? WHERE id = ?", (summary, thread_id))
+
     # -- remembered summaries -------------------------------------------------------------
 
     def add_summary(
