@@ -330,18 +330,11 @@ class LineStore(Protocol):
     def open_threads(self, bot: str, person: str | None = None) -> list[ThreadState]: ...
     def end_thread(self, thread_id: int, when: datetime | None = None) -> None: ...
     def save_thread_summary(self, thread_id: int, summary: str, through_seq: int) -> None: ...
-    def rewrite_thread_summary(self, thread_id: int, summary: str) -> None:
-        """The running summary's text replaced, covering the same lines (a line of it
-        deleted by its person)."""
-        ...
 
     def change_buffer(
         self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
     ) -> list[BufferEntry]: ...
     def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]: ...
-    def forget_line(self, line_id: int) -> bool:
-        """Remove one line with its vector, parts and lexical row; False if it is gone."""
-        ...
 
 
 class VectorSearch(Protocol):
@@ -430,18 +423,6 @@ class SummaryStore(Protocol):
         self, bot_id: int, person_id: int | None
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def forget_summary(self, summary_id: int) -> bool: ...
-    def rewrite_summary(
-        self,
-        summary_id: int,
-        text: str,
-        tokens: int,
-        vector: np.ndarray,
-        *,
-        correction: tuple[str, str] | None = None,
-        forgotten_point: str | None = None,
-        vectors_by: tuple[str, int] | None = None,
-    ) -> Summary | None: ...
-    def summary_corrections(self, summary_ids: Sequence[int]) -> dict[int, list[Correction]]: ...
 
 
 class DocumentStore(Protocol):
@@ -555,6 +536,33 @@ class SmsStore(Protocol):
         ...
 
 
+class PersonEditStore(Protocol):
+    """What a person changes of their own memory (:mod:`membot.memory.person_view`): one
+    line deleted, the running summary that quoted it, a kept summary rewritten, and the
+    history of its corrections."""
+
+    def forget_line(self, line_id: int) -> bool:
+        """Remove one line with its vector, parts and lexical row; False if it is gone."""
+        ...
+
+    def rewrite_thread_summary(self, thread_id: int, summary: str) -> None:
+        """The running summary's text replaced, covering the same lines."""
+        ...
+
+    def rewrite_summary(
+        self,
+        summary_id: int,
+        text: str,
+        tokens: int,
+        vector: np.ndarray,
+        *,
+        correction: tuple[str, str] | None = None,
+        forgotten_point: str | None = None,
+        vectors_by: tuple[str, int] | None = None,
+    ) -> Summary | None: ...
+    def summary_corrections(self, summary_ids: Sequence[int]) -> dict[int, list[Correction]]: ...
+
+
 class TurnStore(Protocol):
     """Turns of one thread one after another, in any process."""
 
@@ -572,6 +580,7 @@ class Store(
     LexicalSearch,
     BotStore,
     SummaryStore,
+    PersonEditStore,
     DocumentStore,
     KeyStore,
     SmsStore,
