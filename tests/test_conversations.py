@@ -532,3 +532,21 @@ def test_a_thread_taken_up_only_by_the_bot_calls_no_model_and_says_why(memory: M
 
     assert again.decision == "dropped" and len(llm.history) == 1
     assert again.reason == "the person said nothing since the thread was last remembered"
+
+
+def test_a_model_writing_key_points_is_asked_about_the_person_by_name(memory: Memory) -> None:
+    """The model reads the person's lines under their name, so its points name them, and
+    the grounding check keeps a point that does (a bot's human_name "Student" is anyone)."""
+    memory.configure_bot(BOT, bot_name="Robo", human_name="Student")
+    talk(memory)
+    points = {"points": ["2024-05-01: alice is allergic to peanuts"], "categories": []}
+    llm = ScriptedLLM([json.dumps(points)])
+
+    ending = end(memory, llm)
+
+    ((request,),) = llm.history
+    assert "between alice (the person)" in request["content"]
+    assert "] alice: I'm allergic to peanuts" in request["content"]
+    assert "Student" not in request["content"]
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert ending.remembered.text == "- 2024-05-01: alice is allergic to peanuts"

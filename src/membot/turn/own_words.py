@@ -77,9 +77,18 @@ def person_label(line: Line, settings: BotSettings, person: str) -> str:
     (``human_name``, "Student"), which is left for a person known only by a stand-in."""
     if line.speaker:
         return line.speaker
+    if settings.human_name.casefold() == person.casefold():
+        return settings.human_name  # their name, as the bot's owner wrote it ("Alice")
     if _PLAIN_NAME.fullmatch(person) and not person.startswith("sms-"):
         return person
     return settings.human_name
+
+
+def person_name(lines: Sequence[Line], settings: BotSettings, person: str) -> str:
+    """How the key points of a thread name its person: as their latest line names them
+    (:func:`person_label`)."""
+    said = [line for line in lines if line.role == Role.HUMAN]
+    return person_label(said[-1], settings, person) if said else settings.human_name
 
 
 def own_statements(
