@@ -352,3 +352,29 @@ def test_a_forgotten_line_leaves_a_large_shared_scopes_approximate_index(
     for each in (memory, other):
         with each.recall_source.reading():
             assert line.id not in [hit for hit, _ in each.index.search(vector, scope, 10)]
+
+
+def test_a_deleted_key_point_is_in_no_file_and_no_cache_with_its_history(
+    tmp_path: Path, embedder
+) -> None:
+    """A point corrected (its old text kept as history), then deleted by the person: neither
+    wording is left in the store's bytes or the embedding cache; the other point stays."""
+    folder = tmp_path / "store"
+    memory = Memory(folder / "m.db", embedder=CachedEmbedder(embedder, folder / "e.db"))
+    memory.add("my locker is by the door", user="al", thread="t")
+    points = "- 2026-11-23: al said: my locker code is zqxvbnm\n- 2026-11-23: al said: I like tea"
+    kept = memory.add_summary(bot="membot", user="al", thread="t", text=points)
+    memory.correct_key_point(kept.id, 0, "my locker code is jxvlkwp", user="al")
+    needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS[:2]}
+    vector = memory.embed(["my locker code is jxvlkwp"], keep=False)[0]
+    needles["the point's vector"] = np.asarray(vector, np.float32).tobytes()
+    assert len(traces(folder, needles)) >= 2  # the history's word and the new one's
+
+    memory.forget_key_point(kept.id, 0, user="al")
+
+    assert [point.text for point in memory.key_points(user="al")] == [
+        "2026-11-23: al said: I like tea"
+    ]
+    assert traces(folder, needles) == []
+    memory.close()
+    assert traces(folder, needles) == []

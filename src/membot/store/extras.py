@@ -63,6 +63,7 @@ class StoreExtras:
     _run: Callable[..., Any]
     _check_and_record_embedder: Callable[[Any, tuple[str, int] | None], None]
     _ensure_named: Callable[[Any, str, str], int]
+    _removed: Callable[[Any, bool], None]
     get_meta: Callable[[str], str | None]
 
     def _summary(self, row: Row) -> Summary:
@@ -189,8 +190,10 @@ class StoreExtras:
         return ids, np.vstack(parts)
 
     def forget_summary(self, summary_id: int) -> bool:
+        """Remove a summary with its history; its old bytes go at ``finish_removal``."""
         with self._write() as db:
             removed = self._run(db, "DELETE FROM memories WHERE id = ?", (summary_id,))
+            self._removed(db, int(removed.rowcount) > 0)
             return int(removed.rowcount) > 0
 
     def rewrite_summary(
@@ -224,8 +227,9 @@ class StoreExtras:
                     "corrected_at) VALUES (?, ?, ?, ?)",
                     (summary_id, *correction, self.dialect.moment(utc_now())),
                 )
-            if forgotten_point is not None:
+            if forgotten_point is not None:  # its old bytes go at finish_removal
                 self._forget_point_history(db, summary_id, forgotten_point)
+                self._removed(db, True)
             row = self._run(db, f"{_SUMMARY_SQL} WHERE m.id = ?", (summary_id,)).fetchone()
         return self._summary(row)
 
