@@ -127,6 +127,8 @@ def read_as_person(built: Built, llm: ScriptedLLM, bot: str, user: str) -> dict[
         "history": memory.history(user=user, bot=bot),
         "threads": memory.threads(user=user, bot=bot),
         "memories": memory.summaries(user=user, bot=bot),
+        "their own memory": memory.person_memory(user=user, bot=bot).to_json(),
+        "their own memory searched": memory.person_memory(user=user, bot=bot, query=QUERY),
         "ending a thread": ending.to_json(),
         "the prompt of the ending": llm.history[-1],
     }
