@@ -156,3 +156,21 @@ def test_a_deleted_line_leaves_the_running_summary_that_quoted_it(memory: Memory
     state = memory.thread_state(bot="membot", user="alice", thread="t1")
     assert state is not None
     assert state.summary == "2026-05-01: alice said: I'm training for a half marathon."
+
+
+@BOTH
+def test_the_newest_line_deleted_its_seq_taken_again_is_folded_in_later(memory: Memory) -> None:
+    """The next line takes a deleted newest line's seq: the running summary, which covered
+    that seq, covers only what is left, so the new line is not counted as folded in."""
+    for text in ("one", "two", "three"):
+        memory.add(text, user="ana", thread="t", created_at=MAY_1)
+    state = memory.thread_state(bot="membot", user="ana", thread="t")
+    assert state is not None
+    memory.save_thread_summary(state, "ana said one, two and three", 3)
+    (three,) = [line for line in memory.history(user="ana") if line.text == "three"]
+
+    memory.forget_line(three.id, user="ana")
+    again = memory.add("four", user="ana", thread="t", created_at=MAY_1)
+
+    state = memory.thread_state(bot="membot", user="ana", thread="t")
+    assert state is not None and state.summary_through == 2 and again.seq == 3
