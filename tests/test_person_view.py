@@ -174,3 +174,16 @@ def test_the_newest_line_deleted_its_seq_taken_again_is_folded_in_later(memory: 
 
     state = memory.thread_state(bot="membot", user="ana", thread="t")
     assert state is not None and state.summary_through == 2 and again.seq == 3
+
+
+def test_the_newest_line_deleted_leaves_the_running_summary_too(memory: Memory) -> None:
+    memory.add("I keep bees in Leeds", user="ana", thread="t", created_at=MAY_1)
+    state = memory.thread_state(bot="membot", user="ana", thread="t")
+    assert state is not None
+    memory.save_thread_summary(state, "2026-05-01: ana said: I keep bees in Leeds", 1)
+    (line,) = memory.history(user="ana")
+
+    memory.forget_line(line.id, user="ana")
+
+    state = memory.thread_state(bot="membot", user="ana", thread="t")
+    assert state is not None and (state.summary, state.summary_through) == ("", 0)

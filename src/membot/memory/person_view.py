@@ -27,7 +27,7 @@ from membot.errors import ConfigError, NotFoundError
 from membot.index.source import IndexedLines
 from membot.memory.grounding import SAID_LABEL, sentences
 from membot.memory.knowledge import summary_parts, summary_points
-from membot.model import Correction, Line, Summary, iso
+from membot.model import Correction, Line, Summary, ThreadState, iso
 from membot.store import Store, ThreadKey
 from membot.turn.tokens import TokenCounter
 
@@ -187,21 +187,23 @@ class PersonView:
         line = self.person_line(line_id, user=user, bot=bot)
         thread = self.store.history(user, line.bot, line.thread)
         texts = line_texts(line, thread, self.window_shapes())
+        state = self.store.thread_state(ThreadKey(line.bot, line.person, line.thread))
         if not self.store.forget_line(line.id):
             raise NotFoundError(f"no line {line_id} in the memory of {user!r}")
-        self._drop_from_running_summary(line)
+        if state is not None:
+            self._drop_from_running_summary(line, state)
         try:
             drop_removed(self.recall_source, self.embedder, texts)
         finally:
             self.store.finish_removal()
         return line
 
-    def _drop_from_running_summary(self, line: Line) -> None:
-        """The rows of the thread's running summary that are the line's own words (as
-        :mod:`membot.turn.own_words` writes them for a model that cannot summarise, the
-        bundled one): a summary a model wrote in its own words holds no row of one line."""
-        state = self.store.thread_state(ThreadKey(line.bot, line.person, line.thread))
-        if state is None or not state.summary or line.seq > state.summary_through:
+    def _drop_from_running_summary(self, line: Line, state: ThreadState) -> None:
+        """The rows of the thread's running summary (``state``: as it was before the line
+        went) that are the line's own words, as :mod:`membot.turn.own_words` writes them
+        for a model that cannot summarise (the bundled one): a summary a model wrote in its
+        own words holds no row of one line."""
+        if not state.summary or line.seq > state.summary_through:
             return
         rows = state.summary.splitlines()
         kept = [row for row in rows if not _quotes(row, line)]
