@@ -22,7 +22,7 @@ Key = Annotated[ApiKey, Depends(caller)]
 PERSON = "/bots/{bot}/users/{user}"
 
 
-class Correction(BaseModel):
+class PointCorrection(BaseModel):
     text: str = Field(min_length=1, max_length=2000, description="The key point as it should read.")
 
 
@@ -65,7 +65,7 @@ def correct_key_point(
     user: str,
     summary_id: int,
     number: int,
-    body: Correction,
+    body: PointCorrection,
     key: Key,
     request: Request,
 ) -> dict[str, Any]:
