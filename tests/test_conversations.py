@@ -472,10 +472,32 @@ def test_a_model_that_cannot_write_key_points_keeps_the_persons_own_statements(
     assert ending.decision == "kept" and ending.llm_calls == ()
     assert ending.remembered is not None
     assert ending.remembered.text == (
-        "- 2024-05-01: HUMAN said: I'm allergic to peanuts, so no satay for me.\n"
-        "- 2024-05-01: HUMAN said: I prefer green tea to coffee. I fly to Lisbon tomorrow."
+        "- 2024-05-01: alice said: I'm allergic to peanuts, so no satay for me.\n"
+        "- 2024-05-01: alice said: I prefer green tea to coffee. I fly to Lisbon tomorrow."
     )
     assert any("own statements" in note for note in ending.notes)
+
+
+def test_kept_points_name_the_person_as_named_and_still_pass_the_grounding_check(
+    memory: Memory,
+) -> None:
+    """Issue 32: the points read "Student said: My name is Ana", the bot's word for anyone.
+    They name the person now, and the check that holds a point to its lines still keeps it
+    (the name is a speaker's, not a name nobody said)."""
+    memory.configure_bot(BOT, human_name="Student")
+    memory.add("My name is Ana and I teach maths in Porto.", user="Ana", thread="t1", bot=BOT,
+               created_at=MAY_1)  # fmt: skip
+    llm = ScriptedLLM([])
+    llm.writes_summaries = False
+
+    ending = end_conversation(memory, llm, bot=BOT, user="Ana", thread="t1", remember=True,
+                              now=ENDED)  # fmt: skip
+
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert (
+        ending.remembered.text
+        == "- 2024-05-01: Ana said: My name is Ana and I teach maths in Porto."
+    )
 
 
 def test_with_a_remember_policy_a_model_that_cannot_check_it_keeps_nothing(
@@ -510,3 +532,21 @@ def test_a_thread_taken_up_only_by_the_bot_calls_no_model_and_says_why(memory: M
 
     assert again.decision == "dropped" and len(llm.history) == 1
     assert again.reason == "the person said nothing since the thread was last remembered"
+
+
+def test_a_model_writing_key_points_is_asked_about_the_person_by_name(memory: Memory) -> None:
+    """The model reads the person's lines under their name, so its points name them, and
+    the grounding check keeps a point that does (a bot's human_name "Student" is anyone)."""
+    memory.configure_bot(BOT, bot_name="Robo", human_name="Student")
+    talk(memory)
+    points = {"points": ["2024-05-01: alice is allergic to peanuts"], "categories": []}
+    llm = ScriptedLLM([json.dumps(points)])
+
+    ending = end(memory, llm)
+
+    ((request,),) = llm.history
+    assert "between alice (the person)" in request["content"]
+    assert "] alice: I'm allergic to peanuts" in request["content"]
+    assert "Student" not in request["content"]
+    assert ending.decision == "kept" and ending.remembered is not None
+    assert ending.remembered.text == "- 2024-05-01: alice is allergic to peanuts"

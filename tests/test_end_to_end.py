@@ -62,7 +62,7 @@ def test_the_issue_s_cat_is_remembered_as_said_with_the_bundled_model(make_memor
                               remember=True)  # fmt: skip
 
     assert ending.decision == "kept" and ending.remembered is not None
-    assert ending.remembered.text == f"- 2026-11-23: HUMAN said: {said}"
+    assert ending.remembered.text == f"- 2026-11-23: sam said: {said}"
     assert "peanuts" not in ending.remembered.text
 
 

@@ -442,8 +442,8 @@ def test_a_model_that_cannot_write_summaries_folds_the_persons_own_statements(
     assert llm.folds == []
     state = memory.store.thread_state(key)
     assert state.summary == (
-        "2026-11-23: HUMAN said: My sister Ana lives in Porto.\n"
-        "2026-11-23: HUMAN said: I'm training for a half marathon."
+        "2026-11-23: alice said: My sister Ana lives in Porto.\n"
+        "2026-11-23: alice said: I'm training for a half marathon."
     )
     assert state.summary_through == 4 and "folded lines 3-4 into the running summary" in turn.notes
     # Days later: the earlier rows stay (they were said), lines with nothing to add move the
@@ -453,9 +453,9 @@ def test_a_model_that_cannot_write_summaries_folds_the_persons_own_statements(
         turn = bot.turn(text, user="alice", thread="t1", now=later + timedelta(minutes=minute))
     state = memory.store.thread_state(key)
     assert state.summary.splitlines() == [
-        "2026-11-23: HUMAN said: My sister Ana lives in Porto.",
-        "2026-11-23: HUMAN said: I'm training for a half marathon.",
-        "2026-11-25: HUMAN said: I adopted a cat named Miso.",
+        "2026-11-23: alice said: My sister Ana lives in Porto.",
+        "2026-11-23: alice said: I'm training for a half marathon.",
+        "2026-11-25: alice said: I adopted a cat named Miso.",
     ]
     assert state.summary_through == 10 and llm.folds == []
 

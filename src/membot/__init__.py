@@ -58,10 +58,12 @@ from membot.memory.exports import EXPORT_FORMATS, ChatExport, is_export
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.memory.importers import FORMATS as IMPORT_FORMATS
 from membot.memory.importers import ImportPlan, read_file
+from membot.memory.person_view import KeyPoint, PersonMemory, ThreadLines
 from membot.memory.profile_files import profile_from_toml, profile_to_toml
 from membot.model import (
     Block,
     Citation,
+    Correction,
     ExpertiseChunk,
     Line,
     Match,
@@ -112,6 +114,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "CopyReport",
+    "Correction",
     "DocumentInfo",
     "Embedder",
     "EmbedderMismatchError",
@@ -120,6 +123,7 @@ __all__ = [
     "ImportFormatError",
     "ImportPlan",
     "JsonSchema",
+    "KeyPoint",
     "LLMPool",
     "Line",
     "LineInput",
@@ -129,6 +133,7 @@ __all__ = [
     "Message",
     "NotFoundError",
     "OpenAICompatibleLLM",
+    "PersonMemory",
     "ProviderError",
     "Question",
     "Recall",
@@ -140,6 +145,7 @@ __all__ = [
     "Strategy",
     "Summary",
     "ThreadInfo",
+    "ThreadLines",
     "ThreadState",
     "Turn",
     "TurnFailedError",

@@ -92,6 +92,18 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class Correction:
+    """A kept key point as the person corrected it: how it read, how it reads since."""
+
+    old_text: str
+    new_text: str
+    corrected_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {"old": self.old_text, "new": self.new_text, "corrected_at": iso(self.corrected_at)}
+
+
+@dataclass(frozen=True)
 class ExpertiseChunk:
     """A passage of one of a bot's documents."""
 

@@ -278,3 +278,103 @@ def test_no_store_brings_a_forgotten_person_back_with_a_late_reply(memory) -> No
     turn = Bot(memory, llm).turn("remember my locker", user="al", thread="t")
     assert turn.bot_line is None
     assert memory.people("membot") == [] and memory.count_lines() == 0
+
+
+# Long enough to be stored with its parts (its sentences, each with a vector).
+LONG_SECRET = (
+    "I keep my spare key under the third flowerpot by the kitchen door, and the code for "
+    "the garage is zqxvbnm, which I have never told my neighbours or my colleagues. "
+    "My sister jxvlkwp knows it because she feeds the cat when I travel for work in the "
+    "spring and again in the autumn. Please never repeat it to anybody at all, ever again."
+)
+
+
+def test_one_forgotten_line_is_in_no_index_no_file_and_no_cache(tmp_path: Path, embedder):
+    """A person deletes one line: it goes from the lines, the full-text index, its vector
+    and its parts' vectors, the units of the pairs strategy, what the process holds in
+    memory, the embedding cache and the file's bytes at once; the rest of the thread stays."""
+    folder = tmp_path / "store"
+    memory = Memory(folder / "m.db", embedder=CachedEmbedder(embedder, folder / "e.db"))
+    memory.configure_bot("membot", strategy="pairs", window_size=2, thread_summary=False)
+    bot = Bot(memory, ScriptedLLM(["noted", "noted", "fine"]))
+    bot.turn("I like tea in the morning", user="al", thread="t")
+    turn = bot.turn(LONG_SECRET, user="al", thread="t")
+    bot.turn("what do you know about my garage", user="al", thread="t")
+    secret = turn.human_line
+    assert secret is not None and memory.store.line_parts([secret.id])  # stored with parts
+    bot_id, al = memory.store.bot_id("membot") or 0, memory.store.person_id("al")
+    assert memory.store.lexical_search(["zqxvbnm"], bot_id, al) != []
+    assert any("zqxvbnm" in text for text in in_memory_texts(memory))
+    needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS[:2]}
+    needles["the line's vector"] = np.asarray(memory.embed([LONG_SECRET])[0], np.float32).tobytes()
+    assert traces(folder, needles) != []
+
+    memory.forget_line(secret.id, user="al")
+
+    assert memory.store.line_parts([secret.id]) == {}
+    assert memory.store.lexical_search(["zqxvbnm"], bot_id, al) == []
+    assert all(m.line.id != secret.id for m in memory.search("garage code zqxvbnm", user="al"))
+    assert not any(word in text for text in in_memory_texts(memory) for word in SECRET_WORDS)
+    assert traces(folder, needles) == []
+    assert [line.text for line in memory.history(user="al")][:2] == [
+        "I like tea in the morning",
+        "noted",
+    ]
+    memory.close()
+    assert traces(folder, needles) == []
+
+
+def test_a_forgotten_line_leaves_a_large_shared_scopes_approximate_index(
+    make_memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MEMBOT_APPROXIMATE_FROM a shared bot's lines are searched through an approximate
+    graph: a line deleted by its person is taken out of it at once, here and in another
+    process at its next search."""
+    from membot.index.vectors import Scope
+
+    monkeypatch.setenv("MEMBOT_APPROXIMATE_FROM", "30")
+    memory = make_memory()
+    memory.configure_bot("town", share_across_people=True)
+    for n in range(40):
+        memory.add(f"town line {n} about the square", user=f"p{n % 3}", bot="town", thread="t")
+    memory.add("my safe code is zqxvbnm", user="al", bot="town", thread="t")
+    other = make_memory()  # another process of the server
+    (line,) = [line for line in memory.history(user="al")]
+    vector = memory.embed([line.text], keep=False)[0]
+    scope = Scope.of(memory.store.bot_id("town") or 0, None)
+    for each in (memory, other):
+        with each.recall_source.reading():
+            assert each.index.search(vector, scope, 3)[0][0] == line.id
+        assert each.index.approximate._scopes  # the graph, not the whole scope in memory
+
+    memory.forget_line(line.id, user="al", bot="town")
+
+    for each in (memory, other):
+        with each.recall_source.reading():
+            assert line.id not in [hit for hit, _ in each.index.search(vector, scope, 10)]
+
+
+def test_a_deleted_key_point_is_in_no_file_and_no_cache_with_its_history(
+    tmp_path: Path, embedder
+) -> None:
+    """A point corrected (its old text kept as history), then deleted by the person: neither
+    wording is left in the store's bytes or the embedding cache; the other point stays."""
+    folder = tmp_path / "store"
+    memory = Memory(folder / "m.db", embedder=CachedEmbedder(embedder, folder / "e.db"))
+    memory.add("my locker is by the door", user="al", thread="t")
+    points = "- 2026-11-23: al said: my locker code is zqxvbnm\n- 2026-11-23: al said: I like tea"
+    kept = memory.add_summary(bot="membot", user="al", thread="t", text=points)
+    memory.correct_key_point(kept.id, 0, "my locker code is jxvlkwp", user="al")
+    needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS[:2]}
+    vector = memory.embed(["my locker code is jxvlkwp"], keep=False)[0]
+    needles["the point's vector"] = np.asarray(vector, np.float32).tobytes()
+    assert len(traces(folder, needles)) >= 2  # the history's word and the new one's
+
+    memory.forget_key_point(kept.id, 0, user="al")
+
+    assert [point.text for point in memory.key_points(user="al")] == [
+        "2026-11-23: al said: I like tea"
+    ]
+    assert traces(folder, needles) == []
+    memory.close()
+    assert traces(folder, needles) == []

@@ -10,7 +10,8 @@ endpoint (the real ``openai`` client) and MCP (the SDK's client) — turns with 
 trace, the prompt the model got and what its citations kept, search, recall, history,
 memories, endings and every error — before and after the bots' sharing is changed; and they
 try every key on bots and people in and out of its scope, through every route that reads or
-changes a person's memory or a bot, checking the refusal and that the store is unchanged.
+changes a person's memory or a bot, checking the refusal and that the store is unchanged; and a
+person's key names every other person's line and key point ids on its own memory: 404.
 
 The scripted model cites every id the store could have, so a citation that is not one of
 the turn's own hints would show. The app runs in process (ASGI transports, no socket).
@@ -126,6 +127,8 @@ def read_as_person(built: Built, llm: ScriptedLLM, bot: str, user: str) -> dict[
         "history": memory.history(user=user, bot=bot),
         "threads": memory.threads(user=user, bot=bot),
         "memories": memory.summaries(user=user, bot=bot),
+        "their own memory": memory.person_memory(user=user, bot=bot).to_json(),
+        "their own memory searched": memory.person_memory(user=user, bot=bot, query=QUERY),
         "ending a thread": ending.to_json(),
         "the prompt of the ending": llm.history[-1],
     }
@@ -227,6 +230,7 @@ async def rest_answers(
             f"{person}/threads/{name}/lines", headers=bearer(key)
         )
     answers["memories"] = await http.get(f"{person}/memories", headers=bearer(key))
+    answers["their own memory"] = await http.get(f"{person}/memory", headers=bearer(key))
     llm.enqueue(points_reply(mine))
     answers["ending a thread"] = await http.post(
         f"{person}/threads/t1/end", json={"remember": True}, headers=bearer(key)
@@ -342,6 +346,10 @@ def rest_attempts(bot: str, user: str) -> list[Attempt]:
         Attempt("GET", f"{person}/threads"),
         Attempt("GET", f"{person}/threads/t1/lines"),
         Attempt("GET", f"{person}/memories"),
+        Attempt("GET", f"{person}/memory", params={"q": QUERY}),
+        Attempt("DELETE", f"{person}/lines/1", writes=True),
+        Attempt("DELETE", f"{person}/key-points/1/0", writes=True),
+        Attempt("PUT", f"{person}/key-points/1/0", json={"text": QUERY}, writes=True),
         Attempt("GET", base, personal=False),
         Attempt("GET", f"{base}/users", personal=False),
         Attempt("GET", f"{base}/documents", personal=False),
@@ -435,6 +443,12 @@ async def try_mcp(transport: Any, world: World, plan: KeyPlan, key: str, targets
                 "remember": ({"text": QUERY, "thread": "t1"}, True),
                 "end_thread": ({"thread": "t1", "remember": False}, True),
                 "forget": ({"confirm": True}, True),
+                "my_memory": ({"query": QUERY}, False),
+                "forget_line": ({"line_id": 1, "confirm": True}, True),
+                "correct_memory": (
+                    {"summary_id": 1, "number": 0, "text": QUERY, "confirm": True},
+                    True,
+                ),
             }
             for tool, (arguments, writes) in calls.items():
                 if outcome == "ok" and writes:
@@ -449,6 +463,29 @@ async def try_mcp(transport: Any, world: World, plan: KeyPlan, key: str, targets
                     assert_no_leak(world, result.model_dump(), (), where)
 
 
+async def try_others_ids(http: httpx.AsyncClient, built: Built, plan: KeyPlan, key: str) -> None:
+    """A person's key, on its own person's memory, naming the id of a line or kept summary
+    of anyone else: 404, as for an id that never was, and nothing of theirs in the answer."""
+    world, memory = built.world, built.memory
+    if plan.state != "active" or plan.bot is None or plan.user is None:
+        return
+    own = f"/v1/bots/{plan.bot}/users/{plan.user}"
+    for person in world.people:
+        lines = [line.id for line in memory.history(user=person)
+                 if (line.bot, line.person) != (plan.bot, plan.user)]  # fmt: skip
+        summaries = [summary.id for summary in memory.summaries(user=person)
+                     if (summary.bot, summary.person) != (plan.bot, plan.user)]  # fmt: skip
+        tries = [("DELETE", f"{own}/lines/{line_id}", None) for line_id in lines]
+        for summary_id in summaries:
+            tries += [("DELETE", f"{own}/key-points/{summary_id}/0", None),
+                      ("PUT", f"{own}/key-points/{summary_id}/0", {"text": QUERY})]  # fmt: skip
+        for method, path, body in tries:
+            response = await http.request(method, path, json=body, headers=bearer(key))
+            where = f"REST {method} {path} with {plan}"
+            assert response.status_code == 404, (where, response.text)
+            assert_no_leak(world, response.text, (), where)
+
+
 async def try_every_key(built: Built) -> None:
     world, memory = built.world, built.memory
     async with clients(create_app(memory, llm=ScriptedLLM())) as (http, mcp_transport):
@@ -456,6 +493,7 @@ async def try_every_key(built: Built) -> None:
         for plan, key in built.secrets:
             for bot, user, _ in world.viewpoints:
                 await try_rest(http, world, plan, key, bot, user)
+            await try_others_ids(http, built, plan, key)
             await try_openai(http, world, plan, key, world.viewpoints)
             await try_mcp(mcp_transport, world, plan, key, world.viewpoints)
         assert fingerprint(world, memory) == before, "a refused request changed the store"

@@ -23,7 +23,8 @@ from membot.service.keys import create_key, revoke_key
 
 pytestmark = pytest.mark.anyio
 
-TOOLS = {"remember", "recall", "search", "history", "forget", "end_thread"}
+TOOLS = {"remember", "recall", "search", "history", "forget", "end_thread", "my_memory",
+         "forget_line", "correct_memory"}  # fmt: skip
 # Starting `membot mcp` imports the SDK and membot (about 3 s, far more on a busy CI runner);
 # the first embedding loads the model.
 STDIO_SECONDS = 120
@@ -313,6 +314,8 @@ async def test_membot_mcp_serves_every_tool_over_stdio(tmp_path: Path, minilm, s
     assert results["found"]["matches"][0]["text"] == "The car needs new brakes"
     assert [thread["thread"] for thread in results["history"]["threads"]] == ["garden", "car"]
     assert results["ended"]["decision"] == "kept"
+    assert results["mine"]["lines"][0]["text"] == "I grow tomatoes on the balcony"
+    assert "tomatoes" in results["mine"]["key_points"][0]["text"]
     assert "only as its own person" in results["someone_else"]
     assert "confirm: true" in results["unconfirmed"]
     memory = Memory(db, embedder=minilm)
@@ -341,6 +344,7 @@ async def call_every_tool(session: ClientSession) -> dict[str, Any]:
         "found": answer(await call("search", {"query": "car brakes", "k": 1})),
         "history": answer(await call("history", {})),
         "ended": answer(await call("end_thread", {"remember": True} | garden)),
+        "mine": answer(await call("my_memory", {"query": "tomatoes"})),
         "someone_else": refusal(await call("history", {"user": "vic"})),
         "unconfirmed": refusal(await call("forget", {"confirm": False, "thread": "car"})),
         "forgot": answer(await call("forget", {"confirm": True, "thread": "car"})),
@@ -370,3 +374,45 @@ async def test_a_get_is_told_there_is_no_stream_and_the_server_names_its_version
     assert got.status_code == 405 and got.headers["allow"] == "POST"
     assert "keeps no stream open" in got.json()["error"]["message"]
     assert version and version != "unknown"
+
+
+async def test_a_person_sees_corrects_and_deletes_their_memory_with_confirmation(app, memory):
+    """my_memory shows the ids; forget_line and correct_memory say what would change, and
+    change it only with confirm: true; another person's ids are not found."""
+    memory.add("My cat is called Miso", user="alice", thread="cats", bot="b")
+    memory.add("I row on Sundays", user="alice", thread="sport", bot="b")
+    (bob_line,) = [memory.add("My safe code is 4321", user="bob", thread="s", bot="b")]
+    points = "- 2026-05-01: alice said: My cat is called Miso.\n- 2026-05-01: alice said: I row."
+    summary = memory.add_summary(bot="b", user="alice", thread="cats", text=points)
+    key = create_key(memory, bot="b", user="alice").secret
+    async with serving(app) as transport, session_with_key(transport, key) as session:
+        call = session.call_tool
+        seen = answer(await call("my_memory", {}))
+        searched = answer(await call("my_memory", {"query": "sundays"}))
+        row_id = searched["lines"][0]["id"]
+        asked = answer(await call("forget_line", {"line_id": row_id}))
+        kept_meanwhile = len(memory.history(user="alice"))
+        done = answer(await call("forget_line", {"line_id": row_id, "confirm": True}))
+        fix = {"summary_id": summary.id, "number": 0, "text": "My cat is called Luna."}
+        preview = answer(await call("correct_memory", fix))
+        unchanged = memory.summaries(user="alice")[0].text
+        corrected = answer(await call("correct_memory", fix | {"confirm": True}))
+        drop = {"summary_id": summary.id, "number": 1, "forget": True, "confirm": True}
+        dropped = answer(await call("correct_memory", drop))
+        both = refusal(await call("correct_memory", fix | {"forget": True}))
+        others = refusal(await call("forget_line", {"line_id": bob_line.id, "confirm": True}))
+
+    assert [line["text"] for line in seen["lines"]] == ["My cat is called Miso", "I row on Sundays"]
+    assert [point["number"] for point in seen["key_points"]] == [0, 1]
+    assert asked["done"] is False and asked["forgets"]["text"] == "I row on Sundays"
+    assert kept_meanwhile == 2 and done["done"] is True
+    assert [line.text for line in memory.history(user="alice")] == ["My cat is called Miso"]
+    assert preview["done"] is False and preview["after"] == "My cat is called Luna."
+    assert "Miso" in unchanged
+    assert corrected["done"] is True and corrected["before"]["text"].endswith("Miso.")
+    assert dropped["after"] is None
+    (left,) = memory.key_points(user="alice")
+    assert left.text == "My cat is called Luna." and len(left.corrections) == 1
+    assert "either `text`" in both
+    assert "no line" in others and "4321" not in others
+    assert len(memory.history(user="bob")) == 1

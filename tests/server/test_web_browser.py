@@ -282,6 +282,7 @@ def test_a_person_key_talks_and_cannot_open_another_persons_page(app: App):
 
     app.watch.allow("/v1/bots/coach/users/bob/threads", 403)
     app.watch.allow("/v1/bots/coach/users/bob/memories", 403)
+    app.watch.allow("/v1/bots/coach/users/bob/memory", 403)
     app.open("#/memory/coach/bob")
     expect(page.get_by_role("heading", name="Not allowed", exact=True)).to_be_visible()
     expect(page.get_by_role("alert")).to_contain_text("only as its own person")
@@ -687,3 +688,53 @@ def test_the_api_page_renders_the_schema_offline(browser, live_server: LiveServe
         page.close()
     assert outside == []
     assert watch.errors == [] and watch.dialogs == []
+
+
+def test_a_person_sees_corrects_and_deletes_their_own_memory(app: App):
+    """With their own key: the key points kept about them with their dates, one corrected
+    (its old text shown as history), one deleted; one line deleted from a thread and one
+    from the search's results, each asked first."""
+    memory = app.server.memory
+    memory.create_bot("coach")
+    memory.add("My cat is called Miso", user="sam", bot="coach", thread="cats")
+    memory.add("I row on Sundays", user="sam", bot="coach", thread="sport")
+    memory.add("I swim on Mondays", user="sam", bot="coach", thread="sport")
+    points = "- 2026-05-01: sam said: My cat is called Miso.\n- 2026-05-01: sam said: I row."
+    memory.add_summary(bot="coach", user="sam", thread="cats", text=points)
+    app.sign_in(app.server.key(bot="coach", user="sam"))
+    page = app.page
+    # The chat a person key opens on picks its thread first (and names it in the address).
+    expect(page.get_by_role("heading", name=re.compile(r"^Thread "))).to_be_visible()
+    app.open("#/memory")
+    expect(page.get_by_role("heading", name="Memory of sam with coach", exact=True)).to_be_visible()
+    kept = page.locator(".key-point")
+    expect(kept).to_have_count(2)
+
+    kept.first.get_by_role("button", name="Correct").click()
+    page.get_by_label("Corrected key point").fill("My cat is called Luna.")
+    page.get_by_role("button", name="Save correction").click()
+    expect(page.locator(".key-point").first).to_contain_text("My cat is called Luna.")
+    page.locator(".key-point").first.get_by_text("Corrected once").click()
+    expect(page.locator(".key-point .history")).to_contain_text("sam said: My cat is called Miso.")
+
+    page.locator(".key-point").nth(1).get_by_role("button", name="Delete").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete key point").click()
+    expect(page.locator(".key-point")).to_have_count(1)
+
+    sport = page.locator(".thread-item", has_text="sport")
+    sport.get_by_role("button", name="Lines").click()
+    sport.get_by_role("button", name="Delete line: I row on Sundays").click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete line").click()
+    expect(sport.locator(".line")).to_have_count(1)
+
+    page.get_by_label("Search what sam and the bot said").fill("swim")
+    page.get_by_role("button", name="Search", exact=True).click()
+    found = page.locator(".results .match", has_text="I swim on Mondays")
+    found.get_by_role("button", name=re.compile("^Delete line")).click()
+    page.get_by_role("dialog").get_by_role("button", name="Delete line").click()
+    expect(found).to_have_count(0)
+
+    assert [line.text for line in memory.history(user="sam")] == ["My cat is called Miso"]
+    (point,) = memory.key_points(user="sam")
+    assert point.text == "My cat is called Luna." and len(point.corrections) == 1
+    app.watch.assert_clean()

@@ -59,7 +59,9 @@ def fill(store: Store) -> None:
     store.save_thread_summary(thread, "Alice moved to Lisbon.", 2)
     store.end_thread(thread, WHEN + timedelta(hours=1))
     both = np.concatenate([vector(4), vector(5)])  # a summary of two vectors
-    store.add_summary(thread, "Alice works in logistics", ["work"], (WHEN, WHEN), 5, both, BY)
+    kept = store.add_summary(thread, "Alice works in retail", ["work"], (WHEN, WHEN), 5, both, BY)
+    fix = ("Alice works in retail", "Alice works in logistics")  # corrected, with its history
+    store.rewrite_summary(kept.id, fix[1], 5, both, correction=fix, vectors_by=BY)
     chunks = [NewChunk(i, "Grind", f"grind finer {i}", 3, vector(10 + i)) for i in range(3)]
     store.add_document("barista", "grind.md", "Grind", "markdown", "abc", chunks, BY)
     key = StoredKey("0123456789ab", "barista", "bob", "phone", WHEN, None, None, WHEN)
@@ -87,6 +89,12 @@ def contents(store: Store) -> dict:
         "ended": store.thread_state(ALICE),
         "settings": store.bot_settings("barista"),
         "summaries": [replace(s, id=0) for s in store.summaries("alice")],
+        "corrections": [
+            [(c.old_text, c.new_text, c.corrected_at) for c in history]
+            for history in store.summary_corrections(
+                [s.id for s in store.summaries("alice")]
+            ).values()
+        ],
         "summary_vectors": store.summary_vectors(bot, None)[1].tolist(),
         "documents": store.documents("barista"),
         "chunk_vectors": store.chunk_vectors(store.bot_id("barista") or 0)[1].tolist(),

@@ -302,6 +302,22 @@ def test_remembered_summaries_and_ended_threads_are_kept(upgraded: Upgraded) -> 
         assert (state.summary, state.summary_through) == (running["summary"], running["through"])
 
 
+def test_a_kept_key_point_is_corrected_with_its_history(upgraded: Upgraded) -> None:
+    """The corrections' table a store gets with schema 12 (PostgreSQL 5) holds a point's
+    history in every upgraded store, and the summary is embedded again."""
+    memory = upgraded.memory
+    for expected in upgraded.held("summaries", 2, "schema 1 had no summaries"):
+        person, bot = expected["person"], expected["bot"]
+        first = memory.key_points(user=person, bot=bot)[0]
+        fixed = memory.correct_key_point(first.summary_id, 0, "Kyoto in May.", user=person)
+        assert [(c.old_text, c.new_text) for c in fixed.corrections] == [
+            (first.text, "Kyoto in May.")
+        ]
+        query = memory.embed(["Kyoto in May."], keep=False)[0]
+        found = memory.search_summaries(query, bot=bot, user=person, k=1, min_score=0.99)
+        assert [hit.id for hit, _ in found] == [first.summary_id]
+
+
 def test_expertise_documents_are_kept(upgraded: Upgraded) -> None:
     memory = upgraded.memory
     for expected in upgraded.held("documents", 2, "schema 1 had no expertise"):

@@ -1,5 +1,5 @@
-"""What forgetting a person's threads must reach beyond the store's rows: the texts whose
-vectors the embedding cache holds, and what this process keeps in memory.
+"""What forgetting a person's threads (or one line) must reach beyond the store's rows: the
+texts whose vectors the embedding cache holds, and what this process keeps in memory.
 
 A vector can be turned back into text, so the cache's vectors of a forgotten line go with it:
 the line as it was embedded and its parts, each summary and its key points, and the units
@@ -48,6 +48,14 @@ def derived_texts(
     for kind in unit_kinds({*windows, DEFAULT_WINDOW}):
         texts += [kind.text(unit) for unit in kind.units(layout)]
     return list(dict.fromkeys(texts))
+
+
+def line_texts(line: Line, thread: Sequence[Line], windows: Iterable[tuple[int, int]]) -> list[str]:
+    """Every text the embedder may have been given for one ``line`` of ``thread`` (that
+    thread's lines): its own and its parts', and the ``pairs`` and ``windows`` units of the
+    thread that hold it (with its neighbours)."""
+    units = [text for text in derived_texts(thread, [], windows) if line.text in text]
+    return list(dict.fromkeys(derived_texts([line], [], windows) + units))
 
 
 def drop_removed(source: IndexedLines, embedder: Embedder, texts: Sequence[str]) -> None:

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, ConfigError, EmbedderMismatchError, LLMPool, Memory, resolve_llm
-from membot.server import imports, openai_api, rest, sms_route
+from membot.server import imports, openai_api, person_memory, rest, sms_route
 from membot.server.errors import (
     ApiError,
     declare_errors,
@@ -77,6 +77,7 @@ def create_app(
     _add_health_routes(app)
     app.include_router(rest.router)
     app.include_router(imports.router)
+    app.include_router(person_memory.router)
     app.include_router(openai_api.router)
     app.include_router(sms_route.router)
     mount_mcp(app, service)

@@ -24,7 +24,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import AfterValidator, BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from membot import Block, Ending, Line, Match, MembotError, NotFoundError, Summary, ThreadInfo, iso
@@ -36,6 +36,8 @@ from membot.server.errors import (
     refusal_of,
     without_location,
 )
+from membot.server.mcp_arguments import BotArgument, NoNul, UserArgument
+from membot.server.mcp_memory import PersonMemoryTools
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 from membot.service import ApiKey
 
@@ -44,8 +46,10 @@ membot remembers every line of a conversation and recalls the earlier lines that
 `remember` stores a line in a thread; `recall` shows what a turn saying a text would recall
 (nothing is stored); `search` finds stored lines; `history` lists threads and lines;
 `end_thread` ends a thread (and, if the person agreed, keeps its key points); `forget`
-removes lines for good and needs confirm: true. Leave `user` and `bot` out unless your key
-is a bot key (name the person) or an admin key (name the bot and the person)."""
+removes lines for good and needs confirm: true. `my_memory` shows the person everything kept
+about them; `forget_line` deletes one line and `correct_memory` corrects or deletes one kept
+key point: without confirm: true they only say what would change. Leave `user` and `bot` out
+unless your key is a bot key (name the person) or an admin key (name the bot and the person)."""
 
 MCP_PATH = "/mcp"
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -56,25 +60,8 @@ Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
 
-def _without_nul(name: str | None) -> str | None:
-    """A name as given; a NUL in it reached the store (PostgreSQL answered "the store
-    failed", a 503) where no name can hold one."""
-    if name is not None and "\x00" in name:
-        raise ValueError("holds a NUL character (\\u0000), which no name holds: remove it")
-    return name
-
-
-NoNul = AfterValidator(_without_nul)
 Text = Annotated[str, Field(min_length=1, max_length=MAX_LINE_CHARS)]
 ThreadName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS), NoNul]
-UserArgument = Annotated[
-    str | None,
-    Field(description="The person; only with a bot or admin key, which need it."),
-    NoNul,
-]
-BotArgument = Annotated[
-    str | None, Field(description="The bot; only with an admin key, which needs it."), NoNul
-]
 
 
 # -- who is asking ----------------------------------------------------------------------
@@ -474,6 +461,7 @@ def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPSer
         "membot", instructions=INSTRUCTIONS, log_level="WARNING", version=_membot_version()
     )
     tools = MemoryTools(service, local)
+    own = PersonMemoryTools(service, tools.person)
     # Plain functions, not coroutines: the SDK runs them in worker threads, off the event
     # loop, as embedding and SQLite calls need.
     for function, hints in (
@@ -483,6 +471,9 @@ def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPSer
         (tools.history, READS),
         (tools.forget, ERASES),
         (tools.end_thread, WRITES),
+        (own.my_memory, READS),
+        (own.forget_line, ERASES),
+        (own.correct_memory, ERASES),
     ):
         server.tool(annotations=hints)(as_tool_errors(function, service.memory.location))
     return server

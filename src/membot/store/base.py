@@ -12,7 +12,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from membot.errors import ConflictError, EmbedderMismatchError
-from membot.model import ExpertiseChunk, Line, Role, Summary, ThreadInfo, ThreadState
+from membot.model import (
+    Correction,
+    ExpertiseChunk,
+    Line,
+    Role,
+    Summary,
+    ThreadInfo,
+    ThreadState,
+)
 
 ROLE_CODES: dict[str, int] = {"human": 0, "bot": 1, "tool": 2, "system": 3}
 
@@ -322,6 +330,7 @@ class LineStore(Protocol):
     def open_threads(self, bot: str, person: str | None = None) -> list[ThreadState]: ...
     def end_thread(self, thread_id: int, when: datetime | None = None) -> None: ...
     def save_thread_summary(self, thread_id: int, summary: str, through_seq: int) -> None: ...
+
     def change_buffer(
         self, thread_id: int, change: Callable[[list[BufferEntry]], list[BufferEntry]]
     ) -> list[BufferEntry]: ...
@@ -527,6 +536,33 @@ class SmsStore(Protocol):
         ...
 
 
+class PersonEditStore(Protocol):
+    """What a person changes of their own memory (:mod:`membot.memory.person_view`): one
+    line deleted, the running summary that quoted it, a kept summary rewritten, and the
+    history of its corrections."""
+
+    def forget_line(self, line_id: int) -> bool:
+        """Remove one line with its vector, parts and lexical row; False if it is gone."""
+        ...
+
+    def rewrite_thread_summary(self, thread_id: int, summary: str) -> None:
+        """The running summary's text replaced, covering the same lines."""
+        ...
+
+    def rewrite_summary(
+        self,
+        summary_id: int,
+        text: str,
+        tokens: int,
+        vector: np.ndarray,
+        *,
+        correction: tuple[str, str] | None = None,
+        forgotten_point: str | None = None,
+        vectors_by: tuple[str, int] | None = None,
+    ) -> Summary | None: ...
+    def summary_corrections(self, summary_ids: Sequence[int]) -> dict[int, list[Correction]]: ...
+
+
 class TurnStore(Protocol):
     """Turns of one thread one after another, in any process."""
 
@@ -544,6 +580,7 @@ class Store(
     LexicalSearch,
     BotStore,
     SummaryStore,
+    PersonEditStore,
     DocumentStore,
     KeyStore,
     SmsStore,

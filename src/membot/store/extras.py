@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from membot.errors import StoreError
-from membot.model import ExpertiseChunk, Summary, ThreadState, utc_now
+from membot.model import Correction, ExpertiseChunk, Summary, ThreadState, utc_now
 from membot.store.base import DocumentInfo, NewChunk, ThreadKey
 from membot.store.dialect import Dialect, Row
 
@@ -63,6 +63,7 @@ class StoreExtras:
     _run: Callable[..., Any]
     _check_and_record_embedder: Callable[[Any, tuple[str, int] | None], None]
     _ensure_named: Callable[[Any, str, str], int]
+    _removed: Callable[[Any, bool], None]
     get_meta: Callable[[str], str | None]
 
     def _summary(self, row: Row) -> Summary:
@@ -121,6 +122,10 @@ class StoreExtras:
                 "WHERE id = ? AND summary_through < ?",
                 (summary, through_seq, thread_id, through_seq),
             )
+
+    def rewrite_thread_summary(self, thread_id: int, summary: str) -> None:
+        with self._write() as db:
+            self._run(db, "UPDATE threads SET summary = ? WHERE id = ?", (summary, thread_id))
 
     # -- remembered summaries -------------------------------------------------------------
 
@@ -185,9 +190,81 @@ class StoreExtras:
         return ids, np.vstack(parts)
 
     def forget_summary(self, summary_id: int) -> bool:
+        """Remove a summary with its history; its old bytes go at ``finish_removal``."""
         with self._write() as db:
             removed = self._run(db, "DELETE FROM memories WHERE id = ?", (summary_id,))
+            self._removed(db, int(removed.rowcount) > 0)
             return int(removed.rowcount) > 0
+
+    def rewrite_summary(
+        self,
+        summary_id: int,
+        text: str,
+        tokens: int,
+        vector: np.ndarray,
+        *,
+        correction: tuple[str, str] | None = None,
+        forgotten_point: str | None = None,
+        vectors_by: tuple[str, int] | None = None,
+    ) -> Summary | None:
+        """Replace a summary's text and vectors in one transaction (None: it is gone). With
+        ``correction`` (a point as it read, as it reads now), its history gains that row;
+        with ``forgotten_point``, the history of that point goes (every row of its chain of
+        corrections), so a point the person deleted is not kept as history either."""
+        with self._write() as db:
+            self._check_and_record_embedder(db, vectors_by)
+            changed = self._run(
+                db,
+                "UPDATE memories SET text = ?, tokens = ?, vector = ? WHERE id = ?",
+                (text, tokens, _blob(vector), summary_id),
+            )
+            if int(changed.rowcount) == 0:
+                return None
+            if correction is not None:
+                self._run(
+                    db,
+                    "INSERT INTO memory_corrections (memory_id, old_text, new_text, "
+                    "corrected_at) VALUES (?, ?, ?, ?)",
+                    (summary_id, *correction, self.dialect.moment(utc_now())),
+                )
+            if forgotten_point is not None:  # its old bytes go at finish_removal
+                self._forget_point_history(db, summary_id, forgotten_point)
+                self._removed(db, True)
+            row = self._run(db, f"{_SUMMARY_SQL} WHERE m.id = ?", (summary_id,)).fetchone()
+        return self._summary(row)
+
+    def _forget_point_history(self, db: Any, summary_id: int, point: str) -> None:
+        rows = self._run(
+            db,
+            "SELECT id, old_text, new_text FROM memory_corrections WHERE memory_id = ? "
+            "ORDER BY id DESC",
+            (summary_id,),
+        ).fetchall()
+        chain, reading = [], point
+        for row_id, old_text, new_text in rows:  # newest first: back along the chain
+            if new_text == reading:
+                chain.append(row_id)
+                reading = old_text
+        if chain:
+            among, ids = self.dialect.in_list("id", chain)
+            self._run(db, f"DELETE FROM memory_corrections WHERE {among}", ids)
+
+    def summary_corrections(self, summary_ids: Sequence[int]) -> dict[int, list[Correction]]:
+        """Each summary's corrections, oldest first, by summary id."""
+        if not len(summary_ids):
+            return {}
+        among, params = self.dialect.in_list("memory_id", [int(i) for i in summary_ids])
+        rows = self._query(
+            "SELECT memory_id, old_text, new_text, corrected_at FROM memory_corrections "
+            f"WHERE {among} ORDER BY id",
+            params,
+        )
+        found: dict[int, list[Correction]] = {}
+        for memory_id, old_text, new_text, when in rows:
+            found.setdefault(memory_id, []).append(
+                Correction(old_text, new_text, self.dialect.read_time(when))
+            )
+        return found
 
     # -- expertise ------------------------------------------------------------------------
 

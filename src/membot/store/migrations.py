@@ -228,6 +228,21 @@ MIGRATIONS: tuple[str, ...] = (
         vectors BLOB NOT NULL
     );
     """,
+    # 12: corrections of kept key points, as the person made them: the point as it read and
+    # as it reads since (membot.memory.person_view). The summary itself holds the new text;
+    # these rows are its history, deleted with the summary, or with the point when the
+    # person deletes it.
+    """
+    CREATE TABLE IF NOT EXISTS memory_corrections (
+        id INTEGER PRIMARY KEY,
+        memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+        old_text TEXT NOT NULL,
+        new_text TEXT NOT NULL,
+        corrected_at TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS memory_corrections_by_memory
+        ON memory_corrections (memory_id, id);
+    """,
 )
 
 # The meta keys holding the store's generation when every bot's lines, or one bot's, were

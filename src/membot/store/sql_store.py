@@ -556,6 +556,31 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
             self._removed(db, self._changes(db) != changes)
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
 
+    def forget_line(self, line_id: int) -> bool:
+        """Remove one line: its vector, parts and lexical row go with it (the tables'
+        cascades and trigger), and the generation moves for its bot, so every process's
+        in-memory and approximate indexes drop it at their next search."""
+        with self._write() as db:
+            row = self._run(
+                db, "SELECT bot_id, thread_id FROM lines WHERE id = ?", (line_id,)
+            ).fetchone()
+            if row is None:
+                return False
+            self._retire_line_ids(db)
+            self._run(db, "DELETE FROM lines WHERE id = ?", (line_id,))
+            # The thread's newest line gone, the next one takes its seq: the running summary
+            # must not count that one as folded in already.
+            newest = "(SELECT COALESCE(MAX(seq), 0) FROM lines WHERE thread_id = ?)"
+            self._run(
+                db,
+                f"UPDATE threads SET summary_through = {newest} "
+                f"WHERE id = ? AND summary_through > {newest}",
+                (row[1], row[1], row[1]),
+            )
+            self._bump_generation(db, [row[0]])
+            self._removed(db, True)
+        return True
+
     def delete_bot(self, bot: str) -> dict[str, int]:
         """Remove a bot with everything it holds: profile, threads, lines, vectors, lexical
         rows, buffers, summaries and documents. People left with nothing are removed too."""

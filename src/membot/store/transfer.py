@@ -81,6 +81,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "tokens",
         "vector",
     ),
+    "memory_corrections": ("id", "memory_id", "old_text", "new_text", "corrected_at"),
     "documents": ("id", "bot_id", "name", "title", "media", "sha256", "added_at"),
     "chunks": ("id", "document_id", "bot_id", "ord", "heading", "text", "tokens", "vector"),
     "sms_senders": (
@@ -114,6 +115,7 @@ _TIMES = {
     "expires_at",
     "revoked_at",
     "last_used_at",
+    "corrected_at",
 }
 _BATCH = 2000
 

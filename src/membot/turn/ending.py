@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -54,7 +54,7 @@ from membot.memory.facade import Memory
 from membot.memory.grounding import Evidence, Verdict, check_points, only_removes
 from membot.model import Line, Role, Summary, ThreadState, iso, utc_now
 from membot.turn.context import Speakers, transcript_line
-from membot.turn.own_words import own_statements
+from membot.turn.own_words import own_statements, person_name
 from membot.turn.quoting import quote
 from membot.turn.replies import first_json_object
 from membot.turn.templates import put
@@ -337,6 +337,9 @@ def _remember(memory: Memory, llm: LLM, settings: BotSettings, state: ThreadStat
             return outcome
     moments = [line.created_at for line in lines]
     outcome.covers = (min(moments), max(moments))
+    # The points name the person as they are named ("Ana is a nurse"), not by the bot's word
+    # for anyone it talks with ("Student is a nurse"): the model is asked so, and checked so.
+    settings = replace(settings, human_name=person_name(lines, settings, state.person))
     if getattr(llm, "writes_summaries", True):
         read = _key_points(memory, llm, settings, lines, state, outcome)
         if read is None:

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 from membot.config import BotSettings
 from membot.memory.grounding import content_stems, name_words, reads_as_instruction, sentences
 from membot.model import Line, Role
-from membot.turn.context import Speakers
 
 # Fewer content words, and a sentence is small talk ("ok thanks", "sounds good"); one is
 # enough where the person speaks of themselves ("I'm vegan", "my knee hurts").
@@ -67,13 +66,37 @@ _UNSPACED_END = re.compile(r"(?<=[。！？])(?=\S)")
 _UNSPACED_JOIN = re.compile(r"(?<=[。！？]) ")
 
 
+# A person's name a kept point can carry: one word as SAID_LABEL reads it, not a channel's
+# stand-in for a name (a texter is "sms-" and a keyed hash: membot.service.text_messages).
+_PLAIN_NAME = re.compile(r"[\w.-]{1,40}")
+
+
+def person_label(line: Line, settings: BotSettings, person: str) -> str:
+    """How a kept point names who said ``line``: as the line names them (its speaker), else
+    by their own name in membot ("ana"), not the bot's word for anyone it talks with
+    (``human_name``, "Student"), which is left for a person known only by a stand-in."""
+    if line.speaker:
+        return line.speaker
+    if settings.human_name.casefold() == person.casefold():
+        return settings.human_name  # their name, as the bot's owner wrote it ("Alice")
+    if _PLAIN_NAME.fullmatch(person) and not person.startswith("sms-"):
+        return person
+    return settings.human_name
+
+
+def person_name(lines: Sequence[Line], settings: BotSettings, person: str) -> str:
+    """How the key points of a thread name its person: as their latest line names them
+    (:func:`person_label`)."""
+    said = [line for line in lines if line.role == Role.HUMAN]
+    return person_label(said[-1], settings, person) if said else settings.human_name
+
+
 def own_statements(
     lines: Sequence[Line], settings: BotSettings, person: str, limit: int = 20
 ) -> list[str]:
-    """``person``'s statements in ``lines`` as dated points, labelled as the bot's
-    ``settings`` name the two sides, in the order said: at most ``limit``, the ones with the
+    """``person``'s statements in ``lines`` as dated points, each naming them
+    (:func:`person_label`), in the order said: at most ``limit``, the ones with the
     most content words where there are more. The speakers' names are not content words."""
-    speakers = Speakers(settings.human_name, settings.bot_name)
     ignore = SMALL_TALK | _names(settings, person)
     found: list[tuple[int, int, str]] = []  # (content words, position, point)
     seen: set[str] = set()
@@ -86,7 +109,7 @@ def own_statements(
             continue
         seen.add(key)
         day = line.created_at.date().isoformat()
-        point = f"{day}: {speakers.label(line)} said: {said}"
+        point = f"{day}: {person_label(line, settings, person)} said: {said}"
         found.append((len(content_stems(said, ignore)), len(found), point))
     chosen = sorted(found, key=lambda item: (-item[0], item[1]))[:limit]
     return [point for _, _, point in sorted(chosen, key=lambda item: item[1])]

@@ -74,6 +74,10 @@ FIXTURES: dict[str, tuple[str, int, str, int]] = {
     # The last commit of main before line parts (SQLite migration 11, PostgreSQL 4).
     "sqlite_v10": ("sqlite", 10, "ea10306", 10),
     "postgres_v3": ("postgresql", 3, "ea10306", 10),
+    # The last commit of the parts branch, before corrections of key points (SQLite
+    # migration 12, PostgreSQL 5).
+    "sqlite_v11": ("sqlite", 11, "ca6f07f", 11),
+    "postgres_v4": ("postgresql", 4, "ca6f07f", 11),
 }
 
 BOT = "membot"

@@ -1,7 +1,9 @@
-// Memory: one person's threads and lines, the summaries kept (dates, categories), a search
-// box, and forgetting a thread or the person, each asked first.
+// Memory: one person's threads and lines, the summaries kept (dates, categories) with their
+// key points, a search box, and forgetting a thread or the person. A person, with their own
+// key, deletes one line or one key point and corrects a key point (its old text kept as its
+// history); each deletion is asked first.
 import { api, path, session } from "./api.js";
-import { h, field, say, when, counted } from "./dom.js";
+import { h, append, field, say, when, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
 
 export async function renderMemory(section, args) {
@@ -14,14 +16,15 @@ export async function renderMemory(section, args) {
   if (session.builds) section.append(await chooser(bots, bot, user ?? (session.person || undefined)));
   if (!bot || !user) return;
   // Read first: a page of someone this key may not see shows the refusal and nothing else.
-  const [{ threads }, { memories }] = await Promise.all([
+  const [{ threads }, { memories }, { key_points: points }] = await Promise.all([
     api("GET", path`/v1/bots/${bot}/users/${user}/threads`),
     api("GET", path`/v1/bots/${bot}/users/${user}/memories`),
+    api("GET", path`/v1/bots/${bot}/users/${user}/memory`),
   ]);
   section.querySelector("h1").textContent = `Memory of ${user} with ${bot}`;
   section.append(
     searchCard(bot, user),
-    summariesCard(memories),
+    summariesCard(bot, user, memories, points),
     threadsCard(bot, user, threads),
     h("section", { class: "card danger-zone", "aria-labelledby": "forget-title" },
       h("h2", { id: "forget-title", text: "Forget" }),
@@ -56,22 +59,68 @@ function searchCard(bot, user) {
     h("form", { role: "search", class: "inline", onsubmit: async (event) => {
       event.preventDefault();
       const { matches } = await api("GET", `${path`/v1/bots/${bot}/search`}?${new URLSearchParams({ user, q: query.value, k: "10" })}`);
+      const held = await api("GET", `${path`/v1/bots/${bot}/users/${user}/memory`}?${new URLSearchParams({ q: query.value })}`);
       results.replaceChildren(...(matches.length ? matches.map((match) => h("li", { class: "match" },
         h("p", { class: "meta", text: `score ${match.score.toFixed(3)} · thread ${match.thread} · ${when(match.created_at)} · ${match.role}` }),
-        h("p", { class: "pre", text: match.text })))
-        : [h("li", { class: "muted", text: "Nothing found." })]));
+        h("p", { class: "pre", text: match.text }),
+        deleteLineButton(bot, user, match)))
+        : [h("li", { class: "muted", text: "No line found." })]),
+        ...held.key_points.map((point) => h("li", { class: "match key-point-match" },
+          h("p", { class: "meta", text: `key point · kept ${when(point.kept_at)} · thread ${point.thread}` }),
+          h("p", { class: "pre", text: point.text }))));
     } }, field(`Search what ${user} and the bot said`, query), h("button", { type: "submit", text: "Search" })),
     results);
 }
 
-function summariesCard(memories) {
+function summariesCard(bot, user, memories, points) {
   return h("section", { class: "card", "aria-labelledby": "summaries-title" },
     h("h2", { id: "summaries-title", text: "Summaries kept" }),
     memories.length ? h("ul", { class: "plain summaries" }, memories.map((kept) => h("li", { class: "summary" },
       h("p", { class: "meta", text: `from thread ${kept.thread} · ${when(kept.covers_from)} → ${when(kept.covers_to)} · kept ${when(kept.created_at)}` }),
       kept.categories.length ? h("ul", { class: "tags", "aria-label": "categories" }, kept.categories.map((tag) => h("li", { text: tag }))) : null,
-      h("p", { class: "pre summary-text", text: kept.text }))))
+      h("ol", { class: "plain key-points", "aria-label": "key points" },
+        points.filter((point) => point.summary_id === kept.id).map((point) => keyPointItem(bot, user, point))))))
       : h("p", { class: "muted", text: "No summaries kept. Ending a thread with “remember” may leave one: its key points, checked against what was said." }));
+}
+
+/** One key point: its text and history, corrected in place or deleted (asked first). */
+function keyPointItem(bot, user, point) {
+  const where = path`/v1/bots/${bot}/users/${user}/key-points/${point.summary_id}/${point.number}`;
+  const item = h("li", { class: "key-point" });
+  const history = point.corrections.length ? h("details", { class: "history" },
+    h("summary", { text: `Corrected ${point.corrections.length === 1 ? "once" : `${point.corrections.length} times`}` }),
+    h("ol", { class: "plain" }, point.corrections.map((fix) => h("li", { class: "meta", text: `${when(fix.corrected_at)}: “${fix.old}” → “${fix.new}”` })))) : null;
+  const correct = h("button", { type: "button", class: "quiet", text: "Correct", onclick: () => {
+    const box = h("textarea", { name: "point", rows: 2, value: point.text, required: true });
+    const form = h("form", { class: "correct", onsubmit: async (event) => {
+      event.preventDefault();
+      await api("PUT", where, { json: { text: box.value } });
+      say("Key point corrected: the bot uses the new text from the next turn.");
+      window.dispatchEvent(new HashChangeEvent("hashchange"));
+    } }, field("Corrected key point", box, { wide: true }),
+    h("div", { class: "actions" }, h("button", { type: "submit", text: "Save correction" }),
+      h("button", { type: "button", class: "quiet", text: "Cancel", onclick: () => form.replaceWith(actions) })));
+    actions.replaceWith(form);
+    box.focus();
+  } });
+  const remove = h("button", { type: "button", class: "danger", text: "Delete", onclick: async () => {
+    if (!await confirmDanger("Delete key point", `Delete this key point and its history? “${point.text}”`, "Delete key point")) return;
+    await api("DELETE", where);
+    say("Key point deleted.");
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  } });
+  const actions = h("span", { class: "links" }, correct, remove);
+  return append(item, [h("p", { class: "pre summary-text", text: point.text }), history, actions]);
+}
+
+/** Delete one line (asked first); the line's entry goes from the page. */
+function deleteLineButton(bot, user, line) {
+  return h("button", { type: "button", class: "danger", text: "Delete line", "aria-label": `Delete line: ${line.text.slice(0, 60)}`, onclick: async (event) => {
+    if (!await confirmDanger("Delete line", `Delete this line for good, from search and recall? “${line.text.slice(0, 200)}”`, "Delete line")) return;
+    await api("DELETE", path`/v1/bots/${bot}/users/${user}/lines/${line.id}`);
+    event.target.closest("li").remove();
+    say("Line deleted.");
+  } });
 }
 
 function threadsCard(bot, user, threads) {
@@ -94,7 +143,8 @@ function threadItem(bot, user, thread) {
         h("span", { class: "seq", text: `${line.seq}` }),
         h("span", { class: "role", text: line.speaker || line.role }),
         h("span", { class: "text", text: line.text }),
-        h("time", { text: when(line.created_at) }))));
+        h("time", { text: when(line.created_at) }),
+        deleteLineButton(bot, user, line))));
     } });
   const forget = h("button", { type: "button", class: "danger", text: "Forget thread", onclick: async () => {
     if (!await confirmDanger("Forget thread", `Forget thread ${thread.thread}: its ${counted(thread.lines, "line")} and any summary kept from it?`, "Forget thread")) return;
