@@ -6,7 +6,7 @@ import json
 
 from conftest import Server
 
-from membot import Memory, ScriptedLLM
+from membot import MAX_LINE_CHARS, Memory, ScriptedLLM
 from membot.server import create_app
 from membot.service.keys import create_key, revoke_key
 
@@ -370,7 +370,7 @@ def test_malformed_requests_get_json_errors_not_500(server: Server, admin):
     assert server.client.put("/v1/bots", headers=admin).status_code == 405
     huge = server.client.post(
         "/v1/bots/coach/turns",
-        json={"user": "sam", "thread": "t", "text": "x" * 40_000},
+        json={"user": "sam", "thread": "t", "text": "x" * (MAX_LINE_CHARS + 1)},
         headers=admin,
     )
     assert huge.status_code == 413 and _error(huge)["type"] == "too_large"
