@@ -11,7 +11,7 @@ import openai
 import pytest
 from conftest import LiveServer, serving
 
-from membot import Bot, Memory, StoreError, resolve_llm
+from membot import MAX_LINE_CHARS, Bot, Memory, StoreError, resolve_llm
 from membot.server import create_app
 from membot.service.keys import create_key
 
@@ -334,7 +334,9 @@ def test_a_turn_failing_after_its_line_is_stored_is_not_retried(
 def test_a_line_too_long_is_refused_before_it_is_stored(live_server, coach):
     with pytest.raises(openai.APIStatusError) as refused:
         coach.chat.completions.create(
-            model="coach", messages=[{"role": "user", "content": "x" * 40_000}], user="sam"
+            model="coach",
+            messages=[{"role": "user", "content": "x" * (MAX_LINE_CHARS + 1)}],
+            user="sam",
         )
     assert refused.value.status_code == 413
     assert live_server.memory.history(user="sam") == []
