@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import inspect
 import json
-from datetime import UTC, datetime
 
 import httpx
 import openai
 import pytest
 from conftest import LiveServer, serving
 
-from membot import Bot, Memory, StoreError, resolve_llm
+from membot import MAX_LINE_CHARS, Bot, Memory, StoreError, resolve_llm
 from membot.server import create_app
 from membot.service.keys import create_key
 
@@ -89,7 +88,30 @@ def test_the_membot_object_gives_recalled_blocks_with_scores_and_citations(live_
     assert citation["id"] == hint and citation["source"] == "history"
 
 
-def test_the_thread_is_the_header_else_one_a_day(live_server, coach):
+class Conversation:
+    """A client's conversation as OpenAI clients (and simonw's ``llm -c``) keep it: every
+    call resends every message so far, and the reply is added to them."""
+
+    def __init__(self, client: openai.OpenAI, user: str, **more) -> None:
+        self.client, self.user, self.more = client, user, more
+        self.messages: list[dict[str, str]] = []
+
+    def say(self, text: str, stream: bool = False) -> str:
+        """Send ``text``; the thread membot stored it in."""
+        self.messages.append({"role": "user", "content": text})
+        said = {"model": "coach", "messages": self.messages, "user": self.user, **self.more}
+        if stream:
+            chunks = list(self.client.chat.completions.create(stream=True, **said))
+            answer = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+            extra = chunks[-1].model_extra["membot"]
+        else:
+            completion = self.client.chat.completions.create(**said)
+            answer, extra = completion.choices[0].message.content, completion.model_extra["membot"]
+        self.messages.append({"role": "assistant", "content": answer})
+        return extra["thread"]
+
+
+def test_the_thread_is_the_header_else_the_conversations_own(live_server, coach):
     coach.chat.completions.create(
         model="coach",
         messages=[{"role": "user", "content": "Good morning"}],
@@ -97,14 +119,87 @@ def test_the_thread_is_the_header_else_one_a_day(live_server, coach):
         extra_headers={"X-Membot-Thread": "mornings"},
     )
     assert texts(live_server.memory, "sam", "mornings")[0] == "Good morning"
-    before = datetime.now(UTC)
-    completion = coach.chat.completions.create(
-        model="coach", messages=[{"role": "user", "content": "Hello again"}], user="sam"
-    )
-    days = {f"day-{moment:%Y-%m-%d}" for moment in (before, datetime.now(UTC))}
-    thread = completion.model_extra["membot"]["thread"]
-    assert thread in days and texts(live_server.memory, "sam", thread) == [
-        "Hello again",
+    live_server.llm.enqueue(reply("Hello Sam"), reply("Tea, you said."))
+    talk = Conversation(coach, "sam")
+    thread = talk.say("I like tea")
+    assert thread.startswith("chat-") and thread != "mornings"
+    assert talk.say("What do I like?", stream=True) == thread
+    # The earlier messages the client resent are not stored again.
+    assert texts(live_server.memory, "sam", thread) == [
+        "I like tea",
+        "Hello Sam",
+        "What do I like?",
+        "Tea, you said.",
+    ]
+
+
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
+def test_two_conversations_opening_alike_are_two_threads(live_server, coach):
+    # The bot answers both openings word for word the same: the next lines tell them apart.
+    first, second = Conversation(coach, "sam"), Conversation(coach, "sam")
+    threads = [first.say("hi"), second.say("hi")]
+    assert threads[0] != threads[1]
+    threads += [first.say("I play chess"), second.say("I swim")]
+    threads += [second.say("Since May"), first.say("Since June")]
+    assert len(set(threads)) == 2
+    chess, swim = (texts(live_server.memory, "sam", thread) for thread in threads[2:4])
+    assert [chess[2], chess[4]] == ["I play chess", "Since June"]
+    assert [swim[2], swim[4]] == ["I swim", "Since May"]
+    assert len(live_server.memory.history(user="sam")) == 12
+
+
+def test_a_named_thread_wins_over_the_conversation(live_server, coach):
+    talk = Conversation(coach, "sam")
+    thread = talk.say("hi")
+    talk.more = {"metadata": {"thread": "named"}}
+    assert talk.say("and now?") == "named"
+    talk.more = {"extra_headers": {"X-Membot-Thread": "header"}}
+    assert talk.say("and then?") == "header"
+    assert texts(live_server.memory, "sam", thread) == ["hi", "(scripted reply)"]
+    assert texts(live_server.memory, "sam", "named") == ["and now?", "(scripted reply)"]
+
+
+def test_a_conversation_is_only_ever_the_persons_own_thread(live_server, coach):
+    sam, ana = Conversation(coach, "sam"), Conversation(coach, "ana")
+    sams = sam.say("hi")
+    # Ana's client resends Sam's very conversation: it matches no thread of hers.
+    ana.messages = list(sam.messages)
+    anas = ana.say("I am Ana")
+    assert texts(live_server.memory, "ana", anas) == ["I am Ana", "(scripted reply)"]
+    assert ana.say("Still Ana") == anas and sam.say("Still Sam") == sams
+    assert [line.person for line in live_server.memory.history(user="ana")] == ["ana"] * 4
+    assert texts(live_server.memory, "sam", sams)[2] == "Still Sam"
+    assert len(live_server.memory.history(user="sam")) == 4
+
+
+def test_a_conversation_begun_elsewhere_goes_on_in_one_thread(live_server, coach):
+    talk = Conversation(coach, "sam")
+    talk.messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "An example question"},
+        {"role": "assistant", "content": "An example answer"},
+    ]
+    thread = talk.say("A real question")
+    assert talk.say("Another") == thread
+    assert texts(live_server.memory, "sam", thread) == [
+        "A real question",
+        "(scripted reply)",
+        "Another",
+        "(scripted reply)",
+    ]
+
+
+def test_a_line_the_model_never_answered_does_not_lose_the_thread(live_server, coach):
+    talk = Conversation(coach, "sam")
+    thread = talk.say("hi")
+    live_server.llm.enqueue("!error the model is down")
+    with pytest.raises(openai.InternalServerError):
+        talk.say("Are you there?")
+    talk.messages.pop()  # the client keeps no message it got no answer to
+    assert talk.say("Now?") == thread
+    assert texts(live_server.memory, "sam", thread)[2:] == [
+        "Are you there?",
+        "Now?",
         "(scripted reply)",
     ]
 
@@ -239,7 +334,9 @@ def test_a_turn_failing_after_its_line_is_stored_is_not_retried(
 def test_a_line_too_long_is_refused_before_it_is_stored(live_server, coach):
     with pytest.raises(openai.APIStatusError) as refused:
         coach.chat.completions.create(
-            model="coach", messages=[{"role": "user", "content": "x" * 40_000}], user="sam"
+            model="coach",
+            messages=[{"role": "user", "content": "x" * (MAX_LINE_CHARS + 1)}],
+            user="sam",
         )
     assert refused.value.status_code == 413
     assert live_server.memory.history(user="sam") == []

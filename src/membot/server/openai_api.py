@@ -2,8 +2,10 @@
 so any OpenAI client can talk to a membot bot.
 
 ``model`` names the bot; the person is the key's person, else the request's ``user``; the
-thread is ``metadata.thread`` or the ``X-Membot-Thread`` header, else one thread per person
-and day (``day-YYYY-MM-DD``, UTC). Only the last message is new: membot holds the thread
+thread is ``metadata.thread`` or the ``X-Membot-Thread`` header, else the conversation's own:
+clients resend the whole conversation each call, and the person's thread whose lines are the
+earlier messages resent is it (a conversation with no earlier message starts a new thread;
+:mod:`membot.server.openai_threads`). Only the last message is new: membot holds the thread
 already, so the earlier messages a client sends are not stored again, and a client's system
 message is not used (the bot's profile is its prompt). Beside OpenAI's fields, a ``membot``
 object gives the thread, the seqs of both lines, what was recalled and what was cited.
@@ -25,7 +27,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from membot import MembotError, Turn, utc_now
+from membot import MembotError, Role, Turn
 from membot.server.auth import caller, person_of, service_of
 from membot.server.errors import (
     ApiError,
@@ -33,6 +35,7 @@ from membot.server.errors import (
     openai_error,
     refusal_of,
 )
+from membot.server.openai_threads import Said, conversation_thread
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 from membot.service import ApiKey
 
@@ -47,6 +50,8 @@ SYSTEM_IGNORED = (
     "the client's system message was not used: the bot's profile is its prompt "
     "(PATCH /v1/bots/{bot} changes it)"
 )
+# The roles of the earlier messages compared with a thread's stored lines.
+RESENT_ROLES = {"user": Role.HUMAN, "assistant": Role.BOT}
 # Function calling is not offered: the model answers in text, and the client is told.
 TOOL_FIELDS = {"tools", "tool_choice", "functions", "function_call"}
 TOOLS_IGNORED = "the client's tools were not offered to the model: membot replies in text"
@@ -60,6 +65,17 @@ class ChatMessage(BaseModel):
 
     role: str
     content: str | list[dict[str, Any]] | None = None
+
+    def said(self) -> Said | None:
+        """The message as a line of the conversation, for recognising its thread: None for
+        an instruction, a tool's message or parts that are not text."""
+        role = RESENT_ROLES.get(self.role)
+        if role is None:
+            return None
+        try:
+            return (role, self.text())
+        except ApiError:  # an earlier message is not stored: its pictures are not refused
+            return None
 
     def text(self) -> str:
         """The message's text: its content string, or its text parts one a line."""
@@ -100,7 +116,8 @@ class ChatTurn:
 
     bot: str
     user: str
-    thread: str
+    thread: str | None  # None: the thread is recognised from ``earlier``
+    earlier: tuple[Said, ...]
     text: str
     notes: tuple[str, ...]
 
@@ -189,6 +206,7 @@ def _chat_turn(body: ChatCompletionRequest, key: ApiKey, request: Request) -> Ch
         bot=body.model,
         user=user,
         thread=_thread_of(body, request),
+        earlier=_earlier(body.messages),
         text=_new_line(body.messages),
         notes=tuple(notes),
     )
@@ -213,10 +231,18 @@ def _new_line(messages: list[ChatMessage]) -> str:
     return text
 
 
-def _thread_of(body: ChatCompletionRequest, request: Request) -> str:
+def _earlier(messages: list[ChatMessage]) -> tuple[Said, ...]:
+    """The conversation before the new line, as the client resends it: the person's and the
+    bot's messages (instructions and tools' messages are not lines membot stores)."""
+    said = (message.said() for message in messages[:-1])
+    return tuple(line for line in said if line is not None)
+
+
+def _thread_of(body: ChatCompletionRequest, request: Request) -> str | None:
+    """The thread the client names, else None."""
     named = (body.metadata or {}).get("thread") or request.headers.get(THREAD_HEADER)
     if named is None:
-        return f"day-{utc_now():%Y-%m-%d}"
+        return None
     if not named.strip() or len(named) > MAX_NAME_CHARS:
         where = "metadata.thread" if (body.metadata or {}).get("thread") else THREAD_HEADER
         limit = f"a thread's name has 1 to {MAX_NAME_CHARS} characters"
@@ -227,9 +253,10 @@ def _thread_of(body: ChatCompletionRequest, request: Request) -> str:
 def _take_turn(service: Service, chat: ChatTurn, on_text: Callable[[str], None] | None) -> Turn:
     # Only the bots the models list shows: a mistyped model must not start a new bot.
     service.memory.require_bot(chat.bot)
-    return service.turn(
-        chat.bot, user=chat.user, thread=chat.thread, text=chat.text, on_text=on_text
+    thread = chat.thread or conversation_thread(
+        service.memory, bot=chat.bot, user=chat.user, earlier=chat.earlier
     )
+    return service.turn(chat.bot, user=chat.user, thread=thread, text=chat.text, on_text=on_text)
 
 
 # -- the answer ----------------------------------------------------------------------------
