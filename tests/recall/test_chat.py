@@ -338,6 +338,29 @@ def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -
     assert plain.hits == ()
 
 
+def test_blend_raises_the_lines_said_by_a_speaker_the_question_names(memory) -> None:
+    """With ``speaker_weight``, "What has melanie painted?" puts Melanie's own line before
+    the reply that names her; a question naming nobody keeps the plain order."""
+    said = [("Wow, Melanie! What has she painted? Melanie painted a lot", "Caroline"),
+            ("Yes, a sunset by the lake", "Melanie")]  # fmt: skip
+    reply, own = (memory.add(text, user="alice", thread="old", speaker=speaker).id
+                  for text, speaker in said)  # fmt: skip
+    scope = Scope.of(memory.store.bot_id("membot") or 0, memory.store.person_id("alice"))
+    plain = settings_of(strategy="blend", threshold=-1.0, max_matches=2, expand_before=0,
+                        expand_after=0, **{"strategy.speaker_weight": 0})  # fmt: skip
+    raised = plain.with_values({"strategy.speaker_weight": 5.0})
+
+    def order(settings: BotSettings, query: str) -> list[int]:
+        vector = memory.embed([query])[0]
+        found = recall_for_turn(memory.recall_source, settings, query, vector, scope)
+        return [hit.line_id for hit in found.hits]
+
+    assert order(raised, "What has melanie painted?") == [own, reply]
+    assert order(plain, "What has melanie painted?") == [reply, own]
+    unnamed = "What has been painted?"
+    assert order(raised, unnamed) == order(plain, unnamed)
+
+
 def test_windows_embed_no_unit_of_the_feed_until_it_leaves_it(memory, embedder) -> None:
     add_thread(memory, OLD)
     settings = settings_of(strategy="windows", threshold=0.15, window_size=4, window_overlap=1)

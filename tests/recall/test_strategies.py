@@ -27,6 +27,7 @@ OPTIONS = {
         "lexical_weight": 0.5,
         "neighbour_weight": 0.25,
         "time_weight": 0.25,
+        "speaker_weight": 0.1,
         "entity_weight": 0.2,
         "feedback_weight": 0.0,
         "feedback_seeds": 10,

@@ -6,6 +6,7 @@ partner only.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -37,6 +38,11 @@ SECOND_ROUND = {"entity_weight": 0.2, "feedback_weight": 0.0, "feedback_seeds": 
 WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds"})
 SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
+# blend raises a line said by a speaker the new line names by ``speaker_weight`` (chosen with
+# --folds: docs/recall.md, "Lines said by the person asked about"). It reads the speakers of
+# this many of the best candidates only, from the store in one query (the index holds none).
+SPEAKER_DEPTH = 50
+SPEAKER_WEIGHT = 0.1
 
 
 class ExpandingStrategy:
@@ -122,8 +128,8 @@ class LexicalStrategy(ExpandingStrategy):
 
 class BlendStrategy(ExpandingStrategy):
     """``blend`` (the default): cosine (raised toward the line's best part's,
-    ``part_weight``) with its neighbours', stopword-free BM25 and the time the question
-    points to, normalised and added."""
+    ``part_weight``) with its neighbours', stopword-free BM25, the time the question
+    points to and the speakers it names, normalised and added."""
 
     name = "blend"
     options = MappingProxyType(
@@ -132,6 +138,7 @@ class BlendStrategy(ExpandingStrategy):
             "lexical_weight": 0.5,
             "neighbour_weight": 0.25,
             "time_weight": 0.25,
+            "speaker_weight": SPEAKER_WEIGHT,
             **SECOND_ROUND,
             "part_weight": PART_WEIGHT,
             **KEEP,
@@ -272,6 +279,10 @@ def _blended(
     low_bar = settings.threshold - option["lexical_margin"]
     # Only lines at or above the lower bar can be kept: the others need no ordering.
     candidates = np.flatnonzero(cosine >= low_bar)
+    if option["speaker_weight"]:
+        fused = fused + option["speaker_weight"] * _said_by_named(
+            source, lines, fused, candidates, question.line
+        )
     fused = fused + _second_round(source, lines, fused, candidates, question, option)
     kept = []
     for index in candidates[np.argsort(-fused[candidates], kind="stable")]:
@@ -282,6 +293,28 @@ def _blended(
             if len(kept) == settings.max_matches:
                 break
     return kept
+
+
+def _said_by_named(
+    source: RecallSource, lines: InScope, fused: np.ndarray, candidates: np.ndarray, said: str
+) -> np.ndarray:
+    """1 for each of the best ``SPEAKER_DEPTH`` candidates said by a speaker the new line
+    (``said``) names, the speaker's name as a whole word in any case; 0 for every other line:
+    "What has Melanie painted?" is answered by Melanie's lines more than by the replies that
+    name her."""
+    named = np.zeros(len(lines.ids), dtype=np.float64)
+    best = candidates[np.argsort(-fused[candidates], kind="stable")[:SPEAKER_DEPTH]]
+    ranges = [(int(lines.thread_ids[i]), int(lines.seqs[i]), int(lines.seqs[i])) for i in best]
+    asked = said.casefold()
+    names: dict[str, bool] = {}
+    for index, found in zip(best, source.lines_in_ranges(ranges), strict=True):
+        speaker = found[0].speaker if found else None
+        if speaker and speaker.strip():
+            if speaker not in names:
+                pattern = rf"(?<!\w){re.escape(speaker.strip().casefold())}(?!\w)"
+                names[speaker] = re.search(pattern, asked) is not None
+            named[index] = names[speaker]
+    return named
 
 
 def _second_round(
