@@ -31,6 +31,9 @@ pytestmark = pytest.mark.skipif(
 )
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[dev]'")
 expect = playwright_api.expect
+# A page's own waits are 15 s (set_default_timeout below); assertions wait as long: a step
+# that embeds (a key point corrected, a line sent) can pass 5 s on 2 busy cores.
+expect.set_options(timeout=15_000)
 
 XSS_IMG = "<img src=x onerror=alert(1)>"
 XSS_SCRIPT = "<script>alert('script')</script>"
