@@ -338,6 +338,7 @@ def test_blend_raises_and_keeps_lines_said_when_the_question_points_to(memory) -
     assert plain.hits == ()
 
 
+@pytest.mark.parametrize("memory", ["sqlite", "postgresql"], indirect=True)
 def test_blend_raises_the_lines_said_by_a_speaker_the_question_names(memory) -> None:
     """With ``speaker_weight``, "What has melanie painted?" puts Melanie's own line before
     the reply that names her; a question naming nobody keeps the plain order."""
