@@ -46,6 +46,7 @@ import numpy as np
 from membot.memory.named_dates import CALENDAR_WORDS, Span, named_days, within
 from membot.model import Line
 from membot.recall.bm25 import STOPWORDS
+from membot.sentences import sentences
 
 # Calibrated on LoCoMo conversations 0-1 (benchmarks/grounding.py --calibrate): of the
 # settings keeping at least 0.9 of true points, this one kept the fewest invented ones.
@@ -73,7 +74,6 @@ _INSTRUCTION = re.compile(
 # A speaker's label before their own words (membot.turn.own_words): a name of up to three words
 # ("HUMAN said: ", "Alice Smith said: "), then "said:"; not a model's "Sam's doctor said: ".
 SAID_LABEL = re.compile(r"^([\w.-]{1,40}(?: [\w.-]{1,40}){0,2}) said:\s*")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 # A capitalised word of three letters or more that does not open the text or a sentence.
 _NAME = re.compile(r"(?<![.!?:]\s)(?<!^)(?<![.!?:])\b([A-Z][a-z]{2,})\b")
 # What a model may call the two sides instead of their names ("the User's cat").
@@ -308,10 +308,6 @@ def unsupported_points(
     dated = [undated(point) for point in points]  # no thread days: dates are not checked here
     verdicts = check_points(dated, evidence, embed)
     return [point for point, verdict in zip(points, verdicts, strict=True) if not verdict.kept]
-
-
-def sentences(text: str) -> list[str]:
-    return [part.strip() for part in _SENTENCE.split(text) if part.strip()]
 
 
 def grounded_summary(

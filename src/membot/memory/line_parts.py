@@ -27,9 +27,8 @@ import re
 from collections.abc import Iterator
 
 from membot.model import embedding_text
+from membot.sentences import sentence_spans
 
-# A sentence ends at ., ! or ? followed by white space, or at a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 # What counts as one word piece in the estimate: a CJK character (BERT's tokenizer splits
 # each), up to 6 letters or digits of a word (a longer word is several pieces), or a
 # punctuation mark. It overestimates English (about 1.2 pieces a word), so a window stays
@@ -52,21 +51,6 @@ PARTS_FROM_TOKENS = 64
 def estimated_tokens(text: str) -> int:
     """About how many word pieces BERT's tokenizer cuts ``text`` into (a little more)."""
     return len(_PIECE.findall(text))
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """The (start, end) of each sentence of ``text``, white space around it left out."""
-    spans = []
-    start = 0
-    for separator in [*_SENTENCE_END.finditer(text), None]:
-        end = separator.start() if separator else len(text)
-        piece = text[start:end]
-        if piece.strip():
-            left = start + len(piece) - len(piece.lstrip())
-            spans.append((left, start + len(piece.rstrip())))
-        if separator:
-            start = separator.end()
-    return spans
 
 
 def _merged(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -25,9 +25,10 @@ import numpy as np
 from membot.embed import CachedEmbedder, Embedder
 from membot.errors import ConfigError, NotFoundError
 from membot.index.source import IndexedLines
-from membot.memory.grounding import SAID_LABEL, sentences
+from membot.memory.grounding import SAID_LABEL
 from membot.memory.knowledge import summary_parts, summary_points
 from membot.model import Correction, Line, Summary, ThreadState, iso
+from membot.sentences import sentences
 from membot.store import Store, ThreadKey
 from membot.turn.tokens import TokenCounter
 

@@ -36,6 +36,7 @@ import numpy as np
 from membot.model import Line, Role
 from membot.recall.duplicates import is_question
 from membot.recall.values import masked, named_words
+from membot.sentences import sentences
 
 # The masked cosine at or above which two lines state the same thing (module docstring).
 SAME_THING = 0.72
@@ -43,7 +44,6 @@ SAME_THING = 0.72
 # most sentences of theirs it embeds: each costs about what embedding the new line costs.
 MAX_LINES = 12
 MAX_SENTENCES = 16
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 MIN_WORDS = 3
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _INTENT = re.compile(
@@ -99,10 +99,9 @@ def _stating(text: str) -> list[str]:
     :data:`MIN_WORDS` words (not a list's item or a chess move, "Nf3 Nf6 3."), and are neither
     a question nor a plan or a wish ("I'm planning to visit X", "I'll consider X": what will
     or may be is not what changed)."""
-    sentences = (sentence.strip() for sentence in _SENTENCE_BREAK.split(text))
     return [
         each
-        for each in sentences
+        for each in sentences(text)
         if named_words(each)
         and len(_WORD.findall(each)) >= MIN_WORDS
         and not is_question(each)

@@ -25,8 +25,9 @@ import re
 from collections.abc import Sequence
 
 from membot.config import BotSettings
-from membot.memory.grounding import content_stems, name_words, reads_as_instruction, sentences
+from membot.memory.grounding import content_stems, name_words, reads_as_instruction
 from membot.model import Line, Role
+from membot.sentences import sentences
 
 # Fewer content words, and a sentence is small talk ("ok thanks", "sounds good"); one is
 # enough where the person speaks of themselves ("I'm vegan", "my knee hurts").

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 
 from membot.config import BotSettings
 from membot.llm import LLM
-from membot.memory.grounding import Embed, Evidence, grounded_summary, sentences
+from membot.memory.grounding import Embed, Evidence, grounded_summary
 from membot.model import Line
+from membot.sentences import sentences
 from membot.turn.context import Speakers, transcript
 from membot.turn.own_words import running_statements
 from membot.turn.quoting import quote
