@@ -59,9 +59,10 @@ import numpy as np
 from membot.config import BotSettings
 from membot.errors import ConfigError
 from membot.index.scope import Scope
+from membot.recall.blend_features import min_max
 from membot.recall.builtin import register_builtin_strategies
 from membot.recall.duplicates import candidates_for, distinct_choices
-from membot.recall.line_strategies import EVERY_LINE, min_max, reciprocal_rank_fusion
+from membot.recall.line_strategies import EVERY_LINE, reciprocal_rank_fusion
 from membot.recall.lines import Hit, merge_blocks
 from membot.recall.strategies import Choice, Question, Strategy, load_strategies, option_values
 from membot.store.base import BufferEntry

@@ -6,7 +6,6 @@ partner only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -16,15 +15,14 @@ import numpy as np
 from membot.config import BotSettings
 from membot.index.scope import PART_WEIGHT, Scope
 from membot.model import Line
-from membot.recall.bm25 import STOPWORDS, query_terms
+from membot.recall.blend_features import blend_features
+from membot.recall.bm25 import query_terms
+from membot.recall.fitted_ranker import FittedRanker
 from membot.recall.lines import Hit, expand_neighbors
-from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
 from membot.recall.strategies import Choice, Question, option_values
-from membot.recall.timeframe import window_of
 from membot.store.base import BufferEntry
 
 if TYPE_CHECKING:
-    from membot.index.scope import InScope
     from membot.recall.source import RecallSource
 
 EVERY_LINE = 2**31  # a search depth that reaches every line in scope
@@ -38,11 +36,11 @@ SECOND_ROUND = {"entity_weight": 0.2, "feedback_weight": 0.0, "feedback_seeds": 
 WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds"})
 SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
-# blend raises a line said by a speaker the new line names by ``speaker_weight`` (chosen with
-# --folds: docs/recall.md, "Lines said by the person asked about"). It reads the speakers of
-# this many of the best candidates only, from the store in one query (the index holds none).
-SPEAKER_DEPTH = 50
+# blend raises a line said by a speaker the new line names (chosen with --folds: docs/recall.md,
+# "Lines said by the person asked about"; membot.recall.blend_features).
 SPEAKER_WEIGHT = 0.1
+# Features the hand-set blend weighs 0 (membot.recall.blend_features): a fitted ranker may not.
+UNWEIGHED = {"sentence_weight": 0.0, "neighbour_only_weight": 0.0, "recency_weight": 0.0}
 
 
 class ExpandingStrategy:
@@ -140,6 +138,7 @@ class BlendStrategy(ExpandingStrategy):
             "time_weight": 0.25,
             "speaker_weight": SPEAKER_WEIGHT,
             **SECOND_ROUND,
+            **UNWEIGHED,
             "part_weight": PART_WEIGHT,
             **KEEP,
             **EXPANSION,
@@ -150,6 +149,21 @@ class BlendStrategy(ExpandingStrategy):
         self, source: RecallSource, settings: BotSettings, question: Question
     ) -> list[tuple[Hit, float]]:
         return _blended(source, settings, question, option_values(self, settings))
+
+
+class FittedBlendStrategy(BlendStrategy):
+    """blend's features, computed as blend computes them (its options), scored by a fitted
+    ranker (:mod:`membot.recall.fitted_ranker`) instead of blend's hand-set sum. Not
+    registered by membot: none fitted so far beat the hand-set blend (docs/recall.md)."""
+
+    def __init__(self, name: str, ranker: FittedRanker) -> None:
+        self.name, self.ranker = name, ranker
+
+    def ordered(
+        self, source: RecallSource, settings: BotSettings, question: Question
+    ) -> list[tuple[Hit, float]]:
+        option = option_values(self, settings)
+        return _blended(source, settings, question, option, self.ranker)
 
 
 def _blocks(
@@ -202,13 +216,6 @@ def _with_partner(source: RecallSource, hit: Hit) -> BufferEntry:
     return BufferEntry(hit.thread_id, first, last, hit.score, (hit.seq,))
 
 
-def min_max(values: Sequence[float] | np.ndarray) -> np.ndarray:
-    """``values`` scaled to [0, 1] (all 1 when they are equal)."""
-    scores = np.asarray(values, dtype=float)
-    spread = float(scores.max() - scores.min()) if scores.size else 0.0
-    return (scores - scores.min()) / spread if spread > 0 else np.ones_like(scores)
-
-
 def reciprocal_rank_fusion(
     rankings: Sequence[Sequence[Hit]], weights: Sequence[float], rrf_k: float = 60.0
 ) -> list[Hit]:
@@ -256,103 +263,25 @@ def _lexical(
 
 
 def _blended(
-    source: RecallSource, settings: BotSettings, question: Question, option: Mapping[str, float]
+    source: RecallSource,
+    settings: BotSettings,
+    question: Question,
+    option: Mapping[str, float],
+    ranker: FittedRanker | None = None,
 ) -> list[tuple[Hit, float]]:
-    query, scope = question.text, question.scope
-    # A line's cosine moved toward its best part's (its sentences; a long line's windows).
-    lines = source.scored(question.vector, scope).with_parts(option["part_weight"])
-    if not len(lines.ids):
-        return []
-    cosine = lines.scores
-    dense = cosine + option["neighbour_weight"] * lines.neighbour_scores()
-    words, lexical_order = _bm25_scores(source, query, scope, lines.ids)
-    lexical_top = set(lexical_order[: int(option["lexical_top"])])
-    fused = option["dense_weight"] * min_max(dense) + option["lexical_weight"] * words
-    # A line said when the question points to ("last week", "in March") counts as evidence
-    # too: it is raised, and kept at the lower bar like BM25's best lines.
-    dated = np.zeros(len(lines.ids), dtype=bool)
-    window = window_of(question.line, question.now) if option["time_weight"] else None
-    if window is not None:
-        start, end = (moment.timestamp() for moment in window)
-        dated = (lines.created >= start) & (lines.created < end)
-        fused = fused + option["time_weight"] * dated
     low_bar = settings.threshold - option["lexical_margin"]
-    # Only lines at or above the lower bar can be kept: the others need no ordering.
-    candidates = np.flatnonzero(cosine >= low_bar)
-    if option["speaker_weight"]:
-        fused = fused + option["speaker_weight"] * _said_by_named(
-            source, lines, fused, candidates, question.line
-        )
-    fused = fused + _second_round(source, lines, fused, candidates, question, option)
+    features = blend_features(source, question, option, low_bar, ranker=ranker)
+    if features is None:
+        return []
+    lines, fused, cosine = features.lines, features.fused, features.lines.scores
     kept = []
-    for index in candidates[np.argsort(-fused[candidates], kind="stable")]:
+    # Kept: a line whose cosine reaches the threshold, or one of BM25's best or said when the
+    # question points to at the lower bar (only those at or above it are candidates).
+    for index in features.candidates[np.argsort(-fused[features.candidates], kind="stable")]:
         line_id, score = int(lines.ids[index]), float(cosine[index])
-        if score >= settings.threshold or line_id in lexical_top or dated[index]:
+        if score >= settings.threshold or line_id in features.lexical_top or features.dated[index]:
             hit = Hit(line_id, int(lines.thread_ids[index]), int(lines.seqs[index]), score)
             kept.append((hit, float(fused[index])))
             if len(kept) == settings.max_matches:
                 break
     return kept
-
-
-def _said_by_named(
-    source: RecallSource, lines: InScope, fused: np.ndarray, candidates: np.ndarray, said: str
-) -> np.ndarray:
-    """1 for each of the best ``SPEAKER_DEPTH`` candidates said by a speaker the new line
-    (``said``) names, the speaker's name as a whole word in any case; 0 for every other line:
-    "What has Melanie painted?" is answered by Melanie's lines more than by the replies that
-    name her."""
-    named = np.zeros(len(lines.ids), dtype=np.float64)
-    best = candidates[np.argsort(-fused[candidates], kind="stable")[:SPEAKER_DEPTH]]
-    ranges = [(int(lines.thread_ids[i]), int(lines.seqs[i]), int(lines.seqs[i])) for i in best]
-    asked = said.casefold()
-    names: dict[str, bool] = {}
-    for index, found in zip(best, source.lines_in_ranges(ranges), strict=True):
-        speaker = found[0].speaker if found else None
-        if speaker and speaker.strip():
-            if speaker not in names:
-                pattern = rf"(?<!\w){re.escape(speaker.strip().casefold())}(?!\w)"
-                names[speaker] = re.search(pattern, asked) is not None
-            named[index] = names[speaker]
-    return named
-
-
-def _second_round(
-    source: RecallSource,
-    lines: InScope,
-    fused: np.ndarray,
-    candidates: np.ndarray,
-    question: Question,
-    option: Mapping[str, float],
-) -> np.ndarray | float:
-    """What the second round adds to each line's blended score: the first round's best
-    ``feedback_seeds`` lines, as a second query (see :mod:`membot.recall.second_round`)."""
-    feedback, entities = option["feedback_weight"], option["entity_weight"]
-    if not (feedback or entities):
-        return 0.0
-    seeds = seed_indices(fused, candidates, int(option["feedback_seeds"]))
-    added = np.zeros(len(lines.ids), dtype=np.float64)
-    if feedback:
-        added += feedback * feedback_scores(source, lines, seeds, question.scope)
-    if entities:
-        added += entities * entity_scores(source, lines, seeds, question.scope, question.text)
-    return added
-
-
-def _bm25_scores(
-    source: RecallSource, query: str, scope: Scope, ids: np.ndarray
-) -> tuple[np.ndarray, list[int]]:
-    """BM25 of the query's words that are not stopwords, min-max normalised, for the lines
-    ``ids`` (a scope's, sorted; 0 where a line has none of the words), and the ids BM25
-    ranks, best first. Lines outside ``ids`` (the feed among them) drop out."""
-    scores = np.zeros(len(ids), dtype=np.float32)
-    terms = query_terms(query, STOPWORDS)
-    if not terms or not len(ids):
-        return scores, []
-    # The lines' cosines were read a moment ago: their words are the same lines'.
-    ranked, bm25 = source.lexical_scores(terms, scope, just_read=True, among=ids)
-    at = np.clip(np.searchsorted(ids, ranked), 0, len(ids) - 1)
-    in_scope = ids[at] == ranked
-    if in_scope.any():
-        scores[at[in_scope]] = min_max(bm25[in_scope].astype(np.float32))
-    return scores, ranked[in_scope].tolist()
