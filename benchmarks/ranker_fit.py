@@ -1,17 +1,25 @@
 """Fit blend's weights on the features ``benchmarks/ranker_features.py`` dumped, with folds.
 
-For each fold, a pairwise logistic ranker (every evidence line against every other line of
-its question's dumped candidates, each question weighing the same and each benchmark half,
-L2 toward the hand-set weights at ``--l2``) is fitted on the other folds, rescaled so that
-its dense weight is the hand-set 1 (so a block's lines are ordered against the next match as
-before), and scored on the held-out fold by the matches' order alone (no blocks: a proxy of
-the official metrics, which ``membot eval`` gives through the real recall path):
-LoCoMo R@10 over evidence lines; LongMemEval turn recall_all@10 and session recall_all@5.
+For each fold, blend's weights are fitted on the other folds' questions (one model over both
+benchmarks, each question weighing the same and each benchmark half) by ``--method``:
 
-    .venv/bin/python benchmarks/ranker_fit.py reports/ranker_features.npz --l2 1,10,100
+- ``softmax`` (listwise): each question's evidence lines' share of a softmax over its dumped
+  lines, L2 toward 10 x the hand-set weights at ``--l2``; with ``--products``, the product of
+  each pair of features weighed too (prior 0);
+- ``pairwise``: logistic over every (evidence, other line) pair, L2 toward the hand-set weights;
+- ``search``: coordinate ascent on the proxy below from the hand-set weights.
 
-prints each fold's proxy numbers, hand-set beside fitted, the weights each fold fitted (to
-run through ``membot eval ... --set``) and the weights fitted on every fold (``--out``).
+Each fit is rescaled so that its dense weight is the hand-set 1 (a block's lines are ordered
+against the next match as before) and scored on the held-out fold by the matches' order alone
+(no blocks: a proxy of the official metrics, which ``benchmarks/ranker_folds.py`` gives
+through the real recall path): LoCoMo R@10 over evidence lines, LongMemEval turn
+recall_all@10 and session recall_all@5, hand-set -> fitted; then the same fitted on every
+fold, in-sample, and its weights (``--out``: written as a ranker file,
+:class:`membot.recall.fitted_ranker.FittedRanker`).
+
+    .venv/bin/python benchmarks/ranker_fit.py reports/ranker_features.npz --l2 0.001,0.003
+
+docs/recall.md ("A fitted ranker") has what each method scored.
 """
 
 from __future__ import annotations
@@ -241,8 +249,13 @@ def main() -> None:
             mine = proxy(questions, held, weights)
             numbers = "  ".join(f"{name} {hand[name]:.3f} -> {mine[name]:.3f}" for name in hand)
             print(f"  fold {fold + 1}: {numbers}")
-        ranker = as_ranker(fitted(questions, list(everyone), args.method, l2))
-        print("  fitted on every fold:", dict(ranker.linear))
+        weights = fitted(questions, list(everyone), args.method, l2)
+        ranker = as_ranker(weights)
+        hand = proxy(questions, everyone, hand_set(questions.width))
+        mine = proxy(questions, everyone, weights)
+        numbers = "  ".join(f"{name} {hand[name]:.3f} -> {mine[name]:.3f}" for name in hand)
+        print(f"  fitted on every fold, in-sample: {numbers}")
+        print("  its weights:", dict(ranker.linear))
         if args.out:
             saved = {
                 "fitted": f"benchmarks/ranker_fit.py --method {args.method} --l2 {l2}"
