@@ -34,6 +34,7 @@ from membot.line_checks import check_moment, check_roles, checked_line
 from membot.memory.bots import BotProfiles
 from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.memory.line_parts import part_spans, part_texts
+from membot.memory.person_links import PersonLinks
 from membot.memory.person_view import PersonView
 from membot.model import (
     Block,
@@ -75,7 +76,7 @@ class Recall:
     search_ms: float
 
 
-class Memory(BotProfiles, SummariesAndExpertise, PersonView):
+class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
     """Every line of dialog, remembered with its embedding, in one store.
 
     ``db`` is a path (default: ``MEMBOT_DB`` or the user data folder) or a ready
