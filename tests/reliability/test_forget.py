@@ -303,7 +303,7 @@ def test_one_forgotten_line_is_in_no_index_no_file_and_no_cache(tmp_path: Path, 
     secret = turn.human_line
     assert secret is not None and memory.store.line_parts([secret.id])  # stored with parts
     bot_id, al = memory.store.bot_id("membot") or 0, memory.store.person_id("al")
-    assert memory.store.lexical_search(["zqxvbnm"], bot_id, al) != []
+    assert memory.store.lexical_search(["zqxvbnm"], bot_id, (al or 0,)) != []
     assert any("zqxvbnm" in text for text in in_memory_texts(memory))
     needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS[:2]}
     needles["the line's vector"] = np.asarray(memory.embed([LONG_SECRET])[0], np.float32).tobytes()
@@ -312,7 +312,7 @@ def test_one_forgotten_line_is_in_no_index_no_file_and_no_cache(tmp_path: Path, 
     memory.forget_line(secret.id, user="al")
 
     assert memory.store.line_parts([secret.id]) == {}
-    assert memory.store.lexical_search(["zqxvbnm"], bot_id, al) == []
+    assert memory.store.lexical_search(["zqxvbnm"], bot_id, (al or 0,)) == []
     assert all(m.line.id != secret.id for m in memory.search("garage code zqxvbnm", user="al"))
     assert not any(word in text for text in in_memory_texts(memory) for word in SECRET_WORDS)
     assert traces(folder, needles) == []
