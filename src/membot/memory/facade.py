@@ -558,10 +558,11 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             and entry.first_seq <= block.first_seq
             and block.last_seq <= entry.last_seq
         }
-        # Blocks held from when the bot shared memory across people stay out once it does not.
-        owner = None if settings.share_across_people else line.person
+        # Blocks held from when the bot shared memory across people stay out once it does not,
+        # and those of an identity once it is no longer linked with this one.
+        owners = None if settings.share_across_people else self._owners(line.bot, line.person)
         blocks = self._load_blocks(
-            buffer, thread_id, window_from, fresh_keys, owner, settings.recall_roles
+            buffer, thread_id, window_from, fresh_keys, owners, settings.recall_roles
         )
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
                                       [hit.duplicates for hit in chosen.hits]))  # fmt: skip
@@ -595,14 +596,18 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         asked = check_moment(now, "now") if now is not None else utc_now()
         with self.recall_source.reading() as source:
             chosen = recall_for_turn(source, settings, text, vector, scope, asked, said=text)
-        owner = None if settings.share_across_people else user
+        owners = None if settings.share_across_people else self._owners(bot, user)
         fresh = {(entry.source_thread_id, entry.first_seq) for entry in chosen.blocks}
         blocks = self._load_blocks(
-            chosen.blocks, thread_id or 0, window_from or 0, fresh, owner, settings.recall_roles
+            chosen.blocks, thread_id or 0, window_from or 0, fresh, owners, settings.recall_roles
         )
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
                                       [hit.duplicates for hit in chosen.hits]))  # fmt: skip
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
+
+    def _owners(self, bot: str, person: str) -> frozenset[str]:
+        """Whose lines a person's recall may show: theirs and their linked identities'."""
+        return frozenset(self.store.linked_people(bot, person))
 
     def _load_blocks(
         self,
@@ -610,7 +615,7 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         thread_id: int,
         window_from: int,
         fresh_keys: set[tuple[int, int]],
-        owner: str | None,
+        owners: frozenset[str] | None,
         roles: Sequence[str],
     ) -> tuple[Block, ...]:
         blocks = []
@@ -624,7 +629,7 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             # Expansion brings neighbours by seq; roles left out of recall (tool results)
             # stay out of the blocks too.
             lines = [line for line in found if str(line.role) in roles]
-            if lines and (owner is None or lines[0].person == owner):
+            if lines and (owners is None or lines[0].person in owners):
                 carried = (entry.source_thread_id, entry.first_seq) not in fresh_keys
                 blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,
                                     entry.matched_seqs, carried))  # fmt: skip
