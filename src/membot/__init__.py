@@ -35,11 +35,13 @@ from membot.errors import (
     ConflictError,
     EmbedderMismatchError,
     ImportFormatError,
+    LinkCodeError,
     MembotError,
     NotFoundError,
     ProviderError,
     StoreError,
     StoreFullError,
+    TooManyAttemptsError,
     TurnFailedError,
 )
 from membot.line_checks import MAX_LINE_CHARS, MAX_NAME_CHARS
@@ -58,6 +60,7 @@ from membot.memory.exports import EXPORT_FORMATS, ChatExport, is_export
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.memory.importers import FORMATS as IMPORT_FORMATS
 from membot.memory.importers import ImportPlan, read_file
+from membot.memory.person_links import LinkCode, Linked
 from membot.memory.person_view import KeyPoint, PersonMemory, ThreadLines
 from membot.memory.profile_files import profile_from_toml, profile_to_toml
 from membot.model import (
@@ -127,6 +130,9 @@ __all__ = [
     "LLMPool",
     "Line",
     "LineInput",
+    "LinkCode",
+    "LinkCodeError",
+    "Linked",
     "Match",
     "MembotError",
     "Memory",
@@ -147,6 +153,7 @@ __all__ = [
     "ThreadInfo",
     "ThreadLines",
     "ThreadState",
+    "TooManyAttemptsError",
     "Turn",
     "TurnFailedError",
     "backup_store",

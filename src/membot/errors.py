@@ -47,6 +47,23 @@ class ConflictError(ConfigError):
     """What was asked would clash with what the store holds (a bot of that name exists)."""
 
 
+class LinkCodeError(ConfigError):
+    """A link code entered is not one that links: mistyped, used, expired, another bot's or
+    the person's own. One message for all of them, so a guess learns nothing."""
+
+    def __init__(self) -> None:
+        super().__init__("that link code is not valid: it may be mistyped, already used or expired")
+
+
+class TooManyAttemptsError(MembotError):
+    """Too many link codes asked for, or too many wrong ones entered, in a short time:
+    ``retry_after`` is how many seconds until the next try is allowed."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class AuthError(MembotError):
     """A request's API key is missing, malformed, unknown, revoked or expired.
 

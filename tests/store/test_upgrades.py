@@ -267,7 +267,7 @@ def test_every_line_keeps_its_full_text_row(upgraded: Upgraded) -> None:
     for line in upgraded.manifest["lines"]:
         bot_id = memory.store.bot_id(line["bot"])
         person_id = memory.store.person_id(line["person"])
-        found = memory.store.lexical_search([line["word"]], bot_id, person_id, roles=ROLES)
+        found = memory.store.lexical_search([line["word"]], bot_id, (person_id,), roles=ROLES)
         assert [line_id for line_id, _ in found] == [upgraded.stored(line).id], line["word"]
 
 
@@ -419,7 +419,7 @@ def test_a_new_turn_in_an_old_thread_follows_its_lines(upgraded: Upgraded) -> No
     (best,) = memory.search(said, user=person, k=1)
     assert best.line.seq == last + 1
     bot_id, person_id = memory.store.bot_id("membot"), memory.store.person_id(person)
-    found = memory.store.lexical_search(["gavotte"], bot_id, person_id, roles=ROLES)
+    found = memory.store.lexical_search(["gavotte"], bot_id, (person_id,), roles=ROLES)
     assert {line_id for line_id, _ in found} == {line.id for line in lines[len(old) :]}
 
 

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
+from math import ceil
 from typing import Any, TypedDict
 
 from fastapi import FastAPI, Request
@@ -30,6 +31,7 @@ from membot import (
     ProviderError,
     StoreError,
     StoreFullError,
+    TooManyAttemptsError,
     TurnFailedError,
 )
 
@@ -46,6 +48,7 @@ class StoredLine(TypedDict):
 # Most specific first: the first class an error is an instance of decides its answer.
 STATUS_OF: tuple[tuple[type[MembotError], int, str], ...] = (
     (AuthError, 401, "unauthorized"),
+    (TooManyAttemptsError, 429, "rate_limited"),
     (NotFoundError, 404, "not_found"),
     (ConflictError, 409, "conflict"),
     (EmbedderMismatchError, 409, "embedder_mismatch"),
@@ -217,6 +220,8 @@ def refusal_of(error: ApiError | MembotError, location: str) -> Refusal:
     message = without_location(str(error), location)
     if isinstance(error, TurnFailedError):
         return Refusal(status, kind, message, stored_line(error.thread, error.seq), NO_RETRY)
+    if isinstance(error, TooManyAttemptsError):
+        return Refusal(status, kind, message, headers={"Retry-After": str(ceil(error.retry_after))})
     return Refusal(status, kind, message)
 
 

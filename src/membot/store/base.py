@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -344,10 +344,18 @@ class VectorSearch(Protocol):
     search); and swapping every vector for another embedder's."""
 
     def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+        self,
+        bot_id: int,
+        person_ids: Sequence[int] | None,
+        known_generation: int | None,
+        after: int,
     ) -> VectorSnapshot: ...
     def scope_line_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+        self,
+        bot_id: int,
+        person_ids: Sequence[int] | None,
+        known_generation: int | None,
+        after: int,
     ) -> LineSnapshot: ...
     def all_line_texts(self) -> list[tuple[int, str]]: ...
     def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]: ...
@@ -371,7 +379,7 @@ class LexicalSearch(Protocol):
         self,
         terms: Sequence[str],
         bot_id: int,
-        person_id: int | None = None,
+        person_ids: Sequence[int] | None = None,
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
@@ -420,7 +428,7 @@ class SummaryStore(Protocol):
     def summaries(self, person: str, bot: str | None = None) -> list[Summary]: ...
     def summaries_by_id(self, ids: Sequence[int]) -> list[Summary]: ...
     def summary_vectors(
-        self, bot_id: int, person_id: int | None
+        self, bot_id: int, person_ids: Sequence[int] | None
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def forget_summary(self, summary_id: int) -> bool: ...
 
@@ -563,6 +571,48 @@ class PersonEditStore(Protocol):
     def summary_corrections(self, summary_ids: Sequence[int]) -> dict[int, list[Correction]]: ...
 
 
+@dataclass(frozen=True)
+class CodeEntry:
+    """What entering a link code did: ``linked``, the group's names after it linked (None
+    when the code did not link); ``retry_after``, seconds to wait, when too many entries
+    failed lately and this one was not even tried."""
+
+    linked: tuple[str, ...] | None
+    retry_after: float | None = None
+
+
+class LinkStore(Protocol):
+    """Identities of one bot linked as one person, and the hashed codes that link them
+    (``membot.store.links``)."""
+
+    def link_group(self, bot_id: int, person_id: int) -> tuple[int, ...]: ...
+    def linked_people(self, bot: str, person: str) -> tuple[str, ...]: ...
+    def link_bots(self, person: str) -> list[str]: ...
+    def link_code_taken(self, code_hash: str) -> bool: ...
+    def add_link_code(
+        self,
+        bot: str,
+        person: str,
+        code_hash: str,
+        expires_at: datetime,
+        *,
+        now: datetime,
+        most: int,
+        per: timedelta,
+    ) -> float | None: ...
+    def enter_link_code(
+        self,
+        bot: str,
+        person: str,
+        code_hash: str | None,
+        *,
+        now: datetime,
+        most_failures: int,
+        per: timedelta,
+    ) -> CodeEntry: ...
+    def unlink_person(self, bot: str, person: str) -> None: ...
+
+
 class TurnStore(Protocol):
     """Turns of one thread one after another, in any process."""
 
@@ -584,6 +634,7 @@ class Store(
     DocumentStore,
     KeyStore,
     SmsStore,
+    LinkStore,
     Protocol,
 ):
     """Everything ``Memory`` asks of a store, by concern."""

@@ -34,6 +34,9 @@ class Dialect:
     find = "instr"
     # What takes a row's lock until commit, after a SELECT (SQLite: the one writer has it).
     for_update = ""
+    # What holds a row against other writers until commit without blocking the rows that
+    # reference it (a line written for a bot while its links change).
+    hold = ""
 
     def sql(self, statement: str) -> str:
         """``statement`` with the driver's value marks in place of ``?``."""
@@ -87,6 +90,7 @@ class PostgresDialect(Dialect):
     newline = "chr(10)"
     find = "strpos"
     for_update = " FOR UPDATE"
+    hold = " FOR NO KEY UPDATE"
 
     def sql(self, statement: str) -> str:
         return _percent_marks(statement)

@@ -243,6 +243,35 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX IF NOT EXISTS memory_corrections_by_memory
         ON memory_corrections (memory_id, id);
     """,
+    # 13: identities linked as one person (membot.memory.person_links), per bot: each row puts
+    # a person in a group of its bot (a group of one is no row). Link codes are kept only as
+    # a hash, with whom they link and until when; failed entries, by the name that entered
+    # them (an identity not yet stored may enter a code), for the rate limit.
+    """
+    CREATE TABLE IF NOT EXISTS person_links (
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id INTEGER NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        group_id INTEGER NOT NULL,
+        linked_at TEXT NOT NULL,
+        PRIMARY KEY (bot_id, person_id)
+    );
+    CREATE INDEX IF NOT EXISTS person_links_by_group ON person_links (bot_id, group_id);
+    CREATE TABLE IF NOT EXISTS link_codes (
+        hash TEXT PRIMARY KEY,
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id INTEGER NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        made_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        used_at TEXT
+    );
+    CREATE INDEX IF NOT EXISTS link_codes_by_person ON link_codes (bot_id, person_id);
+    CREATE TABLE IF NOT EXISTS link_failures (
+        bot_id INTEGER NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person TEXT NOT NULL,
+        failed_at TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS link_failures_by_person ON link_failures (bot_id, person);
+    """,
 )
 
 # The meta keys holding the store's generation when every bot's lines, or one bot's, were

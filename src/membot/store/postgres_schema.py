@@ -235,6 +235,33 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX memory_corrections_by_memory ON memory_corrections (memory_id, id);
     """,
+    # 6: linked identities, link codes (hashes only) and failed entries, as the SQLite
+    # store's migration 13.
+    """
+    CREATE TABLE person_links (
+        bot_id BIGINT NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id BIGINT NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        group_id BIGINT NOT NULL,
+        linked_at TIMESTAMPTZ NOT NULL,
+        PRIMARY KEY (bot_id, person_id)
+    );
+    CREATE INDEX person_links_by_group ON person_links (bot_id, group_id);
+    CREATE TABLE link_codes (
+        hash TEXT PRIMARY KEY,
+        bot_id BIGINT NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person_id BIGINT NOT NULL REFERENCES people(id) ON DELETE CASCADE,
+        made_at TIMESTAMPTZ NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL,
+        used_at TIMESTAMPTZ
+    );
+    CREATE INDEX link_codes_by_person ON link_codes (bot_id, person_id);
+    CREATE TABLE link_failures (
+        bot_id BIGINT NOT NULL REFERENCES bots(id) ON DELETE CASCADE,
+        person TEXT NOT NULL,
+        failed_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX link_failures_by_person ON link_failures (bot_id, person);
+    """,
 )
 
 

@@ -37,6 +37,7 @@ from membot.store.base import (
 from membot.store.dialect import Dialect, Params, Row
 from membot.store.extras import StoreExtras
 from membot.store.keys import StoreKeys
+from membot.store.links import StoreLinks
 from membot.store.sms_state import SmsState
 
 _LINE_COLUMNS = """
@@ -56,7 +57,7 @@ class LexicalQuery:
 
     terms: Sequence[str]
     bot_id: int
-    person_id: int | None
+    person_ids: Sequence[int] | None
     thread_id: int | None
     roles: Sequence[str]
     limit: int
@@ -105,7 +106,7 @@ def owner_filter(person: str, bot: str | None, thread: str | None) -> tuple[str,
     return " AND ".join(conditions), params
 
 
-class SqlStore(StoreExtras, StoreKeys, SmsState):
+class SqlStore(StoreExtras, StoreKeys, StoreLinks, SmsState):
     """What both stores do the same way, in the SQL both read."""
 
     dialect: Dialect
@@ -418,7 +419,7 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
         self,
         terms: Sequence[str],
         bot_id: int,
-        person_id: int | None = None,
+        person_ids: Sequence[int] | None = None,
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
@@ -437,7 +438,7 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
         lowest) and cost most."""
         if not terms or (among is not None and not len(among)):
             return []
-        query = LexicalQuery(terms, bot_id, person_id, thread_id, roles, limit, max_postings,
+        query = LexicalQuery(terms, bot_id, person_ids, thread_id, roles, limit, max_postings,
                              among)  # fmt: skip
         return self._lexical_rows(query)
 
@@ -520,10 +521,13 @@ class SqlStore(StoreExtras, StoreKeys, SmsState):
 
     def forget(self, person: str, bot: str | None, thread: str | None) -> dict[str, int]:
         """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers and
-        the summaries made from them."""
+        the summaries made from them; with all of them, the person's links, link codes and
+        failed code entries with the bot (every bot where ``bot`` is None)."""
         where, params = owner_filter(person, bot, thread)
         with self._write() as db:
             changes = self._changes(db)
+            if thread is None:
+                self._forget_links(db, person, bot)
             found = self._run(
                 db,
                 "SELECT t.id, t.bot_id FROM threads t JOIN bots b ON b.id = t.bot_id "

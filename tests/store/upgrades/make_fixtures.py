@@ -79,6 +79,10 @@ FIXTURES: dict[str, tuple[str, int, str, int]] = {
     # the parts branch after ca6f07f added.
     "sqlite_v11": ("sqlite", 11, "ecde7ab", 11),
     "postgres_v4": ("postgresql", 4, "ecde7ab", 11),
+    # main with corrections of key points, before linked identities (SQLite migration 13,
+    # PostgreSQL 6).
+    "sqlite_v12": ("sqlite", 12, "5a2478d", 12),
+    "postgres_v5": ("postgresql", 5, "5a2478d", 12),
 }
 
 BOT = "membot"
