@@ -1,10 +1,12 @@
 // Memory: one person's threads and lines, the summaries kept (dates, categories) with their
 // key points, a search box, and forgetting a thread or the person. A person, with their own
 // key, deletes one line or one key point and corrects a key point (its old text kept as its
-// history); each deletion is asked first.
+// history); each deletion is asked first. "Link another channel" (links.js) makes the person's
+// identities on other channels one person.
 import { api, path, session } from "./api.js";
 import { h, append, field, say, when, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
+import { linksCard } from "./links.js";
 
 export async function renderMemory(section, args) {
   const me = session.me;
@@ -21,11 +23,13 @@ export async function renderMemory(section, args) {
     api("GET", path`/v1/bots/${bot}/users/${user}/memories`),
     api("GET", path`/v1/bots/${bot}/users/${user}/memory`),
   ]);
+  const links = await linksCard(bot, user);
   section.querySelector("h1").textContent = `Memory of ${user} with ${bot}`;
   section.append(
     searchCard(bot, user),
     summariesCard(bot, user, memories, points),
     threadsCard(bot, user, threads),
+    links,
     h("section", { class: "card danger-zone", "aria-labelledby": "forget-title" },
       h("h2", { id: "forget-title", text: "Forget" }),
       h("button", { type: "button", class: "danger", text: `Forget ${user}`, onclick: async () => {
