@@ -6,13 +6,18 @@ log of a real uvicorn included."""
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
 from conftest import Server
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from membot import Memory, ScriptedLLM
 from membot.server import create_app
@@ -191,3 +196,62 @@ class access_logged:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+SECRET = "ANA-SECRET-7731"
+
+
+def as_typed(code: str, lower: bool, spaced: bool) -> str:
+    """A code as a person may type it."""
+    typed = code.lower() if lower else code
+    return typed.replace("-", " ") if spaced else typed
+
+
+typed_codes = st.builds(
+    lambda letters, lower, spaced: as_typed(f"{letters[:4]}-{letters[4:]}", lower, spaced),
+    st.text(CROCKFORD, min_size=8, max_size=8), st.booleans(), st.booleans(),
+)  # fmt: skip
+# What a stranger tries: a code's shape, anything at all, or a code ana used already.
+guesses = st.lists(
+    st.one_of(typed_codes, st.text(max_size=30), st.just("REPLAY")), min_size=1, max_size=7
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(tries=guesses, lower=st.booleans(), spaced=st.booleans())
+def test_guessing_or_replaying_codes_reaches_no_one(make_embedder, tries, lower, spaced) -> None:
+    """A stranger's key entering guessed codes, anything at all, or a code another identity
+    already used, through REST: each refused (400, 422, then 429), the stranger linked with
+    no one, and nothing of ana's in the stranger's memory or search."""
+    with tempfile.TemporaryDirectory() as folder:
+        memory = Memory(Path(folder) / "store.db", embedder=make_embedder())
+        try:
+            known(memory, "ana", "ana-phone", "eve")
+            memory.add(f"My locker code is {SECRET}", user="ana", thread="hello", bot="coach")
+            memory.link_code(user="ana", bot="coach")  # a live code eve does not know
+            used = memory.link_code(user="ana", bot="coach").code
+            memory.link_with_code(used, user="ana-phone", bot="coach")
+            eve = {"Authorization": f"Bearer {create_key(memory, bot='coach', user='eve').secret}"}
+            with TestClient(create_app(memory, llm=ScriptedLLM())) as client:
+                for guess in tries:
+                    code = as_typed(used, lower, spaced) if guess == "REPLAY" else guess
+                    answer = client.post(f"{BASE}/eve/links", json={"code": code}, headers=eve)
+                    assert answer.status_code in (400, 422, 429), answer.text
+                    assert SECRET not in answer.text
+                seen = [
+                    client.get(f"{BASE}/eve/links", headers=eve),
+                    client.get(f"{BASE}/eve/memory", headers=eve),
+                    client.get(f"{BASE}/eve/memory", params={"q": "locker"}, headers=eve),
+                    client.get("/v1/bots/coach/search", params={"q": "locker code"}, headers=eve),
+                ]
+            assert [answer.status_code for answer in seen] == [200] * 4
+            assert seen[0].json()["linked"] == ["eve"]
+            assert all(SECRET not in answer.text for answer in seen)
+            assert memory.linked(user="ana", bot="coach").linked == ("ana", "ana-phone")
+        finally:
+            memory.close()
