@@ -5,13 +5,27 @@ a log record or clear text anywhere in the store; a retried webhook answers with
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from test_sms import BOT_NUMBER, PERSON, PUBLIC_URL, SECRET, Sms, message, replies, settings
+from test_sms import (
+    BOT_NUMBER,
+    PERSON,
+    PUBLIC_URL,
+    SECRET,
+    MessagesApi,
+    SlowLLM,
+    Sms,
+    message,
+    replies,
+    settings,
+)
+from test_sms import _post as post_signed
 
 from membot import Memory, ScriptedLLM
 from membot.server import create_app
@@ -118,3 +132,43 @@ def test_other_texts_that_begin_with_link_are_turns(sms: Sms, text: str) -> None
     sms.llm.enqueue("Here you go.")
     assert sms.text(text) == ["Here you go."]
     assert sms.stored() == 2
+
+
+@pytest.fixture
+def messages_api() -> Iterator[MessagesApi]:
+    api = MessagesApi()
+    yield api
+    api.close()
+
+
+def test_a_late_code_goes_through_the_messages_api_and_is_not_kept(
+    memory: Memory, messages_api: MessagesApi, serve, caplog
+) -> None:
+    """On a real server on 127.0.0.1, Twilio's own client sending late replies to a stand-in
+    for its Messages API: LINK waits behind the person's slow turn, so its code goes out
+    through the API; the record keeps no code and a retry sends nothing again."""
+    caplog.set_level(logging.DEBUG)
+    memory.create_bot("coach", sms_number=BOT_NUMBER)
+    llm = SlowLLM("A considered answer.")
+    twilio = settings(api_url=messages_api.url, reply_wait_seconds=0.2)
+    with serve(create_app(memory, llm=llm, public_url=PUBLIC_URL, twilio=twilio)) as url:
+        assert replies(post_signed(url, message("a hard question"))) == []
+        link = message("LINK")
+        assert replies(post_signed(url, link)) == []  # behind the turn: answered later
+        llm.go.set()
+        deadline = time.monotonic() + 10
+        while len(messages_api.sent) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert replies(post_signed(url, link)) == []  # sent already: not again
+    # Each late reply is sent from a thread of its own: in either order.
+    bodies = [sent["Body"] for _, sent, _ in messages_api.sent]
+    answer, with_code = sorted(bodies, key=lambda body: CODE.search(body) is not None)
+    assert answer == "A considered answer."
+    code = CODE.search(with_code)
+    assert code is not None, with_code
+    with memory.store._write() as db:
+        sid = (link["MessageSid"],)
+        (kept,) = db.execute("SELECT replies FROM sms_messages WHERE sid = ?", sid)
+    assert json.loads(kept[0]) == [CODE_SENT_BEFORE]
+    assert code[0] not in caplog.text
+    assert memory.count_lines() == 2
