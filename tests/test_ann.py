@@ -539,7 +539,7 @@ def test_a_large_shared_scopes_lexical_side_comes_from_the_stores_full_text_sear
     assert index.scopes_held() == []  # nothing of the shared scope was read into memory
     person = Scope.of(bot, store.person_id("person-2"))
     assert index.lexical(["42"], person, 5)[0].line_id == ids[42]
-    assert index.scopes_held() == [(bot, person.person_id)]
+    assert index.scopes_held() == [(bot, person.person_ids)]
 
 
 def test_a_servers_warm_up_loads_every_shared_memory_before_the_first_turn(

@@ -124,14 +124,14 @@ def test_a_deleted_line_is_gone_from_its_thread_search_and_full_text(memory: Mem
     (line,) = memory.history(user="ana", thread="cats")
     bot_id, person_id = memory.store.bot_id("membot"), memory.store.person_id("ana")
     assert memory.search("Miso", user="ana")[0].line.id == line.id  # held in memory now
-    assert memory.store.lexical_search(["miso"], bot_id or 0, person_id) != []
+    assert memory.store.lexical_search(["miso"], bot_id or 0, (person_id or 0,)) != []
 
     gone = memory.forget_line(line.id, user="ana", bot="membot")
 
     assert gone == line
     assert memory.history(user="ana", thread="cats") == []
     assert all(match.line.id != line.id for match in memory.search("Miso cat", user="ana"))
-    assert memory.store.lexical_search(["miso"], bot_id or 0, person_id) == []
+    assert memory.store.lexical_search(["miso"], bot_id or 0, (person_id or 0,)) == []
     assert [t.thread for t in memory.person_memory(user="ana").threads] == ["work"]
 
 

@@ -225,9 +225,9 @@ def test_a_search_holds_only_its_scope_and_old_scopes_leave_past_the_budget(stor
     index = VectorIndex(store, budget_bytes=1)  # room for one scope only
     alice, bob = scope(store, "alice"), scope(store, "bob")
     assert len(found(index, alice)) == 1
-    assert index.scopes_held() == [(alice.bot_id, alice.person_id)]
+    assert index.scopes_held() == [(alice.bot_id, alice.person_ids)]
     assert len(found(index, bob)) == 1
-    assert index.scopes_held() == [(bob.bot_id, bob.person_id)]
+    assert index.scopes_held() == [(bob.bot_id, bob.person_ids)]
     assert len(found(index, alice)) == 1  # read again when asked again
 
 

@@ -181,6 +181,9 @@ class Match:
         return {
             "score": round(self.score, 4),
             "thread": self.line.thread,
+            # Whose line: the identity that said it (a channel's: a web user, ``sms-<hash>``),
+            # which may be another than the asker's where identities are linked.
+            "person": self.line.person,
             "duplicates": self.duplicates,
             "superseded_by": self.superseded_by,
             **self.line.to_json(),

@@ -79,7 +79,7 @@ def test_lexical_search_stays_in_its_scope_and_in_step_with_the_store(tmp_path: 
     humans_only = Scope.of(bot, store.person_id("alice"), roles=("human",))
     assert [hit.line_id for hit in index.lexical(["miso"], humans_only, 10)] == [hiking]
     thread_1 = store.thread_id(ThreadKey("membot", "alice", "t1"))
-    recent = Scope.of(bot, alice.person_id, feed=(thread_1, 2))
+    recent = Scope.of(bot, store.person_id("alice"), feed=(thread_1, 2))
     assert [hit.line_id for hit in index.lexical(["miso"], recent, 10)] == [hiking]
     later = add(store, "alice", "t2", "Miso again")
     assert later in {hit.line_id for hit in index.lexical(["miso"], alice, 10)}

@@ -62,7 +62,7 @@ def test_lexical_search_ranks_by_bm25_within_scope(memory: Memory) -> None:
     stored(memory, "coffee", "coffee coffee with milk and coffee beans", "tea only")
     stored(memory, "coffee please", user="bob")
     ann = memory.store.person_id("ann")
-    found = memory.store.lexical_search(["coffee"], memory.store.bot_id("membot"), ann)
+    found = memory.store.lexical_search(["coffee"], memory.store.bot_id("membot"), (ann,))
     assert sorted(line_id for line_id, _ in found) == [1, 2]  # not tea, not Bob's line
     assert found[0][1] >= found[1][1]
     assert all(score > 0 for _, score in found)

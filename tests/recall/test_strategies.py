@@ -121,7 +121,7 @@ def test_an_unknown_strategy_names_those_registered(latest: LatestLine) -> None:
 
 def test_a_scope_is_built_from_the_bot_s_settings() -> None:
     person = Scope.of(1, 7, BotSettings(recall_roles=("human",)), feed=(3, 10))
-    assert person == Scope(1, 7, None, 3, 10, ("human",))
+    assert person == Scope(1, (7,), None, 3, 10, ("human",))
     shared = Scope.of(1, 7, BotSettings(share_across_people=True))
-    assert shared.person_id is None and shared.roles == ("human", "bot")
-    assert Scope.of(1, 7, thread_id=4, roles=["bot"]) == Scope(1, 7, 4, None, None, ("bot",))
+    assert shared.person_ids is None and shared.roles == ("human", "bot")
+    assert Scope.of(1, 7, thread_id=4, roles=["bot"]) == Scope(1, (7,), 4, None, None, ("bot",))

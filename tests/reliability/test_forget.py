@@ -303,7 +303,7 @@ def test_one_forgotten_line_is_in_no_index_no_file_and_no_cache(tmp_path: Path, 
     secret = turn.human_line
     assert secret is not None and memory.store.line_parts([secret.id])  # stored with parts
     bot_id, al = memory.store.bot_id("membot") or 0, memory.store.person_id("al")
-    assert memory.store.lexical_search(["zqxvbnm"], bot_id, al) != []
+    assert memory.store.lexical_search(["zqxvbnm"], bot_id, (al or 0,)) != []
     assert any("zqxvbnm" in text for text in in_memory_texts(memory))
     needles = {f"word {word!r}": word.encode() for word in SECRET_WORDS[:2]}
     needles["the line's vector"] = np.asarray(memory.embed([LONG_SECRET])[0], np.float32).tobytes()
@@ -312,7 +312,7 @@ def test_one_forgotten_line_is_in_no_index_no_file_and_no_cache(tmp_path: Path, 
     memory.forget_line(secret.id, user="al")
 
     assert memory.store.line_parts([secret.id]) == {}
-    assert memory.store.lexical_search(["zqxvbnm"], bot_id, al) == []
+    assert memory.store.lexical_search(["zqxvbnm"], bot_id, (al or 0,)) == []
     assert all(m.line.id != secret.id for m in memory.search("garage code zqxvbnm", user="al"))
     assert not any(word in text for text in in_memory_texts(memory) for word in SECRET_WORDS)
     assert traces(folder, needles) == []
@@ -378,3 +378,36 @@ def test_a_deleted_key_point_is_in_no_file_and_no_cache_with_its_history(
     assert traces(folder, needles) == []
     memory.close()
     assert traces(folder, needles) == []
+
+
+def test_forgetting_a_person_forgets_every_identity_linked_with_them(world) -> None:
+    """al linked with their text-message identity: forgetting al forgets what that identity
+    said too (rows, files, cache, full-text and vector indexes), with the link and its code,
+    and leaves bo whole."""
+    folder, memory = world
+    sms = "sms-5e2b0c"
+    bot = Bot(memory, ScriptedLLM(["noted"] * 2))
+    for text in ("my bike lock is frobnixt", "frobnixt is on the red bike"):
+        bot.turn(text, user=sms, thread="texts")
+    code = memory.link_code(user="al", bot="membot").code
+    assert memory.link_with_code(code, user=sms, bot="membot").linked == ("al", sms)
+    found = memory.search("frobnixt bike lock", user="al")  # al reaches the texts, and back
+    assert {match.line.person for match in found} >= {sms}
+    assert any(m.line.person == "al" for m in memory.search("zqxvbnm locker", user=sms))
+    needles = needles_for(memory, "al", None)  # history spans the link: sms's lines too
+    needles["the sms identity"] = sms.encode()
+    bot_id, texter = memory.store.bot_id("membot") or 0, memory.store.person_id(sms) or 0
+    assert memory.store.lexical_search(["frobnixt"], bot_id, (texter,)) != []
+
+    removed = memory.forget(user="al")
+
+    assert removed["lines"] == 12 + 4 and removed["threads"] == 3
+    assert traces(folder, needles) == []
+    assert memory.store.lexical_search(["frobnixt"], bot_id, (texter,)) == []
+    assert memory.store.lexical_search(["frobnixt"], bot_id) == []  # nobody's lines hold it
+    assert memory.search("frobnixt bike lock", user=sms) == []
+    assert memory.history(user=sms) == [] and memory.people("membot") == ["bo"]
+    assert memory.linked(user=sms, bot="membot").linked == (sms,)
+    assert not any("frobnixt" in text for text in in_memory_texts(memory))
+    assert memory.index.scopes_held() == []
+    assert {m.line.person for m in memory.search("dog", user="bo")} == {"bo"}

@@ -72,9 +72,9 @@ def test_summaries_are_stored_with_dates_and_categories_and_go_with_their_thread
     assert summary.to_json()["covers_to"] == "2024-05-01T10:00:00Z"
     assert [s.text for s in store.summaries("alice")] == ["Alice loves hiking."]
     assert store.summaries("bob") == []
-    ids, matrix = store.summary_vectors(store.bot_id("membot"), store.person_id("alice"))
+    ids, matrix = store.summary_vectors(store.bot_id("membot"), (store.person_id("alice"),))
     assert ids.tolist() == [summary.id] and matrix.shape == (1, 4)
-    assert store.summary_vectors(store.bot_id("membot"), store.person_id("bob"))[0].size == 0
+    assert store.summary_vectors(store.bot_id("membot"), (store.person_id("bob"),))[0].size == 0
     assert store.summaries_by_id([summary.id, 999]) == [summary]
     removed = store.forget("alice", None, "t1")
     assert removed == {"threads": 1, "lines": 1, "summaries": 1}

@@ -80,7 +80,7 @@ def test_a_snapshot_cursor_is_a_transaction_horizon_and_rows_may_come_again(
     assert bot is not None and person is not None
 
     def snapshot(generation: int | None, cursor: int):
-        return store.scope_vector_snapshot(bot, person, generation, cursor)
+        return store.scope_vector_snapshot(bot, (person,), generation, cursor)
 
     first = snapshot(None, 0)
     assert first.rows.ids.tolist() == [line.id]

@@ -92,7 +92,7 @@ def test_a_line_its_vector_and_its_text_row_are_stored_together(store: Store) ->
     assert store.lines([stored.id]) == [stored]
     assert store.lines([stored.id])[0].created_at == moment
     bot, person = store.bot_id("membot"), store.person_id("alice")
-    rows = store.scope_vector_snapshot(bot or 0, person, None, 0).rows
+    rows = store.scope_vector_snapshot(bot or 0, (person or 0,), None, 0).rows
     assert rows.ids.tolist() == [stored.id]
     np.testing.assert_array_equal(rows.vectors[0], np.arange(4, dtype=np.float32))
     assert lexical_ids(store, "logistics") == [stored.id]
@@ -338,7 +338,7 @@ def test_a_scope_line_snapshot_reads_one_scope_and_then_only_what_is_new(store: 
     store.add_lines([new_line(ALICE_T1, "hello"), new_line(ALICE_T1, "hi Alice", Role.BOT)])
     store.add_lines([new_line(BOB_T1, "bob's secret")])
     store.add_lines([new_line(ThreadKey("other", "alice", "t1"), "another bot")])
-    bot, alice = store.bot_id("membot") or 0, store.person_id("alice")
+    bot, alice = store.bot_id("membot") or 0, (store.person_id("alice") or 0,)
 
     first = store.scope_line_snapshot(bot, alice, None, 0)
 

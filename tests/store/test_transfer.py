@@ -71,6 +71,11 @@ def fill(store: Store) -> None:
     )
     store.claim_sms_message(SmsRecord("S0", "barista", "sms-bob", WHEN), WHEN)
     store.answer_sms_message("S0", ["Hello!"], "twiml")
+    # alice and bob linked as one person of membot (a code's hash, used by bob).
+    store.add_link_code("membot", "alice", "hash-of-a-code", WHEN + timedelta(minutes=10),
+                        now=WHEN, most=5, per=timedelta(hours=1))  # fmt: skip
+    store.enter_link_code("membot", "bob", "hash-of-a-code", now=WHEN, most_failures=5,
+                          per=timedelta(minutes=10))  # fmt: skip
 
 
 def line_vectors(store: Store) -> list[list[list[float]]]:
@@ -113,6 +118,7 @@ def contents(store: Store) -> dict:
         ],
         "embedder": (store.get_meta("embedder"), store.get_meta("dimension")),
         "sms_sender": store.sms_sender("barista", "sms-bob"),
+        "linked": store.linked_people("membot", "alice"),
         "sms_message": store.claim_sms_message(SmsRecord("S0", "barista", "x", WHEN), WHEN),
     }
 
@@ -122,6 +128,7 @@ def test_a_store_goes_to_postgresql_and_back_whole(tmp_path: Path, postgres_url:
     source = SqliteStore(first)
     fill(source)
     wanted = contents(source)
+    assert wanted["linked"] == ("alice", "bob")
     counts = table_counts(source)
     source.close()
     assert all(counts[table] for table in TABLES)  # every table has something to copy

@@ -71,7 +71,7 @@ class ApproximateScopes:
         ``from_lines`` lines, else None (search it exactly). ``held_lines``: how many lines
         the exact index holds for it, None when it holds none (the store counts them then).
         A scope once found large stays approximate in this process."""
-        if scope.person_id is not None or scope.thread_id is not None:
+        if scope.person_ids is not None or scope.thread_id is not None:
             return None
         found = self._scopes.get(scope.bot_id)
         if found is not None or not isinstance(self.store, NearLines):
@@ -150,7 +150,7 @@ class ApproximateScope:
         """The ``k`` lines in scope with the store's best full-text (BM25) scores for the
         rarest of ``words`` (``LEXICAL_POSTINGS``), best first, with their thread and seq."""
         found = self.store.lexical_search(
-            list(words), scope.bot_id, scope.person_id, scope.thread_id, scope.roles, limit=k,
+            list(words), scope.bot_id, scope.person_ids, scope.thread_id, scope.roles, limit=k,
             max_postings=LEXICAL_POSTINGS,
         )  # fmt: skip
         if not found:
@@ -170,7 +170,7 @@ class ApproximateScope:
         holding the rarest of ``words`` (``LEXICAL_POSTINGS``), best first: the store scores
         those lines only, by id, where :meth:`lexical` reads every line holding a word."""
         found = self.store.lexical_search(
-            list(words), scope.bot_id, scope.person_id, scope.thread_id, scope.roles,
+            list(words), scope.bot_id, scope.person_ids, scope.thread_id, scope.roles,
             limit=len(among), max_postings=LEXICAL_POSTINGS, among=among.tolist(),
         )  # fmt: skip
         ids = np.asarray([line_id for line_id, _ in found], dtype=np.int64)
@@ -181,8 +181,8 @@ def in_scope(rows: VectorRows, scope: Scope) -> np.ndarray:
     """Which rows ``scope`` lets a search return (its bot, person, thread, roles; not the
     feed)."""
     keep: np.ndarray = rows.bot_ids == scope.bot_id
-    if scope.person_id is not None:
-        keep &= rows.person_ids == scope.person_id
+    if scope.person_ids is not None:
+        keep &= np.isin(rows.person_ids, scope.person_ids)
     if scope.thread_id is not None:
         keep &= rows.thread_ids == scope.thread_id
     if scope.window_thread_id is not None and scope.window_from_seq is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
@@ -28,17 +28,25 @@ def similarities(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
         return matrix @ np.asarray(query, dtype=np.float32)
 
 
+class LinkGroups(Protocol):
+    """Where :meth:`Scope.of` reads whom a person is linked with (the store)."""
+
+    def link_group(self, bot_id: int, person_id: int) -> tuple[int, ...]: ...
+
+
 @dataclass(frozen=True)
 class Scope:
     """Which lines a search may return.
 
-    ``person_id`` None means every person of the bot (only for bots that share memory).
-    ``thread_id`` limits the search to one thread. Lines of ``window_thread_id`` with
-    ``seq >= window_from_seq`` are skipped: they are in the prompt's recent window already.
+    ``person_ids``: the identities whose lines these are, sorted (one person's, or every
+    identity linked with them as one person: ``membot.memory.person_links``); None means every
+    person of the bot (only for bots that share memory). ``thread_id`` limits the search to
+    one thread. Lines of ``window_thread_id`` with ``seq >= window_from_seq`` are skipped:
+    they are in the prompt's recent window already.
     """
 
     bot_id: int
-    person_id: int | None
+    person_ids: tuple[int, ...] | None
     thread_id: int | None = None
     window_thread_id: int | None = None
     window_from_seq: int | None = None
@@ -54,18 +62,23 @@ class Scope:
         thread_id: int | None = None,
         feed: tuple[int, int] | None = None,
         roles: Sequence[str] | None = None,
+        links: LinkGroups | None = None,
     ) -> Scope:
         """The scope of a search, the one way every search builds it: the person's lines
-        with the bot (every person's where ``person_id`` is None, or where ``settings`` say
-        the bot shares memory across people), of one thread (``thread_id``), without the
-        feed (``feed``: thread id and first seq, lines already in the prompt), of ``roles``
-        (default: those the bot's ``recall_roles`` name, or human and bot lines)."""
+        with the bot, and those of every identity linked with them by the bot (read from
+        ``links``, the store; without it, the person's alone), or every person's where
+        ``person_id`` is None or where ``settings`` say the bot shares memory across people;
+        of one thread (``thread_id``), without the feed (``feed``: thread id and first seq,
+        lines already in the prompt), of ``roles`` (default: those the bot's
+        ``recall_roles`` name, or human and bot lines)."""
         shared = settings is not None and settings.share_across_people
         if roles is None:
             roles = settings.recall_roles if settings is not None else ("human", "bot")
         feed_thread, feed_from = feed if feed is not None else (None, None)
-        person = None if shared else person_id
-        return cls(bot_id, person, thread_id, feed_thread, feed_from, tuple(roles))
+        people: tuple[int, ...] | None = None
+        if person_id is not None and not shared:
+            people = links.link_group(bot_id, person_id) if links else (person_id,)
+        return cls(bot_id, people, thread_id, feed_thread, feed_from, tuple(roles))
 
 
 # How far a line's score moves toward its best part's cosine, where that is higher (see

@@ -98,7 +98,7 @@ class IndexedLines:
         with self._lock:
             cache = self._units.setdefault(kind.key, UnitCache(kind))
             return cache.embedded_units(
-                self.store, self.embed, scope.bot_id, scope.person_id, defer
+                self.store, self.embed, scope.bot_id, scope.person_ids, defer
             )
 
     # -- what is held -----------------------------------------------------------------------

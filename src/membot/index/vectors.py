@@ -203,8 +203,8 @@ class _Matrix:
         size = self.size
         column = {name: values[:size] for name, values in self.columns.items()}
         mask: np.ndarray = column["bot_ids"] == scope.bot_id
-        if scope.person_id is not None:
-            mask &= column["person_ids"] == scope.person_id
+        if scope.person_ids is not None:
+            mask &= np.isin(column["person_ids"], scope.person_ids)
         if scope.thread_id is not None:
             mask &= column["thread_ids"] == scope.thread_id
         if scope.window_thread_id is not None and scope.window_from_seq is not None:
@@ -320,7 +320,7 @@ class VectorIndex:
                 int(configured) * 1024 * 1024 if configured.isdigit() else DEFAULT_INDEX_BYTES
             )
         self.budget_bytes = budget_bytes
-        self._scopes: OrderedDict[tuple[int, int | None], _Matrix] = OrderedDict()
+        self._scopes: OrderedDict[tuple[int, tuple[int, ...] | None], _Matrix] = OrderedDict()
         # The held scopes are read and refreshed by one thread at a time.
         self._lock = threading.RLock()
         self.approximate = ApproximateScopes(store)
@@ -328,11 +328,11 @@ class VectorIndex:
     def _scope(self, scope: Scope) -> _Matrix:
         """The scope's matrix, up to date; the least recently used others dropped past the
         budget."""
-        key = (scope.bot_id, scope.person_id)
+        key = (scope.bot_id, scope.person_ids)
         matrix = self._scopes.pop(key, None) or _Matrix()
         matrix.take(
             self.store.scope_vector_snapshot(
-                scope.bot_id, scope.person_id, matrix.generation, matrix.cursor
+                scope.bot_id, scope.person_ids, matrix.generation, matrix.cursor
             )
         )
         # Lines were removed (forgotten) or re-embedded since the others were read: drop
@@ -349,14 +349,14 @@ class VectorIndex:
         """The approximate search of a large shared scope (membot.index.approximate), its matrix
         dropped;
         None for any other scope."""
-        held = self._scopes.get((scope.bot_id, scope.person_id))
+        held = self._scopes.get((scope.bot_id, scope.person_ids))
         found = self.approximate.scope_for(scope, held.size if held else None)
         if found is not None and held is not None:
-            del self._scopes[(scope.bot_id, scope.person_id)]
+            del self._scopes[(scope.bot_id, scope.person_ids)]
         return found
 
-    def scopes_held(self) -> list[tuple[int, int | None]]:
-        """The (bot id, person id or None) of the scopes in memory, least recent first."""
+    def scopes_held(self) -> list[tuple[int, tuple[int, ...] | None]]:
+        """The (bot id, person ids or None) of the scopes in memory, least recent first."""
         with self._lock:
             return list(self._scopes)
 
@@ -412,7 +412,7 @@ class VectorIndex:
                 if among is None:
                     raise ValueError("a large shared scope's BM25 is read for given lines (among)")
                 return approximate.lexical_scores(words, scope, among)
-            held = self._scopes.get((scope.bot_id, scope.person_id)) if just_read else None
+            held = self._scopes.get((scope.bot_id, scope.person_ids)) if just_read else None
             return (held or self._scope(scope)).lexical_scores(words, scope)
 
     def vectors(self, line_ids: Sequence[int], scope: Scope) -> np.ndarray:

@@ -34,7 +34,7 @@ from membot.line_checks import check_moment, check_roles, checked_line
 from membot.memory.bots import BotProfiles
 from membot.memory.knowledge import SummariesAndExpertise, summary_parts
 from membot.memory.line_parts import part_spans, part_texts
-from membot.memory.person_links import PersonLinks
+from membot.memory.person_links import PersonLinks, identities, linked_history, linked_threads
 from membot.memory.person_view import PersonView
 from membot.model import (
     Block,
@@ -419,7 +419,7 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             if thread_id is None:
                 return []
         vector = self.embed([query], keep=False)[0]
-        scope = Scope.of(bot_id, person_id, thread_id=thread_id, roles=roles)
+        scope = Scope.of(bot_id, person_id, thread_id=thread_id, roles=roles, links=self.store)
         with self.recall_source.reading():
             hits = self.index.search(vector, scope, k)
         return self._matches(hits)
@@ -439,7 +439,12 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
     def history(
         self, *, user: str, bot: str | None = None, thread: str | None = None
     ) -> list[Line]:
-        return self.store.history(user, bot, thread)
+        """``user``'s lines (of one thread, or of every thread with ``bot``, or with every
+        bot); without ``thread``, with the lines of every identity linked with them
+        (:mod:`membot.memory.person_links`), each line saying whose it is."""
+        if thread is not None:
+            return self.store.history(user, bot, thread)
+        return linked_history(self.store, user, bot)
 
     def is_stored(self, line: Line) -> bool:
         """Whether ``line`` is still in the store (not forgotten since it was read)."""
@@ -451,8 +456,9 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
     # -- threads --------------------------------------------------------------------------
 
     def threads(self, *, user: str, bot: str | None = None) -> list[ThreadInfo]:
-        """A person's threads (with one bot, or every bot), oldest first."""
-        return self.store.threads(bot, user)
+        """A person's threads (with one bot, or every bot), oldest first, with those of every
+        identity linked with them (each thread names its person)."""
+        return linked_threads(self.store, user, bot)
 
     def people(self, bot: str) -> list[str]:
         """The people who have talked with ``bot``, by name."""
@@ -532,7 +538,9 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         window_from = line.seq - settings.window_size
         person_id = self.store.person_id(line.person)
         bot_id = self.store.bot_id(line.bot) or 0
-        scope = Scope.of(bot_id, person_id, settings, feed=(thread_id, window_from))
+        scope = Scope.of(
+            bot_id, person_id, settings, feed=(thread_id, window_from), links=self.store
+        )
         asked = check_moment(now, "now") if now is not None else line.created_at
         with self.recall_source.reading() as source:
             chosen = recall_for_turn(source, settings, query, vector, scope, asked, said=line.text)
@@ -550,10 +558,11 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             and entry.first_seq <= block.first_seq
             and block.last_seq <= entry.last_seq
         }
-        # Blocks held from when the bot shared memory across people stay out once it does not.
-        owner = None if settings.share_across_people else line.person
+        # Blocks held from when the bot shared memory across people stay out once it does not,
+        # and those of an identity once it is no longer linked with this one.
+        owners = None if settings.share_across_people else self._owners(line.bot, line.person)
         blocks = self._load_blocks(
-            buffer, thread_id, window_from, fresh_keys, owner, settings.recall_roles
+            buffer, thread_id, window_from, fresh_keys, owners, settings.recall_roles
         )
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
                                       [hit.duplicates for hit in chosen.hits]))  # fmt: skip
@@ -582,19 +591,23 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             last = self.store.last_lines(thread_id, 1)
             window_from = (last[-1].seq + 1 if last else 1) - settings.window_size
             feed = (thread_id, window_from)
-        scope = Scope.of(bot_id, person_id, settings, feed=feed)
+        scope = Scope.of(bot_id, person_id, settings, feed=feed, links=self.store)
         vector = self.embed([text], keep=False)[0]  # recall without storing: a query
         asked = check_moment(now, "now") if now is not None else utc_now()
         with self.recall_source.reading() as source:
             chosen = recall_for_turn(source, settings, text, vector, scope, asked, said=text)
-        owner = None if settings.share_across_people else user
+        owners = None if settings.share_across_people else self._owners(bot, user)
         fresh = {(entry.source_thread_id, entry.first_seq) for entry in chosen.blocks}
         blocks = self._load_blocks(
-            chosen.blocks, thread_id or 0, window_from or 0, fresh, owner, settings.recall_roles
+            chosen.blocks, thread_id or 0, window_from or 0, fresh, owners, settings.recall_roles
         )
         matches = tuple(self._matches([(hit.line_id, hit.score) for hit in chosen.hits],
                                       [hit.duplicates for hit in chosen.hits]))  # fmt: skip
         return Recall(matches, blocks, (time.perf_counter() - started) * 1000)
+
+    def _owners(self, bot: str, person: str) -> frozenset[str]:
+        """Whose lines a person's recall may show: theirs and their linked identities'."""
+        return frozenset(self.store.linked_people(bot, person))
 
     def _load_blocks(
         self,
@@ -602,7 +615,7 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         thread_id: int,
         window_from: int,
         fresh_keys: set[tuple[int, int]],
-        owner: str | None,
+        owners: frozenset[str] | None,
         roles: Sequence[str],
     ) -> tuple[Block, ...]:
         blocks = []
@@ -616,7 +629,7 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             # Expansion brings neighbours by seq; roles left out of recall (tool results)
             # stay out of the blocks too.
             lines = [line for line in found if str(line.role) in roles]
-            if lines and (owner is None or lines[0].person == owner):
+            if lines and (owners is None or lines[0].person in owners):
                 carried = (entry.source_thread_id, entry.first_seq) not in fresh_keys
                 blocks.append(Block(lines[0].thread, lines[0].person, tuple(lines), entry.score,
                                     entry.matched_seqs, carried))  # fmt: skip
@@ -633,13 +646,21 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
 
         Without ``bot`` it reaches every bot: all the person's threads, or each bot's thread
         named ``thread`` (unlike :meth:`add` and :meth:`search`, whose ``bot`` defaults to
-        the default bot). Returns counts of what was removed (``threads``, ``lines``, ...)."""
+        the default bot). Without ``thread``, every identity linked with the person by a bot
+        it reaches (:mod:`membot.memory.person_links`) is forgotten with it, with the links
+        and link codes. Returns counts of what was removed (``threads``, ``lines``, ...)."""
         from membot.memory.forgetting import derived_texts, drop_removed
 
-        history = self.store.history(user, bot, thread)
-        summaries = [s for s in self.store.summaries(user, bot) if thread in (None, s.thread)]
-        texts = derived_texts(history, summaries, self.window_shapes())
-        removed = self.store.forget(user, bot, thread)
+        owners = identities(self.store, user, bot) if thread is None else [(user, bot)]
+        texts: list[str] = []
+        removed: dict[str, int] = {}
+        for person, each in owners:  # the links are read before the first forget ends them
+            history = self.store.history(person, each, thread)
+            summaries = [s for s in self.store.summaries(person, each)
+                         if thread in (None, s.thread)]  # fmt: skip
+            texts += derived_texts(history, summaries, self.window_shapes())
+            for name, count in self.store.forget(person, each, thread).items():
+                removed[name] = removed.get(name, 0) + count
         try:
             drop_removed(self.recall_source, self.embedder, texts)
         finally:

@@ -49,7 +49,9 @@ class SummariesAndExpertise:
 
     def summaries(self, *, user: str, bot: str | None = None) -> list[Summary]:
         """The summaries kept about a person, oldest first."""
-        return self.store.summaries(user, bot)
+        from membot.memory.person_links import linked_summaries
+
+        return linked_summaries(self.store, user, bot)
 
     def add_summary(
         self,
@@ -91,7 +93,8 @@ class SummariesAndExpertise:
         person_id = self.store.person_id(user) if user is not None else None
         if bot_id is None or (user is not None and person_id is None):
             return []
-        ids, vectors = self.store.summary_vectors(bot_id, person_id)
+        people = self.store.link_group(bot_id, person_id) if person_id is not None else None
+        ids, vectors = self.store.summary_vectors(bot_id, people)
         scored = best_scored(ids, vectors, vector, k, min_score)
         found = {s.id: s for s in self.store.summaries_by_id([i for i, _ in scored])}
         return [(found[i], score) for i, score in scored if i in found]

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from membot.errors import ConfigError, LinkCodeError, NotFoundError, TooManyAttemptsError
-from membot.model import aware, utc_now
+from membot.model import Line, Summary, ThreadInfo, aware, utc_now
 from membot.store import Store
 
 # Crockford's base32: no I, L, O or U, so a code read aloud or retyped is not misread.
@@ -156,6 +156,46 @@ class PersonLinks:
         """The identities ``user`` is one person with for ``bot``."""
         user, bot = _name(user, "user"), _name(bot, "bot")
         return Linked(user, self.store.linked_people(bot, user))
+
+
+def identities(store: Store, user: str, bot: str | None) -> list[tuple[str, str | None]]:
+    """Whose lines are ``user``'s, as (person, bot) pairs: ``user``'s own with ``bot`` (every
+    bot's where None), and those of each identity linked with ``user`` by that bot (by each
+    bot ``user`` is linked by, where None)."""
+    found: list[tuple[str, str | None]] = [(user, bot)]
+    for each in [bot] if bot else store.link_bots(user):
+        found += [(other, each) for other in store.linked_people(each, user) if other != user]
+    return found
+
+
+def linked_history(store: Store, user: str, bot: str | None) -> list[Line]:
+    """The lines of ``user`` and of every identity linked with them (:func:`identities`),
+    thread by thread in the order the threads began, each line saying whose it is."""
+    owners = identities(store, user, bot)
+    if len(owners) == 1:  # linked with nobody: as the store orders them
+        return store.history(user, bot, None)
+    lines = [line for person, each in owners for line in store.history(person, each, None)]
+    first: dict[tuple[str, str, str], int] = {}
+    for line in lines:
+        key = (line.bot, line.person, line.thread)
+        first[key] = min(first.get(key, line.id), line.id)
+    return sorted(lines, key=lambda line: (first[line.bot, line.person, line.thread], line.seq))
+
+
+def linked_threads(store: Store, user: str, bot: str | None) -> list[ThreadInfo]:
+    """The threads of ``user`` and of every identity linked with them, oldest first."""
+    owners = identities(store, user, bot)
+    threads = [thread for person, each in owners for thread in store.threads(each, person)]
+    if len(owners) == 1:
+        return threads
+    return sorted(threads, key=lambda thread: thread.created_at)
+
+
+def linked_summaries(store: Store, user: str, bot: str | None) -> list[Summary]:
+    """The summaries kept of ``user``'s threads and of every identity linked with them."""
+    summaries = [summary for person, each in identities(store, user, bot)
+                 for summary in store.summaries(person, each)]  # fmt: skip
+    return sorted(summaries, key=lambda summary: summary.id)
 
 
 def _hash(code: str) -> str:

@@ -27,6 +27,7 @@ from membot.errors import ConfigError, NotFoundError
 from membot.index.source import IndexedLines
 from membot.memory.grounding import SAID_LABEL
 from membot.memory.knowledge import summary_parts, summary_points
+from membot.memory.person_links import linked_history, linked_summaries
 from membot.model import Correction, Line, Summary, ThreadState, iso
 from membot.sentences import sentences
 from membot.store import Store, ThreadKey
@@ -141,7 +142,7 @@ class PersonView:
         or every bot; with ``query``, only the lines and points holding it (any case)."""
         query = query.strip() or None if query is not None else None
         by_thread: dict[tuple[str, str], list[Line]] = {}
-        for line in self.store.history(user, bot, None):
+        for line in linked_history(self.store, user, bot):
             if _matches(line.text, query):
                 by_thread.setdefault((line.bot, line.thread), []).append(line)
         threads = tuple(ThreadLines(b, t, tuple(lines)) for (b, t), lines in by_thread.items())
@@ -151,7 +152,7 @@ class PersonView:
 
     def key_points(self, *, user: str, bot: str | None = None) -> list[KeyPoint]:
         """The key points kept about ``user``, oldest summary first, with their history."""
-        summaries = self.store.summaries(user, bot)
+        summaries = linked_summaries(self.store, user, bot)
         history = self.store.summary_corrections([summary.id for summary in summaries])
         points = []
         for summary in summaries:
@@ -163,11 +164,17 @@ class PersonView:
         return points
 
     def person_line(self, line_id: int, *, user: str, bot: str | None = None) -> Line:
-        """``user``'s line ``line_id``; ``NotFoundError`` for anyone else's or none."""
+        """``user``'s line ``line_id`` (or an identity's linked with them by the line's bot);
+        ``NotFoundError`` for anyone else's or none."""
         found = self.store.lines([line_id]) if 0 < line_id < 2**63 else []
-        if not found or found[0].person != user or (bot is not None and found[0].bot != bot):
+        line = found[0] if found else None
+        if (
+            line is None
+            or (bot is not None and line.bot != bot)
+            or (line.person != user and line.person not in self.store.linked_people(line.bot, user))
+        ):
             raise NotFoundError(f"no line {line_id} in the memory of {user!r}")
-        return found[0]
+        return line
 
     def key_point(
         self, summary_id: int, number: int, *, user: str, bot: str | None = None
@@ -186,7 +193,7 @@ class PersonView:
         from membot.memory.forgetting import drop_removed, line_texts
 
         line = self.person_line(line_id, user=user, bot=bot)
-        thread = self.store.history(user, line.bot, line.thread)
+        thread = self.store.history(line.person, line.bot, line.thread)
         texts = line_texts(line, thread, self.window_shapes())
         state = self.store.thread_state(ThreadKey(line.bot, line.person, line.thread))
         if not self.store.forget_line(line.id):

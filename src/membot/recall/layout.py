@@ -36,15 +36,16 @@ class Layout:
 
 
 class ScopeLines:
-    """One scope's lines -- a person's with a bot, or (``person_id`` None) every line of a bot
+    """One scope's lines -- a person's with a bot (with those linked with them: ``person_ids``),
+    or (``person_ids`` None) every line of a bot
     that shares memory -- read from the store when first asked for, then brought up to date
     with the lines written since (one indexed query from the store's cursor); read again
     whole when lines were removed or re-embedded (the store's generation moved). A turn
     reads what its scope holds, not what the store holds."""
 
-    def __init__(self, bot_id: int, person_id: int | None) -> None:
+    def __init__(self, bot_id: int, person_ids: tuple[int, ...] | None) -> None:
         self.bot_id = bot_id
-        self.person_id = person_id
+        self.person_ids = person_ids
         self.generation: int | None = None
         self.cursor = 0
         self.by_id: dict[int, StoredLine] = {}
@@ -53,7 +54,7 @@ class ScopeLines:
         """Read the lines written since the last look: (whether the generation moved, so
         that everything derived from the lines before is stale; whether any line is new)."""
         snapshot = store.scope_line_snapshot(
-            self.bot_id, self.person_id, self.generation, self.cursor
+            self.bot_id, self.person_ids, self.generation, self.cursor
         )
         moved = snapshot.generation != self.generation
         held = {} if moved else self.by_id

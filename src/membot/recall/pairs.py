@@ -30,7 +30,9 @@ from membot.recall.layout import Layout, ScopeLines, StoredLine
 from membot.store.base import VectorSearch
 
 Unit = tuple[StoredLine, ...]
-ScopeKey = tuple[int, int | None]  # (bot id, person id or None for a bot that shares memory)
+# (bot id, the person ids of a person and those linked with them, or None for a bot that
+# shares memory)
+ScopeKey = tuple[int, tuple[int, ...] | None]
 
 # Units of the scopes asked last, kept per kind up to this many bytes of vectors (least
 # recently used scopes dropped first): about 85,000 MiniLM units, each vector held twice (in
@@ -91,19 +93,19 @@ class UnitCache:
         store: VectorSearch,
         embed: Callable[[list[str]], np.ndarray],
         bot_id: int,
-        person_id: int | None,
+        person_ids: tuple[int, ...] | None,
         defer: tuple[int, int] | None = None,
     ) -> tuple[list[Unit], np.ndarray]:
-        """The units of one scope's lines (a person's with the bot; ``person_id`` None: all
-        the bot's) and their vectors, cut again when lines came and kept while none did. A
-        unit whose text was embedded before keeps its vector: a new line embeds only the
-        units it changed, not every unit again.
+        """The units of one scope's lines (a person's with the bot, and those linked with
+        them; ``person_ids`` None: all the bot's) and their vectors, cut again when lines
+        came and kept while none did. A unit whose text was embedded before keeps its vector:
+        a new line embeds only the units it changed, not every unit again.
 
         ``defer`` = (thread id, seq): the units holding a line of that thread from that seq on
         are not embedded yet, their rows zeros until a call that does not defer them. A chat
         turn defers the units of its feed, which it skips anyway, so the thread's growing last
         unit is embedded once it leaves the feed, not at every turn."""
-        scope = self._scope((bot_id, person_id))
+        scope = self._scope((bot_id, person_ids))
         moved, grew = scope.lines.update(store)
         if moved or grew or scope.embedded is None:
             # Vectors of an earlier state hold only while no line was re-embedded or removed.

@@ -46,7 +46,9 @@ def conversation_thread(memory: Memory, *, bot: str, user: str, earlier: Sequenc
 
 def _thread_holding(memory: Memory, bot: str, user: str, earlier: list[Said]) -> str | None:
     best: tuple[int, str] | None = None
-    for info in _candidates(memory.threads(user=user, bot=bot), len(earlier)):
+    # The person's own threads: those of an identity linked with them are listed too.
+    own = [info for info in memory.threads(user=user, bot=bot) if info.person == user]
+    for info in _candidates(own, len(earlier)):
         lines = memory.thread_lines(user=user, bot=bot, thread=info.name, limit=info.lines)
         held = answered(lines)
         if held and len(held) <= len(earlier) and earlier[-len(held) :] == held:

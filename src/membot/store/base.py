@@ -344,10 +344,18 @@ class VectorSearch(Protocol):
     search); and swapping every vector for another embedder's."""
 
     def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+        self,
+        bot_id: int,
+        person_ids: Sequence[int] | None,
+        known_generation: int | None,
+        after: int,
     ) -> VectorSnapshot: ...
     def scope_line_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+        self,
+        bot_id: int,
+        person_ids: Sequence[int] | None,
+        known_generation: int | None,
+        after: int,
     ) -> LineSnapshot: ...
     def all_line_texts(self) -> list[tuple[int, str]]: ...
     def all_extra_texts(self) -> dict[str, list[tuple[int, str]]]: ...
@@ -371,7 +379,7 @@ class LexicalSearch(Protocol):
         self,
         terms: Sequence[str],
         bot_id: int,
-        person_id: int | None = None,
+        person_ids: Sequence[int] | None = None,
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
@@ -420,7 +428,7 @@ class SummaryStore(Protocol):
     def summaries(self, person: str, bot: str | None = None) -> list[Summary]: ...
     def summaries_by_id(self, ids: Sequence[int]) -> list[Summary]: ...
     def summary_vectors(
-        self, bot_id: int, person_id: int | None
+        self, bot_id: int, person_ids: Sequence[int] | None
     ) -> tuple[np.ndarray, np.ndarray]: ...
     def forget_summary(self, summary_id: int) -> bool: ...
 

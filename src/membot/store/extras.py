@@ -169,16 +169,20 @@ class StoreExtras:
         by_id = self._by_ids(_SUMMARY_SQL, "m.id", ids)
         return [self._summary(by_id[int(i)]) for i in ids if int(i) in by_id]
 
-    def summary_vectors(self, bot_id: int, person_id: int | None) -> tuple[np.ndarray, np.ndarray]:
-        """Ids and vectors of a person's summaries (every person's with ``person_id`` None).
+    def summary_vectors(
+        self, bot_id: int, person_ids: Sequence[int] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Ids and vectors of the summaries of some people (a person and those linked with
+        them; every person's with ``person_ids`` None).
 
         A summary may hold several vectors (the whole text, then each key point): its id
         repeats once per vector."""
         sql = "SELECT id, vector FROM memories WHERE bot_id = ?"
         params: list[Any] = [bot_id]
-        if person_id is not None:
-            sql += " AND person_id = ?"
-            params.append(person_id)
+        if person_ids is not None:
+            among, owners = self.dialect.in_list("person_id", list(person_ids))
+            sql += f" AND {among}"
+            params += owners
         rows = self._query(sql + " ORDER BY id", params)
         dimension = int(self.get_meta("dimension") or 0)
         if not rows or dimension == 0:

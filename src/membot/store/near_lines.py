@@ -28,7 +28,7 @@ class NearLines(Protocol):
         self,
         terms: Sequence[str],
         bot_id: int,
-        person_id: int | None,
+        person_ids: Sequence[int] | None,
         thread_id: int | None,
         roles: Sequence[str],
         limit: int,

@@ -111,9 +111,9 @@ def bm25_query(query: LexicalQuery) -> tuple[str, dict[str, Any]]:
         "terms": list(query.terms), "bot": query.bot_id, "roles": list(query.roles),
         "limit": query.limit, "budget": budget, "count_cap": None if budget is None else budget + 1,
     }  # fmt: skip
-    if query.person_id is not None:
-        conditions.append("l.person_id = %(person)s")
-        params["person"] = query.person_id
+    if query.person_ids is not None:
+        conditions.append("l.person_id = ANY(%(people)s::bigint[])")
+        params["people"] = [int(person_id) for person_id in query.person_ids]
     if query.thread_id is not None:
         conditions.append("l.thread_id = %(thread)s")
         params["thread"] = query.thread_id

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -105,7 +106,7 @@ class PostgresVectors:
     def _snapshot(
         self,
         where: str,
-        params: tuple[int, ...],
+        params: tuple[Any, ...],
         known_generation: int | None,
         after: int,
         texts: bool = False,
@@ -126,7 +127,7 @@ class PostgresVectors:
         self,
         columns: str,
         where: str,
-        params: tuple[int, ...],
+        params: tuple[Any, ...],
         known_generation: int | None,
         after: int,
         parts: str | None = None,
@@ -152,26 +153,36 @@ class PostgresVectors:
         return generation, rows, int(horizon), part_rows
 
     def scope_vector_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+        self,
+        bot_id: int,
+        person_ids: Sequence[int] | None,
+        known_generation: int | None,
+        after: int,
     ) -> VectorSnapshot:
-        """Every line of one scope (a person's lines with a bot, or with ``person_id`` None
-        all the bot's), with its vector and text, new to an index that read up to cursor
-        ``after`` at ``known_generation`` (all of them when the generation moved); some it
-        may hold already. Read through the (bot, person, xid) index."""
-        if person_id is None:
+        """Every line of one scope (a person's lines with a bot, with those of the identities
+        linked with them: ``person_ids``; or with ``person_ids`` None all the bot's), with its
+        vector and text, new to an index that read up to cursor ``after`` at
+        ``known_generation`` (all of them when the generation moved); some it may hold
+        already. Read through the (bot, person, xid) index."""
+        if person_ids is None:
             return self._snapshot("l.bot_id = %s", (bot_id,), known_generation, after, True)
-        where = "l.bot_id = %s AND l.person_id = %s"
-        return self._snapshot(where, (bot_id, person_id), known_generation, after, True)
+        where = "l.bot_id = %s AND l.person_id = ANY(%s)"
+        params = (bot_id, list(person_ids))
+        return self._snapshot(where, params, known_generation, after, True)
 
     def scope_line_snapshot(
-        self, bot_id: int, person_id: int | None, known_generation: int | None, after: int
+        self,
+        bot_id: int,
+        person_ids: Sequence[int] | None,
+        known_generation: int | None,
+        after: int,
     ) -> LineSnapshot:
         """As :meth:`scope_vector_snapshot`, the lines' thread, seq, role, text and speaker
         without their vectors (what the ``pairs`` and ``windows`` units are cut from)."""
         where = "l.bot_id = %s"
-        params: tuple[int, ...] = (bot_id,)
-        if person_id is not None:
-            where, params = where + " AND l.person_id = %s", (bot_id, person_id)
+        params: tuple[Any, ...] = (bot_id,)
+        if person_ids is not None:
+            where, params = where + " AND l.person_id = ANY(%s)", (bot_id, list(person_ids))
         columns = "l.id, l.thread_id, l.seq, l.role, l.text, l.speaker"
         generation, rows, horizon, _ = self._snapshot_rows(
             columns, where, params, known_generation, after

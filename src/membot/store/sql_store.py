@@ -57,7 +57,7 @@ class LexicalQuery:
 
     terms: Sequence[str]
     bot_id: int
-    person_id: int | None
+    person_ids: Sequence[int] | None
     thread_id: int | None
     roles: Sequence[str]
     limit: int
@@ -419,7 +419,7 @@ class SqlStore(StoreExtras, StoreKeys, StoreLinks, SmsState):
         self,
         terms: Sequence[str],
         bot_id: int,
-        person_id: int | None = None,
+        person_ids: Sequence[int] | None = None,
         thread_id: int | None = None,
         roles: Sequence[str] = ("human", "bot"),
         limit: int = 100,
@@ -438,7 +438,7 @@ class SqlStore(StoreExtras, StoreKeys, StoreLinks, SmsState):
         lowest) and cost most."""
         if not terms or (among is not None and not len(among)):
             return []
-        query = LexicalQuery(terms, bot_id, person_id, thread_id, roles, limit, max_postings,
+        query = LexicalQuery(terms, bot_id, person_ids, thread_id, roles, limit, max_postings,
                              among)  # fmt: skip
         return self._lexical_rows(query)
 

@@ -327,10 +327,12 @@ class SqliteStore(SqliteVectors, SqliteNearLines, SqlStore):
             "JOIN lines l ON l.id = line_text.rowid WHERE line_text MATCH ? AND l.bot_id = ?"
         )
         params: list[Any] = [match, query.bot_id]
-        for column, value in (("person_id", query.person_id), ("thread_id", query.thread_id)):
-            if value is not None:
-                sql += f" AND l.{column} = ?"
-                params.append(value)
+        if query.person_ids is not None:
+            sql += f" AND l.person_id IN ({','.join('?' * len(query.person_ids))})"
+            params.extend(query.person_ids)
+        if query.thread_id is not None:
+            sql += " AND l.thread_id = ?"
+            params.append(query.thread_id)
         if query.among is not None:
             sql += " AND l.id IN (SELECT value FROM json_each(?))"
             params.append(json.dumps([int(line_id) for line_id in query.among]))

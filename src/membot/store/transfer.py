@@ -31,6 +31,9 @@ TABLES: dict[str, tuple[str, ...]] = {
     "meta": ("key", "value"),
     "bots": ("id", "name", "settings", "created_at"),
     "people": ("id", "name", "created_at"),
+    # Identities linked as one person; link codes and failed entries are not carried (a code
+    # lives ten minutes; a copy starts its rate limits afresh).
+    "person_links": ("bot_id", "person_id", "group_id", "linked_at"),
     "threads": (
         "id",
         "bot_id",
@@ -116,6 +119,7 @@ _TIMES = {
     "revoked_at",
     "last_used_at",
     "corrected_at",
+    "linked_at",
 }
 _BATCH = 2000
 

@@ -302,8 +302,9 @@ def _already_remembered(memory: Memory, state: ThreadState) -> bool:
 
 def _remembered_through(memory: Memory, state: ThreadState) -> datetime | None:
     """The time of the last line a summary of the thread covers; None when none was kept."""
+    # The person's own thread's: a linked identity's summaries are listed too.
     covered = [summary.covers_to for summary in memory.summaries(user=state.person, bot=state.bot)
-               if summary.thread == state.name]  # fmt: skip
+               if summary.thread == state.name and summary.person == state.person]  # fmt: skip
     return max(covered, default=None)
 
 
