@@ -771,6 +771,10 @@ def test_a_person_links_their_text_messages_and_another_identity(app: App):
     memory.link_with_code(code, user=phone, bot="coach")  # the phone texted LINK <code>
     app.open("#/memory")  # the page again, read afresh
     expect(links.locator(".identity .title")).to_have_text(["sam", "text messages"])
+    # One memory: the phone's thread is listed too (named like sam's own), read as the phone's.
+    texted = page.locator(".thread-item", has=page.locator(".badge", has_text="text messages"))
+    texted.get_by_role("button", name="Lines").click()
+    expect(texted.locator(".line .text")).to_have_text([f"Hello from {phone}"])
 
     app.watch.allow("/v1/bots/coach/users/sam/links", 400)
     box = links.get_by_label("Enter a code from another channel")

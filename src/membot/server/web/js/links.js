@@ -8,6 +8,11 @@ import { confirmDanger } from "./dialogs.js";
 
 const SMS = "sms-"; // how the store names a person who texts: a keyed hash of the number
 
+/** An identity as a person reads it: a phone as "text messages", never its hash. */
+export function identityLabel(name) {
+  return name.startsWith(SMS) ? "text messages" : name;
+}
+
 /** The card, filled with the person's linked identities. */
 export async function linksCard(bot, user) {
   const base = path`/v1/bots/${bot}/users/${user}`;
@@ -86,8 +91,8 @@ function enterForm(base, refresh) {
 /** The identities linked with ``user``, the others each with Unlink. */
 function showLinked(list, bot, user, { linked }, refresh) {
   const phones = linked.filter((name) => name.startsWith(SMS));
-  const label = (name) => !name.startsWith(SMS) ? name
-    : phones.length === 1 ? "text messages" : `text messages (phone ${phones.indexOf(name) + 1})`;
+  const label = (name) => !name.startsWith(SMS) || phones.length === 1 ? identityLabel(name)
+    : `text messages (phone ${phones.indexOf(name) + 1})`;
   const others = linked.filter((name) => name !== user);
   if (!others.length) {
     list.replaceChildren(h("li", { class: "muted", text: `${user} is not linked with any other channel.` }));

@@ -6,7 +6,7 @@
 import { api, path, session } from "./api.js";
 import { h, append, field, say, when, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
-import { linksCard } from "./links.js";
+import { linksCard, identityLabel } from "./links.js";
 
 export async function renderMemory(section, args) {
   const me = session.me;
@@ -135,6 +135,9 @@ function threadsCard(bot, user, threads) {
 }
 
 function threadItem(bot, user, thread) {
+  // A linked identity's thread is read and forgotten under that identity's name.
+  const owner = thread.user ?? user;
+  const base = path`/v1/bots/${bot}/users/${owner}/threads/${thread.thread}`;
   const lines = h("ol", { class: "lines", hidden: true });
   const toggle = h("button", { type: "button", class: "quiet", "aria-expanded": "false", text: "Lines",
     onclick: async () => {
@@ -142,7 +145,7 @@ function threadItem(bot, user, thread) {
       toggle.setAttribute("aria-expanded", String(!open));
       lines.hidden = open;
       if (open || lines.childElementCount) return;
-      const answer = await api("GET", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}/lines?limit=1000`);
+      const answer = await api("GET", `${base}/lines?limit=1000`);
       lines.append(...answer.lines.map((line) => h("li", { class: `line ${line.role}` },
         h("span", { class: "seq", text: `${line.seq}` }),
         h("span", { class: "role", text: line.speaker || line.role }),
@@ -152,13 +155,14 @@ function threadItem(bot, user, thread) {
     } });
   const forget = h("button", { type: "button", class: "danger", text: "Forget thread", onclick: async () => {
     if (!await confirmDanger("Forget thread", `Forget thread ${thread.thread}: its ${counted(thread.lines, "line")} and any summary kept from it?`, "Forget thread")) return;
-    await api("DELETE", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}`);
+    await api("DELETE", base);
     say(`Forgot thread ${thread.thread}.`);
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   } });
   return h("li", { class: "thread-item" },
     h("div", { class: "row" },
-      h("span", { class: "title", text: thread.thread }),
+      h("span", { class: "title", text: thread.thread },
+        owner !== user ? h("span", { class: "badge", text: identityLabel(owner) }) : null),
       h("span", { class: "meta", text: `${counted(thread.lines, "line")} · ${when(thread.created_at)} → ${when(thread.last_line_at)}${thread.ended_at ? ` · ended ${when(thread.ended_at)}` : ""}` }),
       h("span", { class: "links" }, toggle, forget)),
     lines);
