@@ -752,6 +752,7 @@ def test_a_person_links_their_text_messages_and_another_identity(app: App):
     phone = "sms-" + "5a" * 16
     for person in ("sam", phone, "sam-mcp"):
         memory.add(f"Hello from {person}", user=person, bot="coach", thread="hello")
+    memory.add("Texted on the bus", user=phone, bot="coach", thread="texts")
     addresses: list[str] = []
     app.page.on("request", lambda request: addresses.append(request.url))
     app.sign_in(app.server.key(bot="coach", user="sam"))
@@ -773,8 +774,14 @@ def test_a_person_links_their_text_messages_and_another_identity(app: App):
     expect(links.locator(".identity .title")).to_have_text(["sam", "text messages"])
     # One memory: the phone's thread is listed too (named like sam's own), read as the phone's.
     texted = page.locator(".thread-item", has=page.locator(".badge", has_text="text messages"))
+    texted = texted.filter(has=page.locator(".title", has_text="hello"))
     texted.get_by_role("button", name="Lines").click()
     expect(texted.locator(".line .text")).to_have_text([f"Hello from {phone}"])
+    # The chat talks as sam, in sam's own threads only.
+    app.open("#/chat/coach/sam/hello")
+    expect(page.locator(".threads .name")).to_have_text(["hello"])
+    expect(page.locator(".msg")).to_have_text([re.compile("Hello from sam")])
+    app.open("#/memory/coach/sam")
 
     app.watch.allow("/v1/bots/coach/users/sam/links", 400)
     box = links.get_by_label("Enter a code from another channel")

@@ -170,7 +170,10 @@ async function openPerson(ui, state) {
 
 async function loadThreads(ui, state) {
   const { bot, user } = state;
-  const { threads } = await api("GET", path`/v1/bots/${bot}/users/${user}/threads`);
+  // A linked person's threads include their other identities' (an SMS conversation, say):
+  // the chat talks as this identity, in its own threads; the Memory page shows them all.
+  const threads = (await api("GET", path`/v1/bots/${bot}/users/${user}/threads`)).threads
+    .filter((each) => (each.user ?? user) === user);
   // Answered after another person or bot was opened (a reply's refresh, late): not theirs.
   if (state.bot !== bot || state.user !== user) return threads;
   const names = threads.map((each) => each.thread);
