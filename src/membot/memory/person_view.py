@@ -63,16 +63,19 @@ class KeyPoint:
 
 @dataclass(frozen=True)
 class ThreadLines:
-    """A thread's lines, in order."""
+    """A thread's lines, in order; ``person``: the identity whose thread it is (another than
+    the one asking where identities are linked: membot.memory.person_links)."""
 
     bot: str
     thread: str
     lines: tuple[Line, ...]
+    person: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "bot": self.bot,
             "thread": self.thread,
+            "person": self.person,
             "lines": [line.to_json() for line in self.lines],
         }
 
@@ -139,13 +142,15 @@ class PersonView:
         self, *, user: str, bot: str | None = None, query: str | None = None
     ) -> PersonMemory:
         """Every line of ``user`` by thread and every key point kept about them, with one bot
-        or every bot; with ``query``, only the lines and points holding it (any case)."""
+        or every bot, and those of every identity linked with them (each thread names its
+        person); with ``query``, only the lines and points holding it (any case)."""
         query = query.strip() or None if query is not None else None
-        by_thread: dict[tuple[str, str], list[Line]] = {}
+        by_thread: dict[tuple[str, str, str], list[Line]] = {}
         for line in linked_history(self.store, user, bot):
             if _matches(line.text, query):
-                by_thread.setdefault((line.bot, line.thread), []).append(line)
-        threads = tuple(ThreadLines(b, t, tuple(lines)) for (b, t), lines in by_thread.items())
+                by_thread.setdefault((line.bot, line.person, line.thread), []).append(line)
+        threads = tuple(ThreadLines(b, t, tuple(lines), p)
+                        for (b, p, t), lines in by_thread.items())  # fmt: skip
         points = [point for point in self.key_points(user=user, bot=bot)
                   if _matches(point.text, query)]  # fmt: skip
         return PersonMemory(user, bot, query, threads, tuple(points))
