@@ -1,14 +1,15 @@
 """The worlds the isolation properties (test_isolation.py) run in, drawn by Hypothesis: bots
 that share memory across their people or not, people, threads, lines, kept summaries, a
-document per bot, and API keys of every scope and state.
+document per bot, API keys of every scope and state, and people linked as one person of a
+bot by a link code.
 
 Every text a person said to a bot carries a marker word of its own, one per bot and person
 (``zqx07zqx``), and every bot's document one per bot (``zqxd1zqx``); the words around the
 markers come from one small shared vocabulary, so without its scope a search or a recall
 would match other people's lines. A leak is then a marker found in an answer that may not
 carry it: acting as one person of a bot, an answer may carry that person's markers, the
-bot's document's, and, when the bot shares memory across people, those of the bot's other
-people; nothing else.
+bot's document's, those of the people linked with them by that bot, and, when the bot shares
+memory across people, those of the bot's other people; nothing else.
 """
 
 from __future__ import annotations
@@ -80,6 +81,19 @@ class World:
     # (bot, person, scope of the key reading as them): whose memory is read, or tried.
     viewpoints: tuple[tuple[str, str, str], ...]
     later_sharing: dict[str, bool]  # each bot's sharing after it is changed mid-way
+    # (bot, maker, enterer): the maker's link code entered by the enterer, in order; the two
+    # are then one person of that bot (membot.memory.person_links).
+    links: tuple[tuple[str, str, str], ...] = ()
+
+    def group(self, bot: str, user: str) -> set[str]:
+        """``user`` and every person linked with them by ``bot``."""
+        groups = {person: {person} for person in self.people}
+        for linked_by, maker, enterer in self.links:
+            if linked_by == bot:
+                merged = groups[maker] | groups[enterer]
+                for person in merged:
+                    groups[person] = merged
+        return groups.get(user, {user})
 
     @property
     def owners(self) -> list[tuple[str, str]]:
@@ -106,7 +120,7 @@ class World:
         bot or admin key looking at every person of the bot)."""
         if bot not in self.bots:
             return set()
-        people = self.people if user is None or sharing[bot] else (user,)
+        people = self.people if user is None or sharing[bot] else tuple(self.group(bot, user))
         return {self.document_marker(bot)} | {
             self.marker(bot, person) for person in people if person in self.people
         }
@@ -141,6 +155,11 @@ def worlds(draw: st.DrawFn, max_lines: int = 14, max_keys: int = 4) -> World:
     threads = sorted({(line.bot, line.user, line.thread) for line in lines})
     kept = draw(st.lists(st.sampled_from(threads), max_size=3, unique=True))
     summaries = [Said(bot, user, thread, "summary", draw(words)) for bot, user, thread in kept]
+    speakers = sorted({(line.bot, line.user) for line in lines})  # may ask for a link code
+    link = st.tuples(st.sampled_from(speakers), st.sampled_from(people)).filter(
+        lambda pair: pair[0][1] != pair[1]
+    )
+    links = [(bot, maker, enterer) for (bot, maker), enterer in draw(st.lists(link, max_size=2))]
     scopes = st.sampled_from(("admin", "bot", "person"))
     viewpoints = st.tuples(st.sampled_from(bots), st.sampled_from(people), scopes)
     return World(
@@ -155,6 +174,7 @@ def worlds(draw: st.DrawFn, max_lines: int = 14, max_keys: int = 4) -> World:
             draw(st.lists(viewpoints, min_size=1, max_size=3, unique_by=lambda v: v[:2]))
         ),
         later_sharing={bot: draw(st.booleans()) for bot in bots},
+        links=tuple(links),
     )
 
 
@@ -186,6 +206,9 @@ def build(world: World, memory: Memory) -> Built:
         )
     for said in world.summaries:
         memory.add_summary(bot=said.bot, user=said.user, thread=said.thread, text=world.text(said))
+    for bot, maker, enterer in world.links:
+        code = memory.link_code(user=maker, bot=bot)
+        memory.link_with_code(code.code, user=enterer, bot=bot)
     with tempfile.TemporaryDirectory(prefix="membot-isolation-") as folder:
         for bot in world.bots:
             path = Path(folder) / f"guide-{world.bots.index(bot)}.txt"

@@ -1,5 +1,6 @@
 """Isolation as a property: nothing a person said reaches anyone else, through any channel,
-unless their bot shares memory across people; and no key acts outside its scope.
+unless their bot shares memory across people or the two linked themselves as one person of
+that bot (with a link code); and no key acts outside its scope.
 
 Hypothesis draws worlds (isolation_world.py): bots sharing memory or not, with any recall
 strategy; people; threads; lines of every role; kept summaries; a document per bot; keys of
@@ -145,9 +146,11 @@ def check_python_api(world: World, location: str, embedder: Any) -> None:
                 allowed = world.visible(bot, user, sharing)
                 for where, answer in answers.items():
                     assert_no_leak(world, answer, allowed, f"{where} as {user!r} of {bot!r}")
-                # Not vacuous: the person's own lines are there, and only theirs in history.
+                # Not vacuous: the person's own lines are there, and in history only theirs
+                # and those of the identities linked with them.
                 mine = world.marker(bot, user)
-                assert markers_in(world, answers["history"]) == {mine}
+                group = {world.marker(bot, person) for person in world.group(bot, user)}
+                assert mine in markers_in(world, answers["history"]) <= group
                 assert mine in markers_in(world, answers["search"])
                 others = {world.marker(bot, person) for person in world.people} - {mine}
                 if markers_in(world, answers["a turn's whole trace"]) & others:
@@ -224,7 +227,10 @@ async def rest_answers(
     params = {"user": user, "q": QUERY, "k": 100}
     answers["search"] = await http.get(f"{base}/search", params=params, headers=bearer(key))
     answers["threads"] = await http.get(f"{person}/threads", headers=bearer(key))
+    # A linked identity's threads are listed too; a thread's lines are read by its own person.
     for thread in answers["threads"].json()["threads"]:
+        if thread["user"] != user:
+            continue
         name = thread["thread"]
         answers[f"lines of {name}"] = await http.get(
             f"{person}/threads/{name}/lines", headers=bearer(key)
@@ -471,10 +477,12 @@ async def try_others_ids(http: httpx.AsyncClient, built: Built, plan: KeyPlan, k
         return
     own = f"/v1/bots/{plan.bot}/users/{plan.user}"
     for person in world.people:
+        # Its own, and those of the people linked with it by its bot, are its own to change.
+        own_people = world.group(plan.bot, plan.user)
         lines = [line.id for line in memory.history(user=person)
-                 if (line.bot, line.person) != (plan.bot, plan.user)]  # fmt: skip
+                 if line.bot != plan.bot or line.person not in own_people]  # fmt: skip
         summaries = [summary.id for summary in memory.summaries(user=person)
-                     if (summary.bot, summary.person) != (plan.bot, plan.user)]  # fmt: skip
+                     if summary.bot != plan.bot or summary.person not in own_people]  # fmt: skip
         tries = [("DELETE", f"{own}/lines/{line_id}", None) for line_id in lines]
         for summary_id in summaries:
             tries += [("DELETE", f"{own}/key-points/{summary_id}/0", None),
