@@ -80,32 +80,6 @@ def test_a_person_unlinks_one_of_their_identities_from_their_own_page(server: Se
     assert server.client.delete(f"{BASE}/ana/links/sms-0123", headers=web).status_code == 404
 
 
-def test_a_person_key_reads_and_forgets_a_linked_identitys_thread(server: Server) -> None:
-    """The person's threads list a linked identity's too (under its own name, which may be
-    the same thread name); the person's key reads its lines and forgets it there, and only
-    while they are linked."""
-    known(server.memory, "ana", "ana-mcp", "bo")
-    server.memory.add("Also this", user="ana-mcp", thread="notes", bot="coach")
-    code = server.memory.link_code(user="ana", bot="coach").code
-    server.memory.link_with_code(code, user="ana-mcp", bot="coach")
-    ana = server.as_key(server.key(bot="coach", user="ana"))
-    listed = server.client.get(f"{BASE}/ana/threads", headers=ana).json()["threads"]
-    assert sorted((t["user"], t["thread"]) for t in listed) == [
-        ("ana", "hello"), ("ana-mcp", "hello"), ("ana-mcp", "notes")
-    ]  # fmt: skip
-    lines = server.client.get(f"{BASE}/ana-mcp/threads/hello/lines", headers=ana)
-    assert [line["text"] for line in lines.json()["lines"]] == ["Hello, ana-mcp here"]
-    assert server.client.get(f"{BASE}/bo/threads/hello/lines", headers=ana).status_code == 403
-    forgot = server.client.delete(f"{BASE}/ana-mcp/threads/notes", headers=ana)
-    assert forgot.status_code == 200 and forgot.json()["lines"] == 1
-
-    server.client.delete(f"{BASE}/ana/links", headers=ana)
-    after = server.client.get(f"{BASE}/ana-mcp/threads/hello/lines", headers=ana)
-    assert after.status_code == 403
-    assert server.client.delete(f"{BASE}/ana-mcp/threads/hello", headers=ana).status_code == 403
-    assert len(server.memory.history(user="ana-mcp", bot="coach", thread="hello")) == 1
-
-
 def test_a_bot_key_links_any_person_of_its_bot(server: Server) -> None:
     known(server.memory, "ana", "bo")
     coach = server.as_key(server.key(bot="coach"))

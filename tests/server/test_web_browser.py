@@ -777,6 +777,7 @@ def test_a_person_links_their_text_messages_and_another_identity(app: App):
     texted = texted.filter(has=page.locator(".title", has_text="hello"))
     texted.get_by_role("button", name="Lines").click()
     expect(texted.locator(".line .text")).to_have_text([f"Hello from {phone}"])
+    expect(texted.get_by_role("button", name="Forget thread")).to_have_count(0)  # not sam's
     # The chat talks as sam, in sam's own threads only.
     app.open("#/chat/coach/sam/hello")
     expect(page.locator(".threads .name")).to_have_text(["hello"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from fastapi import Request
 
-from membot import Memory
 from membot.server.errors import ApiError
 from membot.server.service import Service
 from membot.service import ApiKey, authenticate
@@ -65,15 +64,3 @@ def person_of(key: ApiKey, bot: str, user: str | None) -> str:
     if not user or not user.strip():
         raise ApiError(422, "name the person: `user`", param="user")
     return user
-
-
-def person_or_linked(key: ApiKey, bot: str, user: str | None, memory: Memory) -> str:
-    """:func:`person_of`, where a person key may also name an identity linked with its own
-    person (one person, with one memory): a linked identity's thread, listed among the
-    person's, is read and forgotten under its own name (two identities may each have a
-    thread of the same name)."""
-    if key.user is not None and user is not None and user != key.user:
-        need_bot(key, bot)
-        if user in memory.linked(user=key.user, bot=bot).linked:
-            return user
-    return person_of(key, bot, user)

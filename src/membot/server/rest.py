@@ -28,14 +28,7 @@ from membot import (
     read_file,
     strategy_options,
 )
-from membot.server.auth import (
-    caller,
-    need_admin,
-    need_bot,
-    person_of,
-    person_or_linked,
-    service_of,
-)
+from membot.server.auth import caller, need_admin, need_bot, person_of, service_of
 from membot.server.errors import (
     ApiError,
     error_body,
@@ -355,8 +348,7 @@ def thread_lines(
     after_seq: Annotated[int, Query(ge=0, le=MAX_SEQ)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
-    """A thread's lines; a person key may name an identity linked with its person."""
-    user = person_or_linked(key, bot, user, service_of(request).memory)
+    user = person_of(key, bot, user)
     lines = service_of(request).memory.thread_lines(
         user=user, bot=bot, thread=thread, after_seq=after_seq, limit=limit
     )
@@ -391,9 +383,8 @@ def forget_person(bot: str, user: str, key: Key, request: Request) -> dict[str, 
 
 @router.delete("/bots/{bot}/users/{user}/threads/{thread:path}", tags=["memory"])
 def forget_thread(bot: str, user: str, thread: str, key: Key, request: Request) -> dict[str, Any]:
-    """Forget one thread; a person key may name an identity linked with its person."""
+    user = person_of(key, bot, user)
     memory = service_of(request).memory
-    user = person_or_linked(key, bot, user, memory)
     if memory.thread_state(bot=bot, user=user, thread=thread) is None:
         raise NotFoundError(f"{user!r} has no thread {thread!r} with bot {bot!r}")
     return memory.forget(user=user, bot=bot, thread=thread)
