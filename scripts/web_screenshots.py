@@ -4,7 +4,7 @@ Runs ``membot serve`` on a fresh store in a temporary folder, on 127.0.0.1, with
 MiniLM and scripted replies (so every run shows the same conversation), and drives Debian's
 chromium through Playwright: sign in with the printed link, build a bot, upload
 examples/espresso.md, talk over two threads, remember the first, look at the memory, import
-a generated ChatGPT export (benchmarks/generated_exports.py).
+a generated ChatGPT export (benchmarks/generated_exports.py), link Sam's text messages.
 
     .venv/bin/python scripts/web_screenshots.py
 """
@@ -29,6 +29,8 @@ from playwright.sync_api import expect, sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from generated_exports import write_export  # noqa: E402
+
+from membot.service import sms_sender_name  # noqa: E402
 
 OUT = ROOT / "docs" / "web"
 DESKTOP = {"width": 1440, "height": 960}
@@ -55,7 +57,10 @@ REPLIES = [
         "citation_ids": ["h1", "e1"],
     },
     {"response": "Hello! I'm Bea.", "citation_ids": []},
+    {"response": "Got it, Sam: I'll keep your beans in mind.", "citation_ids": []},
 ]
+# The person's phone, as the SMS route names it (a keyed hash; the number is made up).
+TEXTER = sms_sender_name("+15550100042", "the screenshots' own secret")
 
 
 def main() -> None:
@@ -80,6 +85,7 @@ def main() -> None:
                 phone = browser.new_page(viewport=PHONE, device_scale_factor=2)
                 phone.set_default_timeout(30_000)
                 phone_tour(phone, desktop)
+                link_tour(desktop)
                 browser.close()
         finally:
             os.killpg(process.pid, signal.SIGTERM)
@@ -203,6 +209,34 @@ def phone_tour(page, desktop) -> None:
     shot(page, "memory-phone", full=False)
 
 
+def link_tour(page) -> None:
+    """Sam's text messages linked with Sam: a code shown on Sam's Memory page, then entered
+    as the phone's identity (through the API, as the SMS route does for a text LINK <code>)."""
+    page.goto(f"{page.url.split('#')[0]}#/memory/barista/sam")
+    card = page.locator(".links-card")
+    card.get_by_role("button", name="Get a code").click()
+    code = card.locator(".link-code").inner_text()
+    shot(page, "link-code-desktop", element=card)
+    said = {"user": TEXTER, "thread": "texts", "text": "Hi, it's Sam, texting. Beans next week?"}
+    call(page, "POST", "/v1/bots/barista/turns", said)
+    call(page, "POST", f"/v1/bots/barista/users/{TEXTER}/links", {"code": code})
+    page.reload()
+    expect(card.locator(".identity .title")).to_have_text(["sam", "text messages"])
+    shot(page, "link-linked-desktop", element=card)
+
+
+def call(page, method: str, path: str, body: dict) -> None:
+    """One API request with the page's own key, as the page makes them."""
+    status = page.evaluate(
+        """async ([method, path, body]) => (await fetch(path, {method, body: JSON.stringify(body),
+            headers: {Authorization: `Bearer ${sessionStorage.getItem("membot.key")}`,
+                      "Content-Type": "application/json"}})).status""",
+        [method, path, body],
+    )
+    if status != 200:
+        sys.exit(f"{method} {path} answered {status}")
+
+
 def say(page, text: str) -> None:
     box = page.get_by_label("Message (Enter sends, Shift+Enter a new line)")
     expect(box).to_be_enabled()
@@ -212,10 +246,14 @@ def say(page, text: str) -> None:
     expect(page.locator(".msg.bot[aria-busy]")).to_have_count(0)
 
 
-def shot(page, name: str, full: bool = False) -> None:
+def shot(page, name: str, full: bool = False, element=None) -> None:
+    """The page (the whole of it with ``full``), or only ``element``."""
     page.wait_for_timeout(300)  # let the status line and scrolling settle
     page.evaluate("document.getElementById('status').textContent = ''")
-    page.screenshot(path=OUT / f"{name}.png", full_page=full)
+    if element is not None:
+        element.screenshot(path=OUT / f"{name}.png")
+    else:
+        page.screenshot(path=OUT / f"{name}.png", full_page=full)
 
 
 if __name__ == "__main__":

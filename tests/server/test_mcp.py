@@ -24,7 +24,8 @@ from membot.service.keys import create_key, revoke_key
 pytestmark = pytest.mark.anyio
 
 TOOLS = {"remember", "recall", "search", "history", "forget", "end_thread", "my_memory",
-         "forget_line", "correct_memory"}  # fmt: skip
+         "forget_line", "correct_memory", "link_code", "link_with_code", "linked",
+         "unlink"}  # fmt: skip
 # Starting `membot mcp` imports the SDK and membot (about 3 s, far more on a busy CI runner);
 # the first embedding loads the model.
 STDIO_SECONDS = 120
@@ -316,6 +317,8 @@ async def test_membot_mcp_serves_every_tool_over_stdio(tmp_path: Path, minilm, s
     assert results["ended"]["decision"] == "kept"
     assert results["mine"]["lines"][0]["text"] == "I grow tomatoes on the balcony"
     assert "tomatoes" in results["mine"]["key_points"][0]["text"]
+    assert len(results["code"]["code"].replace("-", "")) == 8
+    assert results["linked"]["linked"] == ["uma"]
     assert "only as its own person" in results["someone_else"]
     assert "confirm: true" in results["unconfirmed"]
     memory = Memory(db, embedder=minilm)
@@ -345,6 +348,8 @@ async def call_every_tool(session: ClientSession) -> dict[str, Any]:
         "history": answer(await call("history", {})),
         "ended": answer(await call("end_thread", {"remember": True} | garden)),
         "mine": answer(await call("my_memory", {"query": "tomatoes"})),
+        "code": answer(await call("link_code", {})),
+        "linked": answer(await call("linked", {})),
         "someone_else": refusal(await call("history", {"user": "vic"})),
         "unconfirmed": refusal(await call("forget", {"confirm": False, "thread": "car"})),
         "forgot": answer(await call("forget", {"confirm": True, "thread": "car"})),

@@ -741,3 +741,64 @@ def test_a_person_sees_corrects_and_deletes_their_own_memory(app: App):
     (point,) = memory.key_points(user="sam")
     assert point.text == "My cat is called Luna." and len(point.corrections) == 1
     app.watch.assert_clean()
+
+
+def test_a_person_links_their_text_messages_and_another_identity(app: App):
+    """ "Link another channel" on the Memory page: a code shown with its countdown and where
+    to enter it (entered by the person's phone), a wrong code refused in place, a code from
+    another identity entered, and the phone unlinked after asking. No address holds a code."""
+    memory = app.server.memory
+    memory.create_bot("coach")
+    phone = "sms-" + "5a" * 16
+    for person in ("sam", phone, "sam-mcp"):
+        memory.add(f"Hello from {person}", user=person, bot="coach", thread="hello")
+    memory.add("Texted on the bus", user=phone, bot="coach", thread="texts")
+    addresses: list[str] = []
+    app.page.on("request", lambda request: addresses.append(request.url))
+    app.sign_in(app.server.key(bot="coach", user="sam"))
+    page = app.page
+    # The chat a person key opens on picks its thread first (and names it in the address).
+    expect(page.get_by_role("heading", name=re.compile(r"^Thread "))).to_be_visible()
+    app.open("#/memory/coach/sam")
+    links = page.locator(".links-card")
+    expect(links.locator(".identities")).to_contain_text("not linked with any other channel")
+
+    links.get_by_role("button", name="Get a code").click()
+    shown = links.locator(".link-code")
+    expect(shown).to_have_text(re.compile(r"^[0-9A-Z]{4}-[0-9A-Z]{4}$"))
+    code = shown.inner_text()
+    expect(links.locator(".countdown")).to_have_text(re.compile(r"^(10:00|9:[0-5]\d)$"))
+    expect(links).to_contain_text(f"LINK {code}")
+    memory.link_with_code(code, user=phone, bot="coach")  # the phone texted LINK <code>
+    app.open("#/memory")  # the page again, read afresh
+    expect(links.locator(".identity .title")).to_have_text(["sam", "text messages"])
+    # One memory: the phone's thread is listed too (named like sam's own), read as the phone's.
+    texted = page.locator(".thread-item", has=page.locator(".badge", has_text="text messages"))
+    texted = texted.filter(has=page.locator(".title", has_text="hello"))
+    texted.get_by_role("button", name="Lines").click()
+    expect(texted.locator(".line .text")).to_have_text([f"Hello from {phone}"])
+    expect(texted.get_by_role("button", name="Forget thread")).to_have_count(0)  # not sam's
+    # The chat talks as sam, in sam's own threads only.
+    app.open("#/chat/coach/sam/hello")
+    expect(page.locator(".threads .name")).to_have_text(["hello"])
+    expect(page.locator(".msg")).to_have_text([re.compile("Hello from sam")])
+    app.open("#/memory/coach/sam")
+
+    app.watch.allow("/v1/bots/coach/users/sam/links", 400)
+    box = links.get_by_label("Enter a code from another channel")
+    box.fill("ZZZZ-ZZZZ")
+    links.get_by_role("button", name="Link", exact=True).click()
+    expect(links.locator(".error")).to_contain_text("not valid")
+    other = memory.link_code(user="sam-mcp", bot="coach").code
+    box.fill(other.lower())
+    links.get_by_role("button", name="Link", exact=True).click()
+    expect(links.locator(".identity .title")).to_have_text(["sam", "sam-mcp", "text messages"])
+
+    links.get_by_role("button", name="Unlink text messages").click()
+    page.get_by_role("dialog").get_by_role("button", name="Unlink").click()
+    expect(links.locator(".identity .title")).to_have_text(["sam", "sam-mcp"])
+    assert memory.linked(user="sam", bot="coach").linked == ("sam", "sam-mcp")
+    assert memory.linked(user=phone, bot="coach").linked == (phone,)
+    for made in (code, other):
+        assert not [url for url in addresses if made in url or made.lower() in url]
+    app.watch.assert_clean()

@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from membot import LLM, ConfigError, EmbedderMismatchError, LLMPool, Memory, resolve_llm
-from membot.server import imports, openai_api, person_memory, rest, sms_route
+from membot.server import imports, openai_api, person_links, person_memory, rest, sms_route
 from membot.server.errors import (
     ApiError,
     declare_errors,
@@ -78,6 +78,7 @@ def create_app(
     app.include_router(rest.router)
     app.include_router(imports.router)
     app.include_router(person_memory.router)
+    app.include_router(person_links.router)
     app.include_router(openai_api.router)
     app.include_router(sms_route.router)
     mount_mcp(app, service)

@@ -37,6 +37,7 @@ from membot.server.errors import (
     without_location,
 )
 from membot.server.mcp_arguments import BotArgument, NoNul, UserArgument
+from membot.server.mcp_links import LinkTools
 from membot.server.mcp_memory import PersonMemoryTools
 from membot.server.service import MAX_LINE_CHARS, MAX_NAME_CHARS, Service
 from membot.service import ApiKey
@@ -48,8 +49,11 @@ membot remembers every line of a conversation and recalls the earlier lines that
 `end_thread` ends a thread (and, if the person agreed, keeps its key points); `forget`
 removes lines for good and needs confirm: true. `my_memory` shows the person everything kept
 about them; `forget_line` deletes one line and `correct_memory` corrects or deletes one kept
-key point: without confirm: true they only say what would change. Leave `user` and `bot` out
-unless your key is a bot key (name the person) or an admin key (name the bot and the person)."""
+key point: without confirm: true they only say what would change. `link_code` gives a code
+that `link_with_code` (or the web app, or a text LINK <code>) enters on another channel within
+10 minutes, making both one person; `linked` lists them, `unlink` splits them again. Leave
+`user` and `bot` out unless your key is a bot key (name the person) or an admin key (name the
+bot and the person)."""
 
 MCP_PATH = "/mcp"
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -462,6 +466,7 @@ def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPSer
     )
     tools = MemoryTools(service, local)
     own = PersonMemoryTools(service, tools.person)
+    links = LinkTools(service, tools.person)
     # Plain functions, not coroutines: the SDK runs them in worker threads, off the event
     # loop, as embedding and SQLite calls need.
     for function, hints in (
@@ -474,6 +479,10 @@ def build_mcp_server(service: Service, *, local: Caller | None = None) -> MCPSer
         (own.my_memory, READS),
         (own.forget_line, ERASES),
         (own.correct_memory, ERASES),
+        (links.link_code, WRITES),
+        (links.link_with_code, WRITES),
+        (links.linked, READS),
+        (links.unlink, WRITES),
     ):
         server.tool(annotations=hints)(as_tool_errors(function, service.memory.location))
     return server

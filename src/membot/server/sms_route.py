@@ -10,7 +10,8 @@ never takes an unsigned request.
 The answer is TwiML, one ``<Message>`` per text. Twilio waits 15 s for it; when the model is
 slower than ``reply_wait_seconds`` (default 10), the webhook is answered at once with no
 message and the reply is sent afterwards through Twilio's Messages API. Numbers live only in
-the request being answered: never stored, never logged.
+the request being answered: never stored, never logged. The replies kept for Twilio's retries
+never hold a link code (:func:`membot.service.kept_replies`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from membot.service import (
     bot_for_sms_number,
     claim_sms,
     is_phone_number,
+    kept_replies,
     record_sms_answer,
     sms_sender_name,
 )
@@ -96,7 +98,7 @@ class Webhook:
     sid: str
     sender: str = field(repr=False)
     to: str
-    body: str
+    body: str = field(repr=False)  # may hold a link code
     media: int
 
 
@@ -161,7 +163,7 @@ class SmsGateway:
             log.info("text %s: the reply takes long; it will go through the Messages API", text.sid)
             work.add_done_callback(lambda done: self._send_late(done, service, webhook))
             return []
-        record_sms_answer(memory, text.sid, replies, "twiml")
+        record_sms_answer(memory, text.sid, kept_replies(text.body, replies), "twiml")
         return replies
 
     def _answered_before(self, service: Service, text: IncomingText, seen: SmsRecord) -> list[str]:
@@ -193,7 +195,7 @@ class SmsGateway:
         except Exception:
             log.exception("text %s was not answered", webhook.sid)
             return
-        record_sms_answer(service.memory, webhook.sid, replies, "api")
+        record_sms_answer(service.memory, webhook.sid, kept_replies(webhook.body, replies), "api")
         self.senders.submit(
             self.send, replies, to=webhook.sender, sender=webhook.to, sid=webhook.sid
         )

@@ -12,6 +12,7 @@ from membot.service.keys import (
     redeem_signin_key,
     revoke_key,
 )
+from membot.service.text_links import kept_replies
 from membot.service.text_messages import (
     IncomingText,
     TextConversations,
@@ -38,6 +39,7 @@ __all__ = [
     "create_key",
     "create_signin_key",
     "is_phone_number",
+    "kept_replies",
     "list_keys",
     "record_sms_answer",
     "redeem_signin_key",

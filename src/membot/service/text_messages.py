@@ -8,7 +8,9 @@ answers TwiML; what a text *means* is decided here, without HTTP. One text, in t
    reads them) silences the person: no reply now, and later texts are neither stored nor
    answered until **START** (or UNSTOP, or YES while silenced: Twilio's opt-in words). Twilio
    confirms both itself, so membot adds nothing to either.
-2. **HELP** (or INFO) gets the help text. Nothing is stored.
+2. **HELP** (or INFO) gets the help text; **LINK**, **LINK** and a code, and **UNLINK** link
+   the number with the person's other channels (:mod:`membot.service.text_links`). Nothing
+   of these is stored as a line.
 3. **Media without text** gets a short text saying only text is read. Nothing is stored.
 4. **After an idle thread.** When the person's thread has been idle longer than the bot's
    ``idle_timeout_minutes`` (or was ended elsewhere, e.g. by ``membot end-idle``), it is ended
@@ -42,7 +44,7 @@ import re
 import socket
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -50,6 +52,7 @@ from membot.config import E164, BotSettings
 from membot.errors import ConfigError, ConflictError, NotFoundError, TurnFailedError
 from membot.memory.facade import LineInput
 from membot.model import Role, Turn, utc_now
+from membot.service.text_links import answer_link_request, link_request
 from membot.store.base import SmsRecord, SmsSender, SmsStore
 
 log = logging.getLogger(__name__)
@@ -101,7 +104,7 @@ class IncomingText:
     sid: str  # Twilio's MessageSid
     bot: str
     sender: str
-    body: str
+    body: str = field(repr=False)  # may hold a link code: never in a log through a repr
     media: int = 0  # how many pictures or other media came with it
 
 
@@ -206,7 +209,7 @@ def help_text(settings: BotSettings) -> str:
     return (
         f"{settings.bot_name} here: a chatbot that remembers what you tell it. Text me "
         f"anything.{ending} Your number is not stored. STOP: no more texts. START: resume. "
-        "HELP: this text."
+        "LINK: a code to be one person with your other channels. HELP: this text."
     )
 
 
@@ -321,6 +324,10 @@ class TextConversations:
         settings = self.memory.bot_settings(self.bot.name)
         if word == "help":
             return [help_text(settings)]
+        link = link_request(text.body)
+        if link is not None:  # never a line: the text may hold a code
+            return [answer_link_request(self.memory, link, sender=text.sender,
+                                        bot=self.bot.name, now=now)]  # fmt: skip
         if not text.body.strip():
             return [MEDIA_ONLY] if text.media else [EMPTY]
         if state.asking_about is not None:

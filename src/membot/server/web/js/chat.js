@@ -130,7 +130,7 @@ async function opening(ui, work) {
  * nothing can be sent or ended. */
 function showNobody(ui) {
   ui.shown = false;
-  history.replaceState(null, "", `#/chat/${encodeURIComponent(ui.state.bot)}`);
+  if (ui.title.isConnected) history.replaceState(null, "", `#/chat/${encodeURIComponent(ui.state.bot)}`);
   ui.title.textContent = "No thread";
   ui.threads.replaceChildren();
   ui.messages.replaceChildren();
@@ -170,7 +170,10 @@ async function openPerson(ui, state) {
 
 async function loadThreads(ui, state) {
   const { bot, user } = state;
-  const { threads } = await api("GET", path`/v1/bots/${bot}/users/${user}/threads`);
+  // A linked person's threads include their other identities' (an SMS conversation, say):
+  // the chat talks as this identity, in its own threads; the Memory page shows them all.
+  const threads = (await api("GET", path`/v1/bots/${bot}/users/${user}/threads`)).threads
+    .filter((each) => (each.user ?? user) === user);
   // Answered after another person or bot was opened (a reply's refresh, late): not theirs.
   if (state.bot !== bot || state.user !== user) return threads;
   const names = threads.map((each) => each.thread);
@@ -191,6 +194,9 @@ async function showThread(ui, state) {
   // Each opening counts: one overtaken by a later (two bots chosen quickly) draws nothing,
   // or both would draw their lines into the one list.
   const run = ui.run = (ui.run ?? 0) + 1;
+  // A chat left while it loaded (another page opened) must not write that page's address:
+  // its next refresh would open the chat again (a flaky browser test).
+  if (!ui.title.isConnected) return;
   history.replaceState(null, "", `#/chat/${[state.bot, state.user, state.thread].map(encodeURIComponent).join("/")}`);
   if (session.builds) session.person = state.user;
   ui.title.textContent = `Thread ${state.thread}`;

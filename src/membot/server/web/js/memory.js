@@ -1,10 +1,12 @@
 // Memory: one person's threads and lines, the summaries kept (dates, categories) with their
 // key points, a search box, and forgetting a thread or the person. A person, with their own
 // key, deletes one line or one key point and corrects a key point (its old text kept as its
-// history); each deletion is asked first.
+// history); each deletion is asked first. "Link another channel" (links.js) makes the person's
+// identities on other channels one person.
 import { api, path, session } from "./api.js";
 import { h, append, field, say, when, counted } from "./dom.js";
 import { confirmDanger } from "./dialogs.js";
+import { linksCard, identityLabel } from "./links.js";
 
 export async function renderMemory(section, args) {
   const me = session.me;
@@ -16,16 +18,18 @@ export async function renderMemory(section, args) {
   if (session.builds) section.append(await chooser(bots, bot, user ?? (session.person || undefined)));
   if (!bot || !user) return;
   // Read first: a page of someone this key may not see shows the refusal and nothing else.
-  const [{ threads }, { memories }, { key_points: points }] = await Promise.all([
+  const [{ threads }, { memories }, { key_points: points, threads: held }] = await Promise.all([
     api("GET", path`/v1/bots/${bot}/users/${user}/threads`),
     api("GET", path`/v1/bots/${bot}/users/${user}/memories`),
     api("GET", path`/v1/bots/${bot}/users/${user}/memory`),
   ]);
+  const links = await linksCard(bot, user);
   section.querySelector("h1").textContent = `Memory of ${user} with ${bot}`;
   section.append(
     searchCard(bot, user),
     summariesCard(bot, user, memories, points),
-    threadsCard(bot, user, threads),
+    threadsCard(bot, user, threads, held),
+    links,
     h("section", { class: "card danger-zone", "aria-labelledby": "forget-title" },
       h("h2", { id: "forget-title", text: "Forget" }),
       h("button", { type: "button", class: "danger", text: `Forget ${user}`, onclick: async () => {
@@ -123,14 +127,24 @@ function deleteLineButton(bot, user, line) {
   } });
 }
 
-function threadsCard(bot, user, threads) {
+/** The threads; ``held``: the person's memory by thread (each naming its identity), where a
+ * linked identity's lines are read (a person key acts only as its own identity). */
+function threadsCard(bot, user, threads, held) {
+  const linesOf = new Map(held.map((each) => [`${each.person || user}\u0000${each.thread}`, each.lines]));
   return h("section", { class: "card", "aria-labelledby": "threads-title" },
     h("h2", { id: "threads-title", text: "Threads" }),
-    threads.length ? h("ul", { class: "plain" }, threads.map((thread) => threadItem(bot, user, thread)))
+    threads.length ? h("ul", { class: "plain" }, threads.map((thread) =>
+      threadItem(bot, user, thread, linesOf.get(`${thread.user ?? user}\u0000${thread.thread}`) ?? [])))
       : h("p", { class: "muted", text: "No threads." }));
 }
 
-function threadItem(bot, user, thread) {
+function threadItem(bot, user, thread, heldLines) {
+  // A linked identity's thread (two identities may each have a thread of one name) is its
+  // own: its lines come with the person's memory, and only a bot or admin key, which may
+  // act as that identity, forgets it here.
+  const owner = thread.user ?? user;
+  const base = path`/v1/bots/${bot}/users/${owner}/threads/${thread.thread}`;
+  const own = owner === user;
   const lines = h("ol", { class: "lines", hidden: true });
   const toggle = h("button", { type: "button", class: "quiet", "aria-expanded": "false", text: "Lines",
     onclick: async () => {
@@ -138,8 +152,8 @@ function threadItem(bot, user, thread) {
       toggle.setAttribute("aria-expanded", String(!open));
       lines.hidden = open;
       if (open || lines.childElementCount) return;
-      const answer = await api("GET", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}/lines?limit=1000`);
-      lines.append(...answer.lines.map((line) => h("li", { class: `line ${line.role}` },
+      const shown = own ? (await api("GET", `${base}/lines?limit=1000`)).lines : heldLines;
+      lines.append(...shown.map((line) => h("li", { class: `line ${line.role}` },
         h("span", { class: "seq", text: `${line.seq}` }),
         h("span", { class: "role", text: line.speaker || line.role }),
         h("span", { class: "text", text: line.text }),
@@ -148,14 +162,15 @@ function threadItem(bot, user, thread) {
     } });
   const forget = h("button", { type: "button", class: "danger", text: "Forget thread", onclick: async () => {
     if (!await confirmDanger("Forget thread", `Forget thread ${thread.thread}: its ${counted(thread.lines, "line")} and any summary kept from it?`, "Forget thread")) return;
-    await api("DELETE", path`/v1/bots/${bot}/users/${user}/threads/${thread.thread}`);
+    await api("DELETE", base);
     say(`Forgot thread ${thread.thread}.`);
     window.dispatchEvent(new HashChangeEvent("hashchange"));
   } });
   return h("li", { class: "thread-item" },
     h("div", { class: "row" },
-      h("span", { class: "title", text: thread.thread }),
+      h("span", { class: "title", text: thread.thread },
+        owner !== user ? h("span", { class: "badge", text: identityLabel(owner) }) : null),
       h("span", { class: "meta", text: `${counted(thread.lines, "line")} · ${when(thread.created_at)} → ${when(thread.last_line_at)}${thread.ended_at ? ` · ended ${when(thread.ended_at)}` : ""}` }),
-      h("span", { class: "links" }, toggle, forget)),
+      h("span", { class: "links" }, toggle, own || session.builds ? forget : null)),
     lines);
 }
