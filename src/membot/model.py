@@ -51,6 +51,7 @@ class Line:
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "person": self.person,
             "seq": self.seq,
             "role": str(self.role),
             "speaker": self.speaker,

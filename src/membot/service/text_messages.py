@@ -391,7 +391,9 @@ class TextConversations:
         if state is None or state.last_line_at is None:
             return False
         return not any(
-            summary.thread == thread and summary.covers_to >= state.last_line_at
+            summary.person == user
+            and summary.thread == thread
+            and summary.covers_to >= state.last_line_at
             for summary in self.memory.summaries(user=user, bot=self.bot.name)
         )
 
