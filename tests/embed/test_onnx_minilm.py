@@ -109,3 +109,18 @@ def test_a_store_made_with_minilm_refuses_minilm_int8_vectors(minilm, isolated_h
     assert isinstance(quantised, OnnxMiniLMEmbedder) and quantised.quantized
     with pytest.raises(EmbedderMismatchError, match="run `membot --embedder SPEC reindex`"):
         Memory(isolated_home / "m.db", embedder=quantised).search("work", user="alice")
+
+
+def test_chunks_of_long_lines_hold_fewer_rows_and_every_line_once() -> None:
+    from membot.embed.onnx_minilm import CHUNK_BUDGET, CHUNK_ROWS, _chunks
+
+    widths = [12] * 40 + [64] * 20 + [100] * 9 + [256] * 3
+    chunks = _chunks(list(range(len(widths))), widths)
+    assert sorted(row for chunk in chunks for row in chunk) == list(range(len(widths)))
+    for chunk in chunks:
+        width = max(widths[row] for row in chunk)
+        assert len(chunk) <= CHUNK_ROWS
+        assert len(chunk) == 1 or len(chunk) * width**2 <= CHUNK_BUDGET
+    assert [len(chunk) for chunk in chunks[:3]] == [16, 16, 16]  # 8 of width 12, 8 of 64
+    assert [len(chunk) for chunk in chunks if widths[chunk[0]] == 100] == [6, 3]
+    assert all(len(chunk) == 1 for chunk in chunks if widths[chunk[0]] == 256)

