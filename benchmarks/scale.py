@@ -134,8 +134,13 @@ def postgres_server(cache: Path) -> str:
     """A pgserver kept under ``cache``: stopped when this run ends, its databases kept."""
     folder = cache / "pg"
     folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o700)  # pgserver wants its runtime folder private
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(folder))
+    # pgserver keeps its bookkeeping in the runtime folder, which must be private, and opens
+    # every folder above its data to the user it runs PostgreSQL as (under root): so the two
+    # are apart. Both were ``pg``, made private again at the second size of a run, and the
+    # running server lost its data folder (PANIC at its next checkpoint).
+    runtime = cache / "pg-runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
     import pgserver
 
     return pgserver.get_server(folder / "data", cleanup_mode="stop").get_uri()
