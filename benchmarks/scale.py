@@ -2,13 +2,16 @@
 SQLite and PostgreSQL, asked by one person and by a bot that shares memory across them all.
 
 The person talking holds the lines of LoCoMo's first dev conversation. The other lines are
-LoCoMo and LongMemEval dev lines again, with their real MiniLM vectors (embedded once, through
-the embedding cache), spread over 999 people in threads of 40, written in batches of 5,000
-with their vectors given (``Store.add_lines``: what an import writes, without the embedding).
-A store is built once per size and kept under ``--cache`` (SQLite files; PostgreSQL databases
-of a pgserver kept there), so a rerun only measures. On PostgreSQL the HNSW index is built
-after the lines (what ``membot migrate`` does), on SQLite the shared bot's usearch index is
-built by a first search and saved beside the file.
+LoCoMo and LongMemEval dev lines again, spread over 999 people in threads of 40, written in
+batches of 5,000 with their vectors given (``Store.add_lines``): what an import writes, the
+embedding aside. Each line has its real MiniLM vector of ``Speaker: text`` and, as an import
+cuts them (``membot.memory.line_parts``), its parts with theirs, all embedded once through the
+embedding cache (the first build embeds the parts not there yet: about 230,000 sentences of
+LongMemEval's long lines). A store is built once per size and kept under ``--cache`` (SQLite
+files; PostgreSQL databases of a pgserver kept there), so a rerun only measures; its name
+carries ``STORES``, so a store an older version of this script wrote is not reused. On
+PostgreSQL the HNSW index is built after the lines (what ``membot migrate`` does), on SQLite
+the shared bot's usearch index is built by a first search and saved beside the file.
 
 Each measurement runs in a new process, which first warms up as ``membot serve`` does before
 its first request (the embedder loaded; a bot that shares memory has its lines or its
@@ -45,46 +48,84 @@ from membot.embed import default_embedder
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder
 from membot.memory.importers import read_file
-from membot.model import Role
+from membot.memory.line_parts import part_spans, part_texts
+from membot.model import Role, embedding_text
 from membot.store import NewLine, ThreadKey, open_store
+from membot.store.base import LineParts
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 LONGMEMEVAL = shared_data_dir() / "longmemeval" / "longmemeval_s_dev.json"
 PEOPLE, THREAD_LINES, BATCH = 1000, 40, 5000
 BOT, TALKER = "scale", "talker"
 CACHE = Path.home() / ".cache" / "membot-scale"
+# In each store's name: v2 stores hold their lines' parts, v1 stores (unnamed) did not.
+STORES = "v2"
+EMBED_CHUNK = 10_000  # texts per call to the embedder: the cache keeps each chunk as it ends
 
 
-def corpus() -> tuple[list, list, np.ndarray]:
-    """The talker's lines, and every dev line with its vector (filler, reused in turn)."""
-    locomo = read_file(LOCOMO, "locomo", BOT, None).lines
-    lines = locomo + read_file(LONGMEMEVAL, "longmemeval", BOT, None).lines
-    vectors = cached_embedder("minilm").embed([line.text for line in lines])
-    talker = [line for line in locomo if line.user == locomo[0].user]
-    return talker, lines, vectors
+class Corpus:
+    """Every dev line with its vector and its parts (the filler, reused in turn), and the
+    places of the talker's lines among them."""
+
+    def __init__(self) -> None:
+        locomo = read_file(LOCOMO, "locomo", BOT, None).lines
+        self.lines = locomo + read_file(LONGMEMEVAL, "longmemeval", BOT, None).lines
+        self.talker = [n for n, line in enumerate(locomo) if line.user == locomo[0].user]
+        spans = [part_spans(line.text) for line in self.lines]
+        texts = [embedding_text(line.text, line.speaker) for line in self.lines]
+        texts += [
+            text
+            for line, each in zip(self.lines, spans, strict=True)
+            for text in part_texts(line.text, line.speaker, each)
+        ]
+        embedded = embedded_in_chunks(texts)
+        self.vectors = embedded[: len(self.lines)]
+        self.parts = with_vectors(spans, embedded[len(self.lines) :])
+        self.by = ("sentence-transformers/all-MiniLM-L6-v2", int(self.vectors.shape[1]))
+
+    def new_line(self, at: int, person: str, thread: str) -> NewLine:
+        line = self.lines[at]
+        key = ThreadKey(BOT, person, thread)
+        vector, parts = self.vectors[at], self.parts[at]
+        role = Role(line.role)
+        return NewLine(key, role, line.text, vector, 12, line.created_at, line.speaker, parts=parts)
 
 
-def new_line(line, vector: np.ndarray, person: str, thread: str, tokens: int) -> NewLine:
-    key = ThreadKey(BOT, person, thread)
-    return NewLine(key, Role(line.role), line.text, vector, tokens, line.created_at, line.speaker)
+def with_vectors(spans: list[list[tuple[int, int]]], vectors: np.ndarray) -> list:
+    """Each line's parts: its spans with the next rows of ``vectors`` (None: no parts)."""
+    parts: list[LineParts | None] = []
+    at = 0
+    for each in spans:
+        parts.append(LineParts(tuple(each), vectors[at : at + len(each)]) if each else None)
+        at += len(each)
+    return parts
+
+
+def embedded_in_chunks(texts: list[str]) -> np.ndarray:
+    """``texts`` embedded through the shared cache, ``EMBED_CHUNK`` at a time (with the
+    progress on stderr when any were missing)."""
+    embedder = cached_embedder("minilm")
+    rows = []
+    for start in range(0, len(texts), EMBED_CHUNK):
+        rows.append(embedder.embed(texts[start : start + EMBED_CHUNK]))
+        if getattr(embedder, "misses", 0):
+            print(f"embedded {start + len(rows[-1]):,} of {len(texts):,} texts", file=sys.stderr)
+    return np.vstack(rows)
 
 
 def fill(store, size: int) -> float:
-    """The talker's conversation, then filler up to ``size`` lines; filler lines per second."""
-    talker, lines, vectors = corpus()
-    by = ("sentence-transformers/all-MiniLM-L6-v2", int(vectors.shape[1]))
-    index = {line.text: n for n, line in enumerate(lines)}
-    store.add_lines(
-        [new_line(line, vectors[index[line.text]], TALKER, line.thread, 12) for line in talker], by
-    )
+    """The talker's conversation, then filler up to ``size`` lines; filler lines per second
+    (the lines with their parts, as an import writes them)."""
+    corpus = Corpus()
+    talker = [corpus.new_line(at, TALKER, corpus.lines[at].thread) for at in corpus.talker]
+    store.add_lines(talker, corpus.by)
     started, written, batch = time.perf_counter(), len(talker), []
     for position in range(size - len(talker)):
         person = f"person-{position // THREAD_LINES % (PEOPLE - 1)}"
         thread = f"t{position // (THREAD_LINES * (PEOPLE - 1))}"
-        at = position % len(lines)
-        batch.append(new_line(lines[at], vectors[at], person, thread, 12))
+        batch.append(corpus.new_line(position % len(corpus.lines), person, thread))
         if len(batch) == BATCH or position == size - len(talker) - 1:
-            store.add_lines(batch, by)
+            store.add_lines(batch, corpus.by)
             written, batch = written + len(batch), []
     return (written - len(talker)) / max(time.perf_counter() - started, 1e-9)
 
@@ -93,8 +134,13 @@ def postgres_server(cache: Path) -> str:
     """A pgserver kept under ``cache``: stopped when this run ends, its databases kept."""
     folder = cache / "pg"
     folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o700)  # pgserver wants its runtime folder private
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(folder))
+    # pgserver keeps its bookkeeping in the runtime folder, which must be private, and opens
+    # every folder above its data to the user it runs PostgreSQL as (under root): so the two
+    # are apart. Both were ``pg``, made private again at the second size of a run, and the
+    # running server lost its data folder (PANIC at its next checkpoint).
+    runtime = cache / "pg-runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
     import pgserver
 
     return pgserver.get_server(folder / "data", cleanup_mode="stop").get_uri()
@@ -103,11 +149,11 @@ def postgres_server(cache: Path) -> str:
 def location(kind: str, size: int, cache: Path) -> str:
     """Where the store of ``size`` lines lives; a PostgreSQL database is made if missing."""
     if kind == "sqlite":
-        return str(cache / f"scale-{size}.db")
+        return str(cache / f"scale-{size}-{STORES}.db")
     import psycopg
 
     server = postgres_server(cache)
-    name = f"scale_{size}"
+    name = f"scale_{size}_{STORES}"
     with psycopg.connect(server, autocommit=True) as connection:
         connection.execute("CREATE EXTENSION IF NOT EXISTS vector")
         known = "SELECT 1 FROM pg_database WHERE datname = %s"
@@ -155,7 +201,8 @@ def fill_postgres(size: int, url: str, cache: Path) -> float:
     build("sqlite", size, source, cache)
     with psycopg.connect(url, autocommit=True) as connection:
         # HNSW builds in memory when its graph fits (about 1.7 GB at a million lines).
-        connection.execute(f"ALTER DATABASE scale_{size} SET maintenance_work_mem = '2GB'")
+        database = f"scale_{size}_{STORES}"
+        connection.execute(f"ALTER DATABASE {database} SET maintenance_work_mem = '2GB'")
     started = time.perf_counter()
     migrate_store(source, url)
     rate = size / (time.perf_counter() - started)
