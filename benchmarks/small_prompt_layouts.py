@@ -1,20 +1,25 @@
 """Prompt layouts for the bundled SmolLM2, tried on the memories a LoCoMo turn recalls: which
 one gets the answer said (docs/answers.md, "A prompt for a small model").
 
-Each question of the conversation (single-hop, category 4, as ``membot eval --answers`` asks
+Each question of the conversations (single-hop, category 4, as ``membot eval --answers`` asks
 them) is recalled once, as a dry-run turn of the default bot (strategy ``blend``), by the
 conversation's first speaker the day after its last session; the recalled blocks are then
 laid out by each layout and put to the bundled model (64 tokens, the small prompt's cap), and
-the reply cleaned as a turn cleans it (``membot.turn.artefacts``). Per layout: F1 and
-*contained* as ``eval --answers`` scores them, *in context* (the laid-out memories hold the
-answer), *said* (of those, the reply holds it), and *raw artefacts*, replies that before the
-clean-up held a line opening with a name and a colon, a tag, or "…response:".
+the reply cleaned as a turn cleans it (``membot.turn.artefacts``). Every layout gets the same
+draw for a question (the model samples; its seed is set from the question's place). Per
+layout: F1 and *contained* as ``eval --answers`` scores them; *recalled*, questions whose two
+best blocks by score hold the answer (the same for every layout), and *said*, of those, the
+replies that hold it; *shown*, questions whose laid-out memories hold it, and *said* of
+those; *raw artefacts*, replies that before the clean-up held a line opening with a name and
+a colon, a tag, or "…response:"; *said with fallback*, said when a reply naming no word of
+the memories outside the question is replaced by the matched line most like the question.
 
-    .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26] [--limit 20]
-        [--layouts transcript,said,said-near,...] [--show]
+    .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26,conv-30]
+        [--limit 20] [--skip 10] [--layouts transcript,said,said-near,...] [--show]
 
-The layout a bot uses is ``said`` (``membot.turn.small_prompt``); the others are written out
-here only.
+``--skip`` leaves out each conversation's first questions of the ``--limit``: choose on
+``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is
+``said-in-system`` (``membot.turn.small_prompt``); the others are written out here only.
 """
 
 from __future__ import annotations
@@ -198,6 +203,11 @@ LAYOUTS = {
     "copy": layout(**SMALL, instruction=COPY),
     "pick-trim": layout(**SMALL, pick="words", near=1, long=5),
     "pick-no-chat": layout(**SMALL, pick="words", chat=False),
+    "pick-copy": layout(**SMALL, pick="words", instruction=COPY),
+    "pick-focus": layout(**SMALL, pick="words", focus="Most like the question:"),
+    "pick-no-chat-focus": layout(
+        **SMALL, pick="words", chat=False, focus="Most like the question:"
+    ),
     "pick-trim-focus": layout(
         **SMALL, pick="words", near=1, long=5, focus="Most like the question:"
     ),
@@ -252,7 +262,7 @@ def main() -> None:
             answer, flagged = question.answer, bool(RAW_ARTEFACT.search(raw))
             rows.append({"f1": locomo_f1(reply, answer, 4), "said": contained(reply, answer, 4),
                          "recalled": contained(recalled_text, answer, 4),
-                         "shown": contained(memories, answer, 4), "raw": flagged,
+                         "shown": contained(memories, answer, 4), "artefact": flagged,
                          "fallback": contained(quoted, answer, 4)})  # fmt: skip
             if args.show:
                 print(json.dumps({"id": question.id, "layout": name, "raw": raw, "reply": reply,
@@ -260,7 +270,7 @@ def main() -> None:
         print(f"| {name} | {len(rows)} | {sum(row['f1'] for row in rows) / len(rows):.3f} | "
               f"{total(rows, 'said')} | {total(rows, 'recalled')} | "
               f"{total(rows, 'said', 'recalled')} | {total(rows, 'shown')} | "
-              f"{total(rows, 'said', 'shown')} | {total(rows, 'raw')} | "
+              f"{total(rows, 'said', 'shown')} | {total(rows, 'artefact')} | "
               f"{total(rows, 'fallback', 'recalled')} | {time.perf_counter() - started:.0f} |",
               flush=True)  # fmt: skip
 
