@@ -1,20 +1,25 @@
 """Prompt layouts for the bundled SmolLM2, tried on the memories a LoCoMo turn recalls: which
 one gets the answer said (docs/answers.md, "A prompt for a small model").
 
-Each question of the conversation (single-hop, category 4, as ``membot eval --answers`` asks
+Each question of the conversations (single-hop, category 4, as ``membot eval --answers`` asks
 them) is recalled once, as a dry-run turn of the default bot (strategy ``blend``), by the
 conversation's first speaker the day after its last session; the recalled blocks are then
 laid out by each layout and put to the bundled model (64 tokens, the small prompt's cap), and
-the reply cleaned as a turn cleans it (``membot.turn.artefacts``). Per layout: F1 and
-*contained* as ``eval --answers`` scores them, *in context* (the laid-out memories hold the
-answer), *said* (of those, the reply holds it), and *raw artefacts*, replies that before the
-clean-up held a line opening with a name and a colon, a tag, or "…response:".
+the reply cleaned as a turn cleans it (``membot.turn.artefacts``). Every layout gets the same
+draw for a question (the model samples; its seed is set from the question's place). Per
+layout: F1 and *contained* as ``eval --answers`` scores them; *recalled*, questions whose two
+best blocks by score hold the answer (the same for every layout), and *said*, of those, the
+replies that hold it; *shown*, questions whose laid-out memories hold it, and *said* of
+those; *raw artefacts*, replies that before the clean-up held a line opening with a name and
+a colon, a tag, or "…response:"; *said with fallback*, said when a reply naming no word of
+the memories outside the question is replaced by the matched line most like the question.
 
-    .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26] [--limit 20]
-        [--layouts transcript,said,said-near,...] [--show]
+    .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26,conv-30]
+        [--limit 20] [--skip 10] [--layouts transcript,said,said-near,...] [--show]
 
-The layout a bot uses is ``said`` (``membot.turn.small_prompt``); the others are written out
-here only.
+``--skip`` leaves out each conversation's first questions of the ``--limit``: choose on
+``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is
+``said-in-system`` (``membot.turn.small_prompt``); the others are written out here only.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import snowballstemmer
 from machine import announce
 
 from membot import Bot
@@ -38,10 +44,12 @@ from membot.eval.answers import locomo_groups, selected
 from membot.eval.harness import cached_embedder, fresh_memory
 from membot.llm import BundledSmolLM2
 from membot.model import Block
+from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.turn.artefacts import ReplyContext, clean_reply
 from membot.turn.quoting import escape, one_line
 from membot.turn.small_prompt import INSTRUCTION, REPLY_TOKENS, SYSTEM
 
+STEMMER = snowballstemmer.stemmer("porter")
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 RAW_ARTEFACT = re.compile(
     r"(?m)^\s*[A-Z][\w .'-]{0,30}:\s|<[a-z/|][^>]{0,40}>|\b(?:responds|response|utterance)\b"
@@ -70,11 +78,17 @@ def recalled(conversation: str, limit: int) -> list[tuple[Any, list[Block]]]:
     return found
 
 
-def written(block: Block, form: str, near: int | None) -> str:
+def written(block: Block, form: str, near: int | None, question: str = "",
+            chat: bool = True, long: int = 0) -> str:  # fmt: skip
     lines = block.lines
-    if near is not None and block.matched_seqs:
+    if near is not None and block.matched_seqs and len(lines) > long:
         wanted = {seq + step for seq in block.matched_seqs for step in range(-near, near + 1)}
         lines = tuple(line for line in lines if line.seq in wanted) or lines
+    if not chat:
+        lines = tuple(line for line in lines
+                      if line.seq in block.matched_seqs
+                      or not chit_chat(line.text, question, names(block))
+                      ) or lines  # fmt: skip
     day = lines[0].created_at.strftime("%-d %B %Y")
     if form == "transcript":
         said = [f"{one_line(line.speaker or 'HUMAN')}: {one_line(line.text)}" for line in lines]
@@ -82,6 +96,53 @@ def written(block: Block, form: str, near: int | None) -> str:
         said = [f'{one_line(line.speaker or "HUMAN")} said: "{one_line(line.text)}"'
                 for line in lines]  # fmt: skip
     return "\n".join([f"On {day}:", *map(escape, said)])
+
+
+GREETING = re.compile(
+    r"(?i)^\W*(hey|hi|hello|thanks|thank you|wow|aw+|omg|congrat\w*|bye|"
+    r"good to|great to|glad|cool|awesome|amazing|yeah|haha|lol|sounds|that's|so|oh|yes|sure|"
+    r"totally|definitely)\b"
+)
+COPY = (
+    "Answer the question with a short phrase copied from the memories above. "
+    "If they do not hold the answer, say you don't know."
+)
+
+
+def stems(text: str) -> set[str]:
+    """The stems of ``text``'s content words (no stopwords, none shorter than three letters)."""
+    return {STEMMER.stemWord(word) for word in query_terms(text, STOPWORDS)
+            if len(word) > 2 and word not in STOPWORDS}  # fmt: skip
+
+
+def chit_chat(text: str, question: str, names: set[str]) -> bool:
+    """A line that greets, thanks or exclaims and shares no content word with the question
+    (names aside), or that holds fewer than four content words."""
+    own = stems(text) - names
+    if own & stems(question):
+        return False
+    return len(own) < 4 or (bool(GREETING.match(text)) and len(own) < 8)
+
+
+def names(block: Block) -> set[str]:
+    """The stems of the block's speakers' names."""
+    return {stem for line in block.lines for stem in stems(line.speaker or "")}
+
+
+def question_words(block: Block, question: str) -> int:
+    """How many of the question's content words (names aside) the block's matched lines hold."""
+    wanted = stems(question) - names(block)
+    matched = [line for line in block.lines if line.seq in block.matched_seqs] or block.lines
+    return max(len(stems(line.text) & wanted) for line in matched)
+
+
+def focus_line(blocks: list[Block], question: str) -> Any:
+    """The matched line of ``blocks`` sharing most content words with the question."""
+    wanted = stems(question) - {stem for block in blocks for stem in names(block)}
+    lines = [line for block in blocks for line in block.lines if line.seq in block.matched_seqs]
+    if not lines:
+        return None
+    return max(lines, key=lambda line: len(stems(line.text) & wanted))
 
 
 def layout(
@@ -92,12 +153,23 @@ def layout(
     instruction: str = INSTRUCTION,
     question_first: bool = False,
     in_system: bool = False,
+    pick: str = "score",
+    long: int = 0,
+    chat: bool = True,
+    focus: str = "",
 ) -> Callable[..., Any]:
     def messages(question: str, blocks: list[Block]) -> tuple[list[dict[str, str]], str]:
         chosen = sorted(blocks, key=lambda block: -block.score)[:count]
+        if pick == "words":  # the two best by score, or a lower one holding more question words
+            chosen = sorted(blocks, key=lambda block: (-question_words(block, question),
+                                                       -block.score))[:count]  # fmt: skip
         if best_last:
             chosen.reverse()
-        memories = "\n\n".join(written(block, form, near) for block in chosen)
+        memories = "\n\n".join(written(block, form, near, question, chat, long)
+                                 for block in chosen)  # fmt: skip
+        if focus and (line := focus_line(chosen, question)) is not None:
+            said = escape(f'{one_line(line.speaker or "HUMAN")} said: "{one_line(line.text)}"')
+            memories += f"\n\n{focus}\n{said}"
         system = SYSTEM.format(BOT="AI", HUMAN="HUMAN")
         user = f"Memories:\n{memories}\n\nQuestion: {question}\n{instruction}"
         if question_first:
@@ -111,6 +183,7 @@ def layout(
     return messages
 
 
+SMALL = {"in_system": True}  # the layout a bot uses (membot.turn.small_prompt)
 LAYOUTS = {
     "transcript": layout(form="transcript"),
     "said": layout(),
@@ -118,45 +191,93 @@ LAYOUTS = {
     "said-near-1": layout(near=1),
     "said-matched": layout(near=0),
     "said-question-twice": layout(question_first=True),
-    "said-in-system": layout(in_system=True),
+    "said-in-system": layout(**SMALL),
     "said-one": layout(count=1),
     "said-words": layout(instruction=WORDS),
     "said-best-first": layout(best_last=False),
+    # issue 31 item 5: which memories, how much of each, the line nearest the question
+    "pick-words": layout(**SMALL, pick="words"),
+    "trim-long": layout(**SMALL, near=1, long=5),
+    "no-chat": layout(**SMALL, chat=False),
+    "focus-last": layout(**SMALL, focus="Most like the question:"),
+    "copy": layout(**SMALL, instruction=COPY),
+    "pick-trim": layout(**SMALL, pick="words", near=1, long=5),
+    "pick-no-chat": layout(**SMALL, pick="words", chat=False),
+    "pick-copy": layout(**SMALL, pick="words", instruction=COPY),
+    "pick-focus": layout(**SMALL, pick="words", focus="Most like the question:"),
+    "pick-no-chat-focus": layout(
+        **SMALL, pick="words", chat=False, focus="Most like the question:"
+    ),
+    "pick-trim-focus": layout(
+        **SMALL, pick="words", near=1, long=5, focus="Most like the question:"
+    ),
 }
+
+
+def fallback(reply: str, memories: str, question: str, line: Any) -> str:
+    """The reply, or the focus line quoted when the reply names no content word of the
+    memories that the question does not (an extractive fallback; measured, not shipped)."""
+    if line is None or stems(reply) & (stems(memories) - stems(question)):
+        return reply
+    return f'{line.speaker or "HUMAN"} said: "{line.text}"'
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversation", default="conv-26")
+    parser.add_argument("--conversation", default="conv-26", help="one or more, comma-separated")
     parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out each conversation's first SKIP of the LIMIT questions",
+    )
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--show", action="store_true", help="print every reply")
-    args = parser.parse_args()
+    args = parser.parse_args()  # fmt: skip
     announce()
-    questions = recalled(args.conversation, args.limit)
+    questions = [found for conversation in args.conversation.split(",")
+                 for found in recalled(conversation, args.limit)[args.skip:]]  # fmt: skip
     llm = BundledSmolLM2()
-    print("| layout | n | F1 | contained | in context | said, of in context | raw artefacts | s |")
-    print("|---|---|---|---|---|---|---|---|")
+    model = llm._load()
+    print(
+        "| layout | n | F1 | contained | recalled | said | shown | said, of shown | "
+        "raw artefacts | said with fallback | s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.layouts.split(","):
         started, rows = time.perf_counter(), []
-        for question, blocks in questions:
+        for place, (question, blocks) in enumerate(questions):
             messages, memories = LAYOUTS[name](question.text, blocks)
+            # The same draw for a question under every layout: llama-cpp-python seeds each
+            # reply from the last one's seed, so a question's draw would follow its place.
+            model.set_seed(place + 1)
             raw = llm.complete(messages, REPLY_TOKENS)
             speakers = {line.speaker for block in blocks for line in block.lines if line.speaker}
             context = ReplyContext.of("AI", "HUMAN", speakers, question.text)
             reply = clean_reply(raw, context).text
+            top = sorted(blocks, key=lambda block: -block.score)[:2]
+            recalled_text = "\n".join(line.text for block in top for line in block.lines)
+            quoted = fallback(reply, memories, question.text, focus_line(top, question.text))
             answer, flagged = question.answer, bool(RAW_ARTEFACT.search(raw))
-            rows.append((locomo_f1(reply, answer, 4), contained(reply, answer, 4),
-                         contained(memories, answer, 4), flagged))  # fmt: skip
+            rows.append({"f1": locomo_f1(reply, answer, 4), "said": contained(reply, answer, 4),
+                         "recalled": contained(recalled_text, answer, 4),
+                         "shown": contained(memories, answer, 4), "artefact": flagged,
+                         "fallback": contained(quoted, answer, 4)})  # fmt: skip
             if args.show:
-                print(json.dumps({"id": question.id, "raw": raw, "reply": reply}))
-        count = len(rows)
-        in_context = [row for row in rows if row[2]]
-        said = sum(row[1] for row in in_context)
-        print(f"| {name} | {count} | {sum(row[0] for row in rows) / count:.3f} | "
-              f"{sum(row[1] for row in rows)} | {len(in_context)} | {said} | "
-              f"{sum(row[3] for row in rows)} | {time.perf_counter() - started:.0f} |",
+                print(json.dumps({"id": question.id, "layout": name, "raw": raw, "reply": reply,
+                                  **rows[-1]}))  # fmt: skip
+        print(f"| {name} | {len(rows)} | {sum(row['f1'] for row in rows) / len(rows):.3f} | "
+              f"{total(rows, 'said')} | {total(rows, 'recalled')} | "
+              f"{total(rows, 'said', 'recalled')} | {total(rows, 'shown')} | "
+              f"{total(rows, 'said', 'shown')} | {total(rows, 'artefact')} | "
+              f"{total(rows, 'fallback', 'recalled')} | {time.perf_counter() - started:.0f} |",
               flush=True)  # fmt: skip
+
+
+def total(rows: list[dict[str, Any]], key: str, among: str = "") -> int:
+    """How many rows hold ``key`` true, of those holding ``among`` true (of all without)."""
+    return sum(bool(row[key]) for row in rows if not among or row[among])
 
 
 if __name__ == "__main__":
