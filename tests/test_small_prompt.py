@@ -8,7 +8,16 @@ import pytest
 
 from membot import Bot, ConfigError, Memory, Role, ScriptedLLM
 from membot.config import BotSettings
-from membot.turn.small_prompt import INSTRUCTION, MEMORIES, REPLY_TOKENS, resolved_style
+from membot.model import Block, Line
+from membot.turn.context import Hint, Speakers
+from membot.turn.small_prompt import (
+    INSTRUCTION,
+    MEMORIES,
+    REPLY_TOKENS,
+    assemble_small,
+    question_words,
+    resolved_style,
+)
 from membot.turn.templates import DEFAULTS
 
 THEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -133,3 +142,40 @@ def test_small_on_request_for_any_model(memory) -> None:
 def test_the_no_response_answers_an_empty_small_reply(memory) -> None:
     turn = Bot(memory, SmallLLM(["   "])).turn("hello", user="sam", thread="t")
     assert turn.response == DEFAULTS["no_response"]
+
+
+class WordCounter:
+    """Tokens as words: enough to size a prompt in a test."""
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+def block_hint(hint_id: str, score: float, said: list[tuple[str, str]], matched: int) -> Hint:
+    """A recalled block of ``said`` (speaker, text) lines, its line ``matched`` the match."""
+    lines = tuple(
+        Line(id=index, bot="AI", person="caroline", thread=hint_id, seq=index, role=Role.HUMAN,
+             text=text, created_at=THEN, tokens=len(text.split()), speaker=speaker)
+        for index, (speaker, text) in enumerate(said)
+    )  # fmt: skip
+    block = Block(hint_id, "caroline", lines, score, matched_seqs=(matched,))
+    return Hint(hint_id, "history", "lines", "", score, block=block)
+
+
+def test_the_small_prompt_prefers_the_memory_holding_the_questions_words() -> None:
+    chat = block_hint("h1", 0.7, [("Caroline", "Hey Melanie! What's up?"),
+                                  ("Melanie", "Hey Caroline, good to see you!")], 0)  # fmt: skip
+    race = block_hint("h2", 0.5, [("Melanie", "I ran a charity race for mental health."),
+                                  ("Caroline", "So proud of you!")], 0)  # fmt: skip
+    weak = block_hint("h3", 0.4, [("Caroline", "Lovely weather for a race.")], 0)
+    question = "What did Melanie's charity race raise awareness for?"
+    prompt = assemble_small(BotSettings(), question, [], [chat, race, weak], [],
+                            WordCounter(), now=NOW)  # fmt: skip
+    system = prompt.messages[0]["content"]
+    assert [hint.id for hint in prompt.history] == ["h2", "h3"]  # by question words, not score
+    assert question_words(race, question, Speakers()) == 2  # charity, race; not the name
+    assert "Hey Melanie" not in system
+    # the memory holding most of the question's words is last, nearest the question
+    assert system.endswith(f'Caroline said: "So proud of you!"\n\n{INSTRUCTION}')
+    assert system.index("Lovely weather") < system.index("charity race")
+    assert prompt.messages[-1] == {"role": "user", "content": question}

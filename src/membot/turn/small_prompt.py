@@ -5,10 +5,11 @@ A 135M-parameter model (the bundled SmolLM2) given the templates' prompt said th
 hundreds of tokens of instructions, tags and transcript, and copies their form. It reads a
 short passage better. So this prompt holds:
 
-- a system message: one sentence saying who the bot is and who it talks with, then the best
-  :data:`MEMORIES` recalled hints (blocks, summaries or passages, best last), each opened by
-  its date, a block's lines as reported speech (``Caroline said: "…"``), and one line asking
-  for an answer from them in one sentence, or "don't know";
+- a system message: one sentence saying who the bot is and who it talks with, then
+  :data:`MEMORIES` recalled hints (blocks, summaries or passages): those whose matched line
+  holds most of the question's words, then the best by score, the first of them last; each
+  opened by its date, a block's lines as reported speech (``Caroline said: "…"``); and one
+  line asking for an answer from them in one sentence, or "don't know";
 - the last :data:`FEED_LINES` lines of the thread as the chat's earlier messages;
 - the person's message as written, last.
 
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 
 from membot.config import BotSettings
 from membot.model import Line, Role
+from membot.recall.bm25 import STOPWORDS, index_words, query_terms
 from membot.turn.context import MESSAGE_OVERHEAD, Hint, Prompt, Speakers, fit_line, now_text
 from membot.turn.quoting import escape, one_line
 from membot.turn.templates import DEFAULTS as TEMPLATES
@@ -58,6 +60,27 @@ def memory_text(hint: Hint, speakers: Speakers) -> str:
     return escape(hint.text.strip())  # a passage, opened by its title
 
 
+def question_words(hint: Hint, query: str, speakers: Speakers) -> int:
+    """How many of the query's content words (not stopwords, not the speakers' names) the
+    hint holds: a block, in the matched line that holds most of them; another hint, in its
+    text. Chit-chat recalled for a name or a greeting holds few; the line with the answer
+    usually repeats the question's words ("What did the charity race raise awareness for?",
+    "I ran a charity race for mental health")."""
+    if hint.block is None:
+        return len(content_words(hint.text) & content_words(query))
+    lines = hint.block.lines
+    matched = [line for line in lines if line.seq in hint.block.matched_seqs] or list(lines)
+    names = {word for line in lines for word in content_words(speakers.label(line))}
+    wanted = content_words(query) - names
+    return max(len(content_words(line.text) & wanted) for line in matched)
+
+
+def content_words(text: str) -> set[str]:
+    """The stems of ``text``'s words that are not stopwords, none shorter than three letters."""
+    words = [word for word in query_terms(text, STOPWORDS) if len(word) > 2]
+    return {stem for word in words if word not in STOPWORDS for stem in index_words(word)}
+
+
 def resolved_style(settings: BotSettings, llm: object) -> str:
     """``small`` or ``full``: the bot's ``prompt_style``, with ``auto`` read as small for a
     model that says it cannot read a long prompt (``reads_long_prompts`` false, as the
@@ -89,7 +112,10 @@ def assemble_small(
     """The small prompt, within the bot's budget: the weakest memory, then the oldest feed
     line, then the end of a long message are given up first."""
     speakers = Speakers(settings.human_name, settings.bot_name)
-    chosen = sorted([*history, *expertise], key=lambda hint: -hint.score)[:MEMORIES]
+    # A block chosen for its score alone was often chit-chat around a name (docs/answers.md)
+    chosen = sorted([*history, *expertise],
+                    key=lambda hint: (-question_words(hint, query, speakers), -hint.score)
+                    )[:MEMORIES]  # fmt: skip
     kept_feed = list(feed[-FEED_LINES:]) if FEED_LINES else []
     limit = settings.prompt_budget - MESSAGE_OVERHEAD * (2 + len(kept_feed))
     text = fit_line(query, max(limit // 2, 0), counter)
@@ -120,7 +146,7 @@ def assemble_small(
 def _messages(settings: BotSettings, text: str, feed: Sequence[Line], chosen: Sequence[Hint],
               speakers: Speakers) -> list[dict[str, str]]:  # fmt: skip
     system = fill(SYSTEM, {"BOT": settings.bot_name, "HUMAN": settings.human_name})
-    if chosen:  # best last: nearest the question
+    if chosen:  # the first chosen last: nearest the question
         memories = "\n\n".join(memory_text(hint, speakers) for hint in reversed(chosen))
         system += f"\nMemories:\n{memories}\n\n{INSTRUCTION}"
     messages = [{"role": "system", "content": system}]
