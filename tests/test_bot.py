@@ -80,7 +80,16 @@ def test_turn_to_json_carries_the_whole_trace(memory: Memory) -> None:
     (block,) = data["recalled"]
     assert block["thread"] == "t1" and block["carried_over"] is False
     assert [line["text"] for line in block["lines"]] == ["I work in logistics", "Logistics."]
-    assert set(block["lines"][0]) == {"id", "seq", "role", "speaker", "text", "created_at", "ref"}
+    assert set(block["lines"][0]) == {
+        "id",
+        "person",
+        "seq",
+        "role",
+        "speaker",
+        "text",
+        "created_at",
+        "ref",
+    }
     assert data["matches"][0]["text"] == "I work in logistics"
     assert 'thread "t1"]' in data["prompt"]
 
