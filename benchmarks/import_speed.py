@@ -16,9 +16,9 @@ part uses only membot's public API, so it measures an older membot too:
 The ChatGPT part alternates two kinds of run, each in its own process: the embedder alone
 embedding what the import embeds, batch by batch: 256 lines and their parts, the sentences
 of the long lines (read from the file and cut before the clock starts), and the whole import
-of the file (reading it as a stream, embedding, storing); it prints both speeds, their ratio (the goal: 0.85 or more, the import costing
-little beyond embedding) and the import's peak resident memory (ru_maxrss; the goal: 500 MB
-or less).
+of the file (reading it as a stream, embedding, storing); it prints both speeds, their ratio
+(the goal: 0.85 or more, the import costing little beyond embedding) and the import's peak
+resident memory (ru_maxrss; the goal: 500 MB or less).
 """
 
 from __future__ import annotations
