@@ -139,6 +139,7 @@ class BlendStrategy(ExpandingStrategy):
             "speaker_weight": SPEAKER_WEIGHT,
             **SECOND_ROUND,
             **UNWEIGHED,
+            "opener_weight": 0.0,  # a matching thread's opening line raised (recall/openers.py)
             "part_weight": PART_WEIGHT,
             **KEEP,
             **EXPANSION,
