@@ -31,10 +31,17 @@ def test_the_opening_line_is_each_threads_lowest_seq_in_any_order() -> None:
 def test_an_opening_line_scores_its_threads_best_normalised_over_threads() -> None:
     lines = in_scope([1, 1, 2, 2, 3], [0, 1, 0, 1, 0])
     scores = np.array([0.1, 0.9, 0.5, 0.2, 0.3])  # thread bests 0.9, 0.5, 0.3
-    np.testing.assert_allclose(opener_scores(lines, scores), [1.0, 0.0, 1 / 3, 0.0, 0.0])
+    np.testing.assert_allclose(opener_scores(lines, scores, 5), [1.0, 0.0, 1 / 3, 0.0, 0.0])
     # Threads that match alike say nothing; nor does an empty scope.
-    assert not opener_scores(lines, np.array([0.4, 0.4, 0.4, 0.1, 0.4])).any()
-    assert opener_scores(in_scope([], []), np.zeros(0)).size == 0
+    assert not opener_scores(lines, np.array([0.4, 0.4, 0.4, 0.1, 0.4]), 5).any()
+    assert opener_scores(in_scope([], []), np.zeros(0), 5).size == 0
+
+
+def test_only_the_best_threads_opening_lines_are_raised() -> None:
+    lines = in_scope([1, 1, 2, 2, 3], [0, 1, 0, 1, 0])
+    scores = np.array([0.1, 0.9, 0.5, 0.2, 0.3])
+    np.testing.assert_allclose(opener_scores(lines, scores, 2), [1.0, 0.0, 1 / 3, 0.0, 0.0])
+    np.testing.assert_allclose(opener_scores(lines, scores, 1), [1.0, 0.0, 0.0, 0.0, 0.0])
 
 
 def ranking(memory: Memory, **options: float) -> list[int]:

@@ -17,9 +17,9 @@ The features, by the option that weighs each (:data:`FEATURES`):
 - ``sentence_weight``: the best of the line's own and its parts' cosines, min-max normalised;
 - ``neighbour_only_weight``: the neighbours' cosines alone, min-max normalised;
 - ``recency_weight``: when the line was said, min-max normalised (the latest 1);
-- ``opener_weight``: for the line that opens a thread, its thread's best score so far (the
-  sum of every feature above), min-max normalised over the threads; 0 for other lines
-  (:mod:`membot.recall.openers`).
+- ``opener_weight``: for the line that opens one of the ``opener_threads`` best threads, its
+  thread's best score so far (the sum of every feature above), min-max normalised over the
+  threads; 0 for other lines (:mod:`membot.recall.openers`).
 
 The last four are 0 in the hand-set ``blend`` and are computed only where weighed (or asked
 for, ``every``). Speakers and the second round read the best lines of the sum so far, so
@@ -158,7 +158,8 @@ def blend_features(
         )
     fused = _added_features(fused, columns, raw, neighbours, option, wanted)
     if _wanted("opener_weight", option, wanted):
-        columns["opener_weight"] = opener_scores(lines, fused)
+        threads = int(option["opener_threads"])
+        columns["opener_weight"] = opener_scores(lines, fused, threads)
         if option["opener_weight"]:
             fused = fused + option["opener_weight"] * columns["opener_weight"]
     if ranker is not None:
