@@ -1,8 +1,9 @@
 """Which LoCoMo questions gain or lose evidence in their first 10 lines when ``blend`` raises
 the lines that open a session (``opener_weight``), and whether a raised opening line did it.
 
-Each question is asked as ``membot eval locomo`` asks it, with the default settings and with
-``--set`` (default ``opener_weight=0.2``); a question whose evidence in the first 10 lines
+Each question is asked as ``membot eval locomo`` asks it, with the opening lines not raised
+(``opener_weight`` 0) and with the default settings (``--set`` changes them, e.g.
+``--set opener_weight=0.2``); a question whose evidence in the first 10 lines
 changes is printed with the lines new there, the sessions' opening lines among them marked.
 docs/recall.md, "The line that opens a thread".
 
@@ -31,8 +32,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NAME=V")
     args = parser.parse_args()
     options = {name: float(value) for name, value in (item.split("=", 1) for item in args.set)}
-    before = settings_for_ranking("blend")
-    after = settings_for_ranking("blend", options or {"opener_weight": 0.2})
+    before = settings_for_ranking("blend", {"opener_weight": 0})
+    after = settings_for_ranking("blend", options)
     by_sample: dict[str, list[LineInput]] = defaultdict(list)
     for line in read_file(args.file, "locomo", DEFAULT_BOT, None).lines:
         by_sample[line.thread.split("/")[0]].append(line)

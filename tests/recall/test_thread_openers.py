@@ -1,5 +1,5 @@
-"""A thread as a unit (``opener_weight``, off by default): the line that opens a thread that
-matches the question is raised by as much as its thread matches."""
+"""A thread as a unit (``opener_weight``): the line that opens one of the best threads is
+raised by as much as its thread matches the question."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def ranking(memory: Memory, **options: float) -> list[int]:
     return ranked_lines(memory.recall_source, settings, QUESTION, scope)
 
 
-def test_the_opener_of_a_matching_thread_is_raised_and_off_changes_nothing(
+def test_the_opener_of_a_matching_thread_is_raised_and_off_leaves_it(
     memory: Memory,
 ) -> None:
     texts = {"walks": ["I adopted a puppy last spring", "Rex chased a ball in the park",
@@ -63,8 +63,9 @@ def test_the_opener_of_a_matching_thread_is_raised_and_off_changes_nothing(
                        created_at=datetime(2026, 3, day, tzinfo=UTC))  # fmt: skip
     opener = next(line.id for line in memory.store.lines(ranking(memory))
                   if line.text == texts["walks"][0])  # fmt: skip
-    assert strategy_named("blend").options["opener_weight"] == 0.0
-    assert ranking(memory, opener_weight=0) == ranking(memory)
-    before, after = ranking(memory).index(opener), ranking(memory, opener_weight=1).index(opener)
+    assert strategy_named("blend").options["opener_weight"] == 0.1
+    off = ranking(memory, opener_weight=0)
+    assert ranking(memory, opener_weight=1, opener_threads=0) == off  # no thread raised
+    before, after = off.index(opener), ranking(memory, opener_weight=1).index(opener)
     assert after < before
     assert after <= 2  # beside the thread's best lines
