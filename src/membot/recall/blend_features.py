@@ -21,9 +21,10 @@ The features, by the option that weighs each (:data:`FEATURES`):
   thread's best score so far (the sum of every feature above), min-max normalised over the
   threads; 0 for other lines (:mod:`membot.recall.openers`).
 
-The last four are 0 in the hand-set ``blend`` and are computed only where weighed (or asked
-for, ``every``). Speakers and the second round read the best lines of the sum so far, so
-they are computed in this order, each after the sum of those before it.
+``sentence_weight``, ``neighbour_only_weight`` and ``recency_weight`` are 0 in the hand-set
+``blend``; each feature is computed only where weighed (or asked for, ``every``). Speakers,
+the second round and the opening lines read the best lines of the sum so far, so they are
+computed in this order, each after the sum of those before it.
 """
 
 from __future__ import annotations
