@@ -34,6 +34,8 @@ OPTIONS = {
         "sentence_weight": 0.0,
         "neighbour_only_weight": 0.0,
         "recency_weight": 0.0,
+        "opener_weight": 0.1,
+        "opener_threads": 5,
         "part_weight": 0.75,
         **KEEP,
         **EXPANSION,

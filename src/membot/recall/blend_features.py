@@ -16,11 +16,15 @@ The features, by the option that weighs each (:data:`FEATURES`):
   (:mod:`membot.recall.second_round`), seeded by the best lines so far;
 - ``sentence_weight``: the best of the line's own and its parts' cosines, min-max normalised;
 - ``neighbour_only_weight``: the neighbours' cosines alone, min-max normalised;
-- ``recency_weight``: when the line was said, min-max normalised (the latest 1).
+- ``recency_weight``: when the line was said, min-max normalised (the latest 1);
+- ``opener_weight``: for the line that opens one of the ``opener_threads`` best threads, its
+  thread's best score so far (the sum of every feature above), min-max normalised over the
+  threads; 0 for other lines (:mod:`membot.recall.openers`).
 
-The last three are 0 in the hand-set ``blend`` and are computed only where weighed (or asked
-for, ``every``). Speakers and the second round read the best lines of the sum so far, so
-they are computed in this order, each after the sum of those before it.
+``sentence_weight``, ``neighbour_only_weight`` and ``recency_weight`` are 0 in the hand-set
+``blend``; each feature is computed only where weighed (or asked for, ``every``). Speakers,
+the second round and the opening lines read the best lines of the sum so far, so they are
+computed in this order, each after the sum of those before it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from membot.recall.bm25 import STOPWORDS, query_terms
+from membot.recall.openers import opener_scores
 from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
 from membot.recall.timeframe import window_of
 
@@ -57,6 +62,7 @@ FEATURES = (
     "sentence_weight",
     "neighbour_only_weight",
     "recency_weight",
+    "opener_weight",
 )
 
 
@@ -152,6 +158,11 @@ def blend_features(
             + option["entity_weight"] * columns["entity_weight"]
         )
     fused = _added_features(fused, columns, raw, neighbours, option, wanted)
+    if _wanted("opener_weight", option, wanted):
+        threads = int(option["opener_threads"])
+        columns["opener_weight"] = opener_scores(lines, fused, threads)
+        if option["opener_weight"]:
+            fused = fused + option["opener_weight"] * columns["opener_weight"]
     if ranker is not None:
         fused = ranker.score(columns)
     lexical_top = set(lexical_order[: int(option["lexical_top"])])

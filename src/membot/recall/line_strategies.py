@@ -139,6 +139,8 @@ class BlendStrategy(ExpandingStrategy):
             "speaker_weight": SPEAKER_WEIGHT,
             **SECOND_ROUND,
             **UNWEIGHED,
+            "opener_weight": 0.1,  # a matching thread's opening line raised (recall/openers.py)
+            "opener_threads": 5,  # ... of this many threads, the best (a whole number)
             "part_weight": PART_WEIGHT,
             **KEEP,
             **EXPANSION,
