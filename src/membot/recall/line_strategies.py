@@ -33,7 +33,7 @@ KEEP = {"lexical_top": 3, "lexical_margin": 0.1}
 # blend's second round (membot.recall.second_round; chosen with --folds, docs/recall.md):
 # the seeds' names and numbers at 0.2; their vectors (pseudo-relevance feedback) off.
 SECOND_ROUND = {"entity_weight": 0.2, "feedback_weight": 0.0, "feedback_seeds": 10}
-WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds"})
+WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds", "opener_threads"})
 SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
 # blend raises a line said by a speaker the new line names (chosen with --folds: docs/recall.md,
