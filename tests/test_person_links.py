@@ -173,6 +173,46 @@ def test_the_store_keeps_only_a_hash_and_logs_no_code(
     assert letters not in dumped
 
 
+@BOTH
+def test_forgetting_a_linked_person_is_all_or_nothing(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ana and their text-message identity are forgotten in one transaction: a failure at
+    the second identity, after the first's rows were deleted, leaves both identities' lines,
+    the link and ana's open code; asking again then removes all of it."""
+    _known(memory, "ana", SMS, "bo")
+    memory.add("my bike lock is 4711", user=SMS, bot="default", thread="t2")
+    code = memory.link_code(user="ana", bot="default", now=NOW).code
+    memory.link_with_code(code, user=SMS, bot="default", now=NOW)
+    open_code = memory.link_code(user="ana", bot="default", now=NOW).code
+    store = memory.store
+    forget_identity = store._forget_identity  # type: ignore[attr-defined]
+    reached = []
+
+    def dies_at_the_second(db: object, person: str, bot: str | None, thread: str | None):
+        removed = forget_identity(db, person, bot, thread)  # deleted, not yet committed
+        reached.append(person)
+        if person == SMS:
+            raise RuntimeError("the process died here")
+        return removed
+
+    monkeypatch.setattr(store, "_forget_identity", dies_at_the_second)
+    with pytest.raises(RuntimeError):
+        memory.forget(user="ana")
+    assert reached == ["ana", SMS]
+    assert [line.text for line in store.history("ana", None, None)] == ["hello from ana"]
+    assert len(store.history(SMS, None, None)) == 2
+    assert memory.linked(user="ana", bot="default").linked == ("ana", SMS)
+    assert store.link_code_taken(code_hash(open_code))
+
+    monkeypatch.undo()
+    assert memory.forget(user="ana") == {"threads": 3, "lines": 3, "summaries": 0}
+    assert store.history("ana", None, None) == store.history(SMS, None, None) == []
+    assert memory.linked(user=SMS, bot="default").linked == (SMS,)
+    assert not store.link_code_taken(code_hash(open_code))
+    assert memory.people("default") == ["bo"]
+
+
 def test_crockford_reading_of_a_typed_code() -> None:
     assert code_hash("k7qf-3m9p") == code_hash("K7QF3M9P") == code_hash(" K7QF 3M9P ")
     assert code_hash("OIL0-0000") == code_hash("0110-0000")

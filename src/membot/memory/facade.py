@@ -648,19 +648,20 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         named ``thread`` (unlike :meth:`add` and :meth:`search`, whose ``bot`` defaults to
         the default bot). Without ``thread``, every identity linked with the person by a bot
         it reaches (:mod:`membot.memory.person_links`) is forgotten with it, with the links
-        and link codes. Returns counts of what was removed (``threads``, ``lines``, ...)."""
+        and link codes, in one transaction: all of them or, where it fails, none. Returns
+        counts of what was removed (``threads``, ``lines``, ...)."""
         from membot.memory.forgetting import derived_texts, drop_removed
 
         owners = identities(self.store, user, bot) if thread is None else [(user, bot)]
         texts: list[str] = []
-        removed: dict[str, int] = {}
-        for person, each in owners:  # the links are read before the first forget ends them
+        for person, each in owners:
             history = self.store.history(person, each, thread)
             summaries = [s for s in self.store.summaries(person, each)
                          if thread in (None, s.thread)]  # fmt: skip
             texts += derived_texts(history, summaries, self.window_shapes())
-            for name, count in self.store.forget(person, each, thread).items():
-                removed[name] = removed.get(name, 0) + count
+        # One transaction for the whole group: a forget cut short leaves every identity and
+        # the links between them, so asking again reaches them all.
+        removed = self.store.forget_identities(owners, thread)
         try:
             drop_removed(self.recall_source, self.embedder, texts)
         finally:

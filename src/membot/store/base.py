@@ -582,8 +582,8 @@ class CodeEntry:
 
 
 class LinkStore(Protocol):
-    """Identities of one bot linked as one person, and the hashed codes that link them
-    (``membot.store.links``)."""
+    """Identities of one bot linked as one person, the hashed codes that link them
+    (``membot.store.links``), and forgetting such a person whole."""
 
     def link_group(self, bot_id: int, person_id: int) -> tuple[int, ...]: ...
     def linked_people(self, bot: str, person: str) -> tuple[str, ...]: ...
@@ -611,6 +611,11 @@ class LinkStore(Protocol):
         per: timedelta,
     ) -> CodeEntry: ...
     def unlink_person(self, bot: str, person: str) -> None: ...
+    def forget_identities(
+        self, identities: Sequence[tuple[str, str | None]], thread: str | None = None
+    ) -> dict[str, int]:
+        """``LineStore.forget`` each (person, bot) identity, in one transaction: all or none."""
+        ...
 
 
 class TurnStore(Protocol):

@@ -523,41 +523,56 @@ class SqlStore(StoreExtras, StoreKeys, StoreLinks, SmsState):
         """Remove a person's threads (or one), with lines, vectors, lexical rows, buffers and
         the summaries made from them; with all of them, the person's links, link codes and
         failed code entries with the bot (every bot where ``bot`` is None)."""
-        where, params = owner_filter(person, bot, thread)
+        return self.forget_identities([(person, bot)], thread)
+
+    def forget_identities(
+        self, identities: Sequence[tuple[str, str | None]], thread: str | None = None
+    ) -> dict[str, int]:
+        """:meth:`forget` each (person, bot) identity, all in one transaction: a person linked
+        across channels is forgotten whole or, where it fails partway, not at all (the links
+        that lead to the other identities stay, so asking again reaches them all)."""
+        removed = {"threads": 0, "lines": 0, "summaries": 0}
         with self._write() as db:
             changes = self._changes(db)
-            if thread is None:
-                self._forget_links(db, person, bot)
-            found = self._run(
-                db,
-                "SELECT t.id, t.bot_id FROM threads t JOIN bots b ON b.id = t.bot_id "
-                f"JOIN people p ON p.id = t.person_id WHERE {where}",
-                params,
-            ).fetchall()
-            thread_ids = [thread_id for thread_id, _ in found]
-            lines = summaries = 0
-            if thread_ids:
-                among, ids = self.dialect.in_list("thread_id", thread_ids)
-                (lines,) = self._run(
-                    db, f"SELECT COUNT(*) FROM lines WHERE {among}", ids
-                ).fetchone()
-                (summaries,) = self._run(
-                    db, f"SELECT COUNT(*) FROM memories WHERE {among}", ids
-                ).fetchone()
-                self._retire_line_ids(db)
-                among, ids = self.dialect.in_list("id", thread_ids)
-                self._run(db, f"DELETE FROM threads WHERE {among}", ids)
-                # A person with nothing left is forgotten too, name included.
-                self._run(
-                    db,
-                    "DELETE FROM people WHERE name = ? AND NOT EXISTS "
-                    "(SELECT 1 FROM threads t WHERE t.person_id = people.id)",
-                    (person,),
-                )
-                self._bump_generation(db, {bot_id for _, bot_id in found})
-            if thread is None:
-                self._forget_sms(db, person, bot)
+            for person, bot in identities:
+                for name, count in self._forget_identity(db, person, bot, thread).items():
+                    removed[name] += count
             self._removed(db, self._changes(db) != changes)
+        return removed
+
+    def _forget_identity(
+        self, db: Any, person: str, bot: str | None, thread: str | None
+    ) -> dict[str, int]:
+        where, params = owner_filter(person, bot, thread)
+        if thread is None:
+            self._forget_links(db, person, bot)
+        found = self._run(
+            db,
+            "SELECT t.id, t.bot_id FROM threads t JOIN bots b ON b.id = t.bot_id "
+            f"JOIN people p ON p.id = t.person_id WHERE {where}",
+            params,
+        ).fetchall()
+        thread_ids = [thread_id for thread_id, _ in found]
+        lines = summaries = 0
+        if thread_ids:
+            among, ids = self.dialect.in_list("thread_id", thread_ids)
+            (lines,) = self._run(db, f"SELECT COUNT(*) FROM lines WHERE {among}", ids).fetchone()
+            (summaries,) = self._run(
+                db, f"SELECT COUNT(*) FROM memories WHERE {among}", ids
+            ).fetchone()
+            self._retire_line_ids(db)
+            among, ids = self.dialect.in_list("id", thread_ids)
+            self._run(db, f"DELETE FROM threads WHERE {among}", ids)
+            # A person with nothing left is forgotten too, name included.
+            self._run(
+                db,
+                "DELETE FROM people WHERE name = ? AND NOT EXISTS "
+                "(SELECT 1 FROM threads t WHERE t.person_id = people.id)",
+                (person,),
+            )
+            self._bump_generation(db, {bot_id for _, bot_id in found})
+        if thread is None:
+            self._forget_sms(db, person, bot)
         return {"threads": len(thread_ids), "lines": lines, "summaries": summaries}
 
     def forget_line(self, line_id: int) -> bool:
