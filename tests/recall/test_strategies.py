@@ -39,6 +39,11 @@ OPTIONS = {
         "part_weight": 0.75,
         **KEEP,
         **EXPANSION,
+        "thread_penalty": 0.0,
+        "near_penalty": 0.0,
+        "near_lines": 3,
+        "many_only": 0,
+        "many_decay": 1.0,
     },
     "bm25": {**KEEP, **EXPANSION},
     "prune": {},
@@ -84,7 +89,7 @@ def test_membot_registers_its_strategies_with_their_options() -> None:
     assert strategy_names() == tuple(OPTIONS)
     assert membot.strategy_options() == OPTIONS
     assert strategy_named("hybrid").whole_numbers == {"lexical_top"}
-    assert strategy_named("blend").switches == {"partners_only"}
+    assert strategy_named("blend").switches == {"partners_only", "many_only"}
 
 
 def test_a_registered_strategy_recalls_for_a_turn_and_a_preview(

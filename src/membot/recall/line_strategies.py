@@ -17,6 +17,7 @@ from membot.index.scope import PART_WEIGHT, Scope
 from membot.model import Line
 from membot.recall.blend_features import blend_features
 from membot.recall.bm25 import query_terms
+from membot.recall.diversity import DIVERSITY, block_decay, spread_for, spread_out
 from membot.recall.fitted_ranker import FittedRanker
 from membot.recall.lines import Hit, expand_neighbors
 from membot.recall.strategies import Choice, Question, option_values
@@ -33,14 +34,17 @@ KEEP = {"lexical_top": 3, "lexical_margin": 0.1}
 # blend's second round (membot.recall.second_round; chosen with --folds, docs/recall.md):
 # the seeds' names and numbers at 0.2; their vectors (pseudo-relevance feedback) off.
 SECOND_ROUND = {"entity_weight": 0.2, "feedback_weight": 0.0, "feedback_seeds": 10}
-WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds", "opener_threads"})
-SWITCHES = frozenset({"partners_only"})  # 1 (on) or 0 (off)
+WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds", "opener_threads", "near_lines"})
+SWITCHES = frozenset({"partners_only", "many_only"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
 # blend raises a line said by a speaker the new line names (chosen with --folds: docs/recall.md,
 # "Lines said by the person asked about"; membot.recall.blend_features).
 SPEAKER_WEIGHT = 0.1
 # Features the hand-set blend weighs 0 (membot.recall.blend_features): a fitted ranker may not.
 UNWEIGHED = {"sentence_weight": 0.0, "neighbour_only_weight": 0.0, "recency_weight": 0.0}
+# blend's matches from more threads (membot.recall.diversity): measured with --folds and left
+# off (docs/recall.md, "Matches from more sessions").
+SPREAD = DIVERSITY
 
 
 class ExpandingStrategy:
@@ -64,12 +68,16 @@ class ExpandingStrategy:
         """The kept matches, best first, each with the score it is ordered by."""
         raise NotImplementedError
 
+    def block_decay(self, option: Mapping[str, float], question: Question) -> float:
+        """How a match's block lines are ordered after it (``neighbour_decay``)."""
+        return option["neighbour_decay"]
+
     def choose(
         self, source: RecallSource, settings: BotSettings, question: Question
     ) -> list[Choice]:
         ordered = self.ordered(source, settings, question)
         option = option_values(self, settings)
-        partners_only, decay = bool(option["partners_only"]), option["neighbour_decay"]
+        partners_only, decay = bool(option["partners_only"]), self.block_decay(option, question)
         hits = [hit for hit, _ in ordered]
         blocks = _blocks(source, hits, settings, question.scope, partners_only)
         return [
@@ -144,6 +152,7 @@ class BlendStrategy(ExpandingStrategy):
             "part_weight": PART_WEIGHT,
             **KEEP,
             **EXPANSION,
+            **SPREAD,
         }
     )
 
@@ -151,6 +160,9 @@ class BlendStrategy(ExpandingStrategy):
         self, source: RecallSource, settings: BotSettings, question: Question
     ) -> list[tuple[Hit, float]]:
         return _blended(source, settings, question, option_values(self, settings))
+
+    def block_decay(self, option: Mapping[str, float], question: Question) -> float:
+        return block_decay(option, question.line)
 
 
 class FittedBlendStrategy(BlendStrategy):
@@ -286,4 +298,4 @@ def _blended(
             kept.append((hit, float(fused[index])))
             if len(kept) == settings.max_matches:
                 break
-    return kept
+    return spread_out(kept, spread_for(option, question.line))
