@@ -8,7 +8,8 @@ LoCoMo questions in a new thread; the LLM is the scripted fake answering with th
 so replies have a realistic length. The turn embedder has no cache: every line is really
 embedded, as on a live chat.
 
-    .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--strategy blend] [--set NAME=V] [--json]
+    .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--strategy blend] [--json]
+        [--set NAME=V]  # a strategy option, repeatable
 """
 
 from __future__ import annotations

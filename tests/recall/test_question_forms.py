@@ -35,6 +35,7 @@ TEXTS = ["Melanie: I painted a sunset last week", "Caroline: the weather was gre
         ("What kind of art does Caroline make?", "art Caroline make"),
         ("How long ago was Caroline's birthday?", "Caroline's birthday"),
         ("Is Melanie a painter", "Melanie a painter"),
+        ("What book recommendation did Tim give?", "book recommendation Tim give"),
     ],
 )
 def test_a_question_becomes_a_statement(line: str, form: str) -> None:

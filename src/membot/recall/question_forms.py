@@ -29,6 +29,8 @@ AUXILIARIES = frozenset(
         "will", "would", "can", "could", "should", "shall", "may", "might", "must",
     }
 )  # fmt: skip
+# How far after the wh-phrase the question's auxiliary is looked for, in words.
+AUXILIARY_REACH = 4
 # Words after "how" that belong to the wh-phrase ("how many", "how long ago").
 _HOW_WORDS = frozenset({"many", "much", "long", "often", "old", "far", "ago", "soon", "come"})
 # Words that mean nothing in a statement: "kind of", "type of" after "what".
@@ -74,11 +76,13 @@ def statement_form(line: str) -> str | None:
         start = 1
         while start < len(words) and words[start].casefold() in _FILLERS:
             start += 1
-    rest = [
-        word
-        for at, word in enumerate(words)
-        if at >= start and not (word.casefold() in AUXILIARIES and at <= start + 1)
-    ]
+    rest = words[start:]
+    # The auxiliary of the question: the first within a few words of the wh-phrase ("What
+    # book recommendation did Tim give" -> "book recommendation Tim give").
+    for at, word in enumerate(rest[:AUXILIARY_REACH]):
+        if word.casefold() in AUXILIARIES:
+            del rest[at]
+            break
     return _changed(" ".join(rest), line)
 
 
