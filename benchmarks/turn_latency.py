@@ -9,6 +9,7 @@ so replies have a realistic length. The turn embedder has no cache: every line i
 embedded, as on a live chat.
 
     .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--strategy blend] [--json]
+        [--set NAME=V]  # a strategy option, repeatable
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from membot.memory.importers import read_file
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
-def build_store(db: Path, strategy: str | None = None) -> int:
+def build_store(
+    db: Path, strategy: str | None = None, options: dict[str, str] | None = None
+) -> int:
     """Import the LoCoMo dev conversations (embeddings from the user's cache when present)."""
     memory = Memory(db)
     plan = read_file(LOCOMO, "locomo", "bench", None)
@@ -42,7 +45,10 @@ def build_store(db: Path, strategy: str | None = None) -> int:
     added = memory.add_many(plan.lines)
     print(f"imported {added} lines in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     memory.configure_bot(
-        "bench", share_across_people=True, **({"strategy": strategy} if strategy else {})
+        "bench",
+        share_across_people=True,
+        **({"strategy": strategy} if strategy else {}),
+        **{f"strategy.{name}": value for name, value in (options or {}).items()},
     )
     memory.close()
     return added
@@ -54,10 +60,10 @@ def questions(count: int) -> list[tuple[str, str]]:
     return pairs[:count]
 
 
-def run(turns: int, strategy: str | None = None) -> dict:
+def run(turns: int, strategy: str | None = None, options: dict[str, str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.db"
-        lines = build_store(db, strategy)
+        lines = build_store(db, strategy, options)
         memory = Memory(db, embedder=default_embedder())  # no cache: real embedding cost
         memory.warm_up()
         asked = questions(turns)
@@ -76,10 +82,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--strategy", help="the bot's recall strategy (default: the default)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=V", help="a strategy option"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     announce()
-    report = run(args.turns, args.strategy)
+    options = dict(item.split("=", 1) for item in args.set)
+    report = run(args.turns, args.strategy, options)
     if args.json:
         print(json.dumps(report, indent=2))
         return

@@ -37,6 +37,8 @@ OPTIONS = {
         "opener_weight": 0.1,
         "opener_threads": 5,
         "part_weight": 0.75,
+        "statement_weight": 0.0,
+        "statement_max": 1,
         **KEEP,
         **EXPANSION,
         "thread_penalty": 0.0,
@@ -89,7 +91,7 @@ def test_membot_registers_its_strategies_with_their_options() -> None:
     assert strategy_names() == tuple(OPTIONS)
     assert membot.strategy_options() == OPTIONS
     assert strategy_named("hybrid").whole_numbers == {"lexical_top"}
-    assert strategy_named("blend").switches == {"partners_only", "many_only"}
+    assert strategy_named("blend").switches == {"partners_only", "many_only", "statement_max"}
 
 
 def test_a_registered_strategy_recalls_for_a_turn_and_a_preview(

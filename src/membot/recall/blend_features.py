@@ -21,6 +21,10 @@ The features, by the option that weighs each (:data:`FEATURES`):
   thread's best score so far (the sum of every feature above), min-max normalised over the
   threads; 0 for other lines (:mod:`membot.recall.openers`).
 
+Before any of them, ``statement_weight`` (0: off) mixes into each line's cosine (and its
+parts') its cosine with the question in the form of its answer
+(:mod:`membot.recall.question_forms`; ``statement_max``: never lowered).
+
 ``sentence_weight``, ``neighbour_only_weight`` and ``recency_weight`` are 0 in the hand-set
 ``blend``; each feature is computed only where weighed (or asked for, ``every``). Speakers,
 the second round and the opening lines read the best lines of the sum so far, so they are
@@ -38,6 +42,7 @@ import numpy as np
 
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.openers import opener_scores
+from membot.recall.question_forms import with_statement
 from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
 from membot.recall.timeframe import window_of
 
@@ -114,6 +119,9 @@ def blend_features(
     ``option``, or with ``ranker``, its score of them (``every``: each feature of
     :data:`EVERY` computed, also those weighed 0); None for an empty scope."""
     raw = source.scored(question.vector, question.scope)
+    if option["statement_weight"]:
+        highest = bool(option["statement_max"])
+        raw = with_statement(source, question, raw, option["statement_weight"], highest)
     lines = raw.with_parts(option["part_weight"])
     if not len(lines.ids):
         return None

@@ -35,13 +35,15 @@ KEEP = {"lexical_top": 3, "lexical_margin": 0.1}
 # the seeds' names and numbers at 0.2; their vectors (pseudo-relevance feedback) off.
 SECOND_ROUND = {"entity_weight": 0.2, "feedback_weight": 0.0, "feedback_seeds": 10}
 WHOLE_NUMBERS = frozenset({"lexical_top", "feedback_seeds", "opener_threads", "near_lines"})
-SWITCHES = frozenset({"partners_only", "many_only"})  # 1 (on) or 0 (off)
+SWITCHES = frozenset({"partners_only", "many_only", "statement_max"})  # 1 (on) or 0 (off)
 LEXICAL_DEPTH = 50  # BM25 candidates read per turn by hybrid and bm25
 # blend raises a line said by a speaker the new line names (chosen with --folds: docs/recall.md,
 # "Lines said by the person asked about"; membot.recall.blend_features).
 SPEAKER_WEIGHT = 0.1
 # Features the hand-set blend weighs 0 (membot.recall.blend_features): a fitted ranker may not.
 UNWEIGHED = {"sentence_weight": 0.0, "neighbour_only_weight": 0.0, "recency_weight": 0.0}
+# A question's cosines mixed with its statement form's (membot.recall.question_forms): off.
+STATEMENT = {"statement_weight": 0.0, "statement_max": 1}
 # blend's matches from more threads (membot.recall.diversity): measured with --folds and left
 # off (docs/recall.md, "Matches from more sessions").
 SPREAD = DIVERSITY
@@ -150,6 +152,7 @@ class BlendStrategy(ExpandingStrategy):
             "opener_weight": 0.1,  # a matching thread's opening line raised (recall/openers.py)
             "opener_threads": 5,  # ... of this many threads, the best (a whole number)
             "part_weight": PART_WEIGHT,
+            **STATEMENT,
             **KEEP,
             **EXPANSION,
             **SPREAD,
