@@ -78,8 +78,8 @@ def recalled(conversation: str, limit: int) -> list[tuple[Any, list[Block]]]:
     return found
 
 
-def written(block: Block, form: str, near: int | None, question: str = "",
-            chat: bool = True, long: int = 0) -> str:  # fmt: skip
+def written(block: Block, form: str, near: int | None, question: str = "", chat: bool = True,
+            long: int = 0, mark: str = "", date: str = "day") -> str:  # fmt: skip
     lines = block.lines
     if near is not None and block.matched_seqs and len(lines) > long:
         wanted = {seq + step for seq in block.matched_seqs for step in range(-near, near + 1)}
@@ -89,13 +89,17 @@ def written(block: Block, form: str, near: int | None, question: str = "",
                       if line.seq in block.matched_seqs
                       or not chit_chat(line.text, question, names(block))
                       ) or lines  # fmt: skip
-    day = lines[0].created_at.strftime("%-d %B %Y")
     if form == "transcript":
         said = [f"{one_line(line.speaker or 'HUMAN')}: {one_line(line.text)}" for line in lines]
     else:
         said = [f'{one_line(line.speaker or "HUMAN")} said: "{one_line(line.text)}"'
                 for line in lines]  # fmt: skip
-    return "\n".join([f"On {day}:", *map(escape, said)])
+    if mark:  # the matched lines marked
+        said = [f"{mark}{text}" if line.seq in block.matched_seqs else text
+                for line, text in zip(lines, said, strict=True)]  # fmt: skip
+    opening = {"day": "On %-d %B %Y:", "month": "In %B %Y:", "none": ""}[date]
+    heading = [lines[0].created_at.strftime(opening)] if opening else []
+    return "\n".join([*heading, *map(escape, said)])
 
 
 GREETING = re.compile(
@@ -157,6 +161,9 @@ def layout(
     long: int = 0,
     chat: bool = True,
     focus: str = "",
+    mark: str = "",
+    date: str = "day",
+    example: str = "",
 ) -> Callable[..., Any]:
     def messages(question: str, blocks: list[Block]) -> tuple[list[dict[str, str]], str]:
         chosen = sorted(blocks, key=lambda block: -block.score)[:count]
@@ -165,7 +172,7 @@ def layout(
                                                        -block.score))[:count]  # fmt: skip
         if best_last:
             chosen.reverse()
-        memories = "\n\n".join(written(block, form, near, question, chat, long)
+        memories = "\n\n".join(written(block, form, near, question, chat, long, mark, date)
                                  for block in chosen)  # fmt: skip
         if focus and (line := focus_line(chosen, question)) is not None:
             said = escape(f'{one_line(line.speaker or "HUMAN")} said: "{one_line(line.text)}"')
@@ -177,13 +184,23 @@ def layout(
         if in_system:  # the memories and the instruction in the system message
             system += f"\nMemories:\n{memories}\n\n{instruction.replace('above', 'below')}"
             system = system.replace("memories below", "memories above")
+            if example == "first":
+                system = system.replace("\nMemories:", f"\n{EXAMPLE}\nMemories:", 1)
+            elif example:
+                system += f"\n{EXAMPLE}"
             user = question
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], memories
 
     return messages
 
 
-SMALL = {"in_system": True}  # the layout a bot uses (membot.turn.small_prompt)
+# A made-up memory, question and answer (no benchmark's), showing a phrase copied out
+EXAMPLE = (
+    'For example, given the memory Tom said: "We adopted a beagle puppy called Rusty last '
+    'week!", the question "What breed is Tom\'s dog?" is answered "Tom\'s dog is a beagle."'
+)
+SMALL = {"in_system": True}  # the layout a bot used until pick-words (membot.turn.small_prompt)
+PICK = {"in_system": True, "pick": "words"}  # the layout a bot uses
 LAYOUTS = {
     "transcript": layout(form="transcript"),
     "said": layout(),
@@ -211,7 +228,57 @@ LAYOUTS = {
     "pick-trim-focus": layout(
         **SMALL, pick="words", near=1, long=5, focus="Most like the question:"
     ),
+    # issue 31 item 5, second round: decoding, a worked example, a primed reply, the form
+    "pick-greedy": layout(**PICK),
+    "pick-penalty-1.0": layout(**PICK),
+    "pick-penalty-1.1": layout(**PICK),
+    "pick-penalty-1.3": layout(**PICK),
+    "pick-greedy-1.1": layout(**PICK),
+    "pick-example": layout(**PICK, example="last"),
+    "pick-example-first": layout(**PICK, example="first"),
+    "pick-primed-name": layout(**PICK),
+    "pick-primed-remember": layout(**PICK),
+    "pick-mark": layout(**PICK, mark="* "),
+    "pick-month": layout(**PICK, date="month"),
+    "pick-no-date": layout(**PICK, date="none"),
+    "pick-best-first": layout(**PICK, best_last=False),
 }
+# Sampling other than the bundled model's (temperature 0.2, repeat penalty 1.2)
+DECODING = {
+    "pick-greedy": {"temperature": 0.0},
+    "pick-penalty-1.0": {"repeat_penalty": 1.0},
+    "pick-penalty-1.1": {"repeat_penalty": 1.1},
+    "pick-penalty-1.3": {"repeat_penalty": 1.3},
+    "pick-greedy-1.1": {"temperature": 0.0, "repeat_penalty": 1.1},
+}
+
+
+def named(question: str, blocks: list[Block]) -> str:
+    """The first speaker's name the question holds, as written there ("Caroline's")."""
+    speakers = {line.speaker for block in blocks for line in block.lines if line.speaker}
+    for word in question.rstrip("?").split():
+        if word.removesuffix("'s").removesuffix("’s") in speakers:
+            return word
+    return ""
+
+
+# The reply started for the model, which goes on from there
+PRIMERS: dict[str, Callable[[str, list[Block]], str]] = {
+    "pick-primed-name": named,
+    "pick-primed-remember": lambda question, blocks: "From what I remember,",
+}
+
+
+def primed(model: Any, messages: list[dict[str, str]], start: str, settings: dict[str, float]
+           ) -> str:  # fmt: skip
+    """The model's reply to ``messages`` begun with ``start``: the chat template's text (the
+    model's own ChatML) with the assistant's turn opened and ``start`` written in it."""
+    from membot.llm.bundled import STOP
+
+    prompt = "".join(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n"
+                     for message in messages) + f"<|im_start|>assistant\n{start}"  # fmt: skip
+    result = model.create_completion(prompt, max_tokens=REPLY_TOKENS, stop=STOP, **settings)
+    return (start + result["choices"][0]["text"]).strip()
 
 
 def fallback(reply: str, memories: str, question: str, line: Any) -> str:
@@ -252,7 +319,18 @@ def main() -> None:
             # The same draw for a question under every layout: llama-cpp-python seeds each
             # reply from the last one's seed, so a question's draw would follow its place.
             model.set_seed(place + 1)
-            raw = llm.complete(messages, REPLY_TOKENS)
+            settings = {
+                "temperature": BundledSmolLM2.temperature,
+                "repeat_penalty": BundledSmolLM2.repeat_penalty,
+                **DECODING.get(name, {}),
+            }
+            start = PRIMERS[name](question.text, blocks) if name in PRIMERS else ""
+            if start:
+                raw = primed(model, messages, start, settings)
+            else:
+                llm.temperature = settings["temperature"]
+                llm.repeat_penalty = settings["repeat_penalty"]
+                raw = llm.complete(messages, REPLY_TOKENS)
             speakers = {line.speaker for block in blocks for line in block.lines if line.speaker}
             context = ReplyContext.of("AI", "HUMAN", speakers, question.text)
             reply = clean_reply(raw, context).text

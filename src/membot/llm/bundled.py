@@ -80,6 +80,10 @@ class BundledSmolLM2:
     # prompt held for 3 questions of 27 and wrote the transcript on in 36 replies of 50; bots
     # using it get the short prompt of membot.turn.small_prompt (docs/answers.md).
     reads_long_prompts = False
+    # Sampling: a little randomness, and repeated tokens penalised (a tiny model loops).
+    # Instance settings, so a benchmark can try others on one loaded model.
+    temperature = 0.2
+    repeat_penalty = 1.2
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
@@ -136,8 +140,8 @@ class BundledSmolLM2:
             return model.create_chat_completion(
                 messages=said,
                 max_tokens=max_tokens,
-                temperature=0.2,
-                repeat_penalty=1.2,
+                temperature=self.temperature,
+                repeat_penalty=self.repeat_penalty,
                 stop=STOP,
                 stream=stream,
                 response_format=response_format,
