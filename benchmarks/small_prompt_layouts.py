@@ -301,10 +301,31 @@ def main() -> None:
     )
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--show", action="store_true", help="print every reply")
+    parser.add_argument(
+        "--shown-only",
+        action="store_true",
+        help="ask only the questions whose memories, as pick-words lays them out, hold the "
+        "answer (each keeps its place's seed, so its replies are those of a whole run)",
+    )
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        help="print the rows of each conversation's questions up to place SPLIT and of those "
+        "after apart (e.g. --limit 30 --skip 10 --split 20: 11-20 and 21-30)",
+    )
     args = parser.parse_args()  # fmt: skip
     announce()
-    questions = [found for conversation in args.conversation.split(",")
-                 for found in recalled(conversation, args.limit)[args.skip:]]  # fmt: skip
+    questions: list[tuple[Any, list[Block]]] = []
+    places: list[int] = []  # each question's place in its conversation's list, from 1
+    for conversation in args.conversation.split(","):
+        found = recalled(conversation, args.limit)[args.skip :]
+        questions += found
+        places += range(args.skip + 1, args.skip + 1 + len(found))
+    # Each question's seed: its place in the run, or with --split in the run of its slice
+    # alone (so a slice's replies are those of --limit SPLIT, or of --skip SPLIT)
+    parts = [bool(args.split) and spot > args.split for spot in places]
+    seeds = [parts[:index].count(part) + 1 for index, part in enumerate(parts)]
     llm = BundledSmolLM2()
     model = llm._load()
     print(
@@ -315,10 +336,14 @@ def main() -> None:
     for name in args.layouts.split(","):
         started, rows = time.perf_counter(), []
         for place, (question, blocks) in enumerate(questions):
+            if args.shown_only and not contained(
+                LAYOUTS["pick-words"](question.text, blocks)[1], question.answer, 4
+            ):
+                continue
             messages, memories = LAYOUTS[name](question.text, blocks)
             # The same draw for a question under every layout: llama-cpp-python seeds each
             # reply from the last one's seed, so a question's draw would follow its place.
-            model.set_seed(place + 1)
+            model.set_seed(seeds[place])
             settings = {
                 "temperature": BundledSmolLM2.temperature,
                 "repeat_penalty": BundledSmolLM2.repeat_penalty,
@@ -341,16 +366,25 @@ def main() -> None:
             rows.append({"f1": locomo_f1(reply, answer, 4), "said": contained(reply, answer, 4),
                          "recalled": contained(recalled_text, answer, 4),
                          "shown": contained(memories, answer, 4), "artefact": flagged,
-                         "fallback": contained(quoted, answer, 4)})  # fmt: skip
+                         "fallback": contained(quoted, answer, 4),
+                         "place": places[place]})  # fmt: skip
             if args.show:
                 print(json.dumps({"id": question.id, "layout": name, "raw": raw, "reply": reply,
                                   **rows[-1]}))  # fmt: skip
-        print(f"| {name} | {len(rows)} | {sum(row['f1'] for row in rows) / len(rows):.3f} | "
-              f"{total(rows, 'said')} | {total(rows, 'recalled')} | "
-              f"{total(rows, 'said', 'recalled')} | {total(rows, 'shown')} | "
-              f"{total(rows, 'said', 'shown')} | {total(rows, 'artefact')} | "
-              f"{total(rows, 'fallback', 'recalled')} | {time.perf_counter() - started:.0f} |",
-              flush=True)  # fmt: skip
+        seconds = time.perf_counter() - started
+        slices = {name: rows}
+        if args.split:  # the rows of places up to SPLIT, and of those after, apart
+            slices = {f"{name}, {first}-{last}": part for first, last, part in (
+                (args.skip + 1, args.split, [row for row in rows if row["place"] <= args.split]),
+                (args.split + 1, args.limit, [row for row in rows if row["place"] > args.split]),
+            ) if part}  # fmt: skip
+        for label, part in slices.items():
+            print(f"| {label} | {len(part)} | {sum(row['f1'] for row in part) / len(part):.3f} | "
+                  f"{total(part, 'said')} | {total(part, 'recalled')} | "
+                  f"{total(part, 'said', 'recalled')} | {total(part, 'shown')} | "
+                  f"{total(part, 'said', 'shown')} | {total(part, 'artefact')} | "
+                  f"{total(part, 'fallback', 'recalled')} | {seconds:.0f} |",
+                  flush=True)  # fmt: skip
 
 
 def total(rows: list[dict[str, Any]], key: str, among: str = "") -> int:
