@@ -243,7 +243,9 @@ LAYOUTS = {
     "pick-no-date": layout(**PICK, date="none"),
     "pick-best-first": layout(**PICK, best_last=False),
 }
-# Sampling other than the bundled model's (temperature 0.2, repeat penalty 1.2)
+# Each layout's sampling: the bundled model's until issue 31 item 5's second round (a repeat
+# penalty of 1.2; since then a plain reply has none, as pick-penalty-1.0), or other
+SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
 DECODING = {
     "pick-greedy": {"temperature": 0.0},
     "pick-penalty-1.0": {"repeat_penalty": 1.0},
@@ -344,11 +346,7 @@ def main() -> None:
             # The same draw for a question under every layout: llama-cpp-python seeds each
             # reply from the last one's seed, so a question's draw would follow its place.
             model.set_seed(seeds[place])
-            settings = {
-                "temperature": BundledSmolLM2.temperature,
-                "repeat_penalty": BundledSmolLM2.repeat_penalty,
-                **DECODING.get(name, {}),
-            }
+            settings = {**SAMPLING, **DECODING.get(name, {})}
             start = PRIMERS[name](question.text, blocks) if name in PRIMERS else ""
             if start:
                 raw = primed(model, messages, start, settings)

@@ -80,10 +80,14 @@ class BundledSmolLM2:
     # prompt held for 3 questions of 27 and wrote the transcript on in 36 replies of 50; bots
     # using it get the short prompt of membot.turn.small_prompt (docs/answers.md).
     reads_long_prompts = False
-    # Sampling: a little randomness, and repeated tokens penalised (a tiny model loops).
-    # Instance settings, so a benchmark can try others on one loaded model.
+    # Sampling, as instance settings (a benchmark tries others on one loaded model): a little
+    # randomness; no penalty on repeated tokens in a plain reply, whose answer is words of a
+    # memory or of the question (a penalty of 1.2 pushed them away: with the small prompt on
+    # LoCoMo it said 13 of 26 answers in context, none at 15; docs/answers.md); held to a
+    # grammar, the penalty of 1.2 it was measured with (benchmarks/reply_shape.py).
     temperature = 0.2
-    repeat_penalty = 1.2
+    repeat_penalty = 1.0
+    schema_repeat_penalty = 1.2
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
@@ -141,7 +145,7 @@ class BundledSmolLM2:
                 messages=said,
                 max_tokens=max_tokens,
                 temperature=self.temperature,
-                repeat_penalty=self.repeat_penalty,
+                repeat_penalty=self.schema_repeat_penalty if schema else self.repeat_penalty,
                 stop=STOP,
                 stream=stream,
                 response_format=response_format,
