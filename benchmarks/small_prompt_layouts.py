@@ -15,11 +15,15 @@ a colon, a tag, or "…response:"; *said with fallback*, said when a reply namin
 the memories outside the question is replaced by the matched line most like the question.
 
     .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26,conv-30]
-        [--limit 20] [--skip 10] [--layouts transcript,said,said-near,...] [--show]
+        [--limit 20] [--skip 10] [--split 20] [--layouts transcript,said,...] [--show]
+        [--shown-only]
 
 ``--skip`` leaves out each conversation's first questions of the ``--limit``: choose on
-``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is
-``said-in-system`` (``membot.turn.small_prompt``); the others are written out here only.
+``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is ``pick-words``
+(``membot.turn.small_prompt``), sampled as ``pick-penalty-1.0`` (the bundled model's plain
+replies have no repeat penalty since issue 31 item 5's second round); the others are written
+out here only. A layout samples as the bundled model did before that round (temperature 0.2,
+repeat penalty 1.2) unless ``DECODING`` says otherwise.
 """
 
 from __future__ import annotations
@@ -233,15 +237,11 @@ LAYOUTS = {
     "pick-penalty-1.0": layout(**PICK),
     "pick-penalty-1.1": layout(**PICK),
     "pick-penalty-1.3": layout(**PICK),
-    "pick-greedy-1.1": layout(**PICK),
     "pick-example": layout(**PICK, example="last"),
     "pick-example-first": layout(**PICK, example="first"),
     "pick-primed-name": layout(**PICK),
-    "pick-primed-remember": layout(**PICK),
     "pick-mark": layout(**PICK, mark="* "),
     "pick-month": layout(**PICK, date="month"),
-    "pick-no-date": layout(**PICK, date="none"),
-    "pick-best-first": layout(**PICK, best_last=False),
 }
 # Each layout's sampling: the bundled model's until issue 31 item 5's second round (a repeat
 # penalty of 1.2; since then a plain reply has none, as pick-penalty-1.0), or other
@@ -251,7 +251,6 @@ DECODING = {
     "pick-penalty-1.0": {"repeat_penalty": 1.0},
     "pick-penalty-1.1": {"repeat_penalty": 1.1},
     "pick-penalty-1.3": {"repeat_penalty": 1.3},
-    "pick-greedy-1.1": {"temperature": 0.0, "repeat_penalty": 1.1},
 }
 
 
@@ -267,7 +266,6 @@ def named(question: str, blocks: list[Block]) -> str:
 # The reply started for the model, which goes on from there
 PRIMERS: dict[str, Callable[[str, list[Block]], str]] = {
     "pick-primed-name": named,
-    "pick-primed-remember": lambda question, blocks: "From what I remember,",
 }
 
 
