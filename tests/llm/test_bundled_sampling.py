@@ -1,5 +1,5 @@
-"""How the bundled SmolLM2 samples: no penalty on repeated tokens in a plain reply (its answer
-is words of a memory), the penalty it was measured with when held to a grammar."""
+"""How the bundled SmolLM2 samples: its instance settings are what llama.cpp is asked with (a
+benchmark tries others on one loaded model), and by default repeated tokens are penalised."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from membot.turn.relevance import VERDICT_SCHEMA
 pytestmark = pytest.mark.slow
 
 
-def test_a_plain_reply_repeats_freely_and_a_json_one_keeps_the_penalty() -> None:
+def test_the_instances_sampling_settings_reach_the_model() -> None:
     llm = BundledSmolLM2()
     model = llm._load()
     asked: list[dict[str, Any]] = []
@@ -26,6 +26,8 @@ def test_a_plain_reply_repeats_freely_and_a_json_one_keeps_the_penalty() -> None
     model.create_chat_completion = spied  # type: ignore[method-assign]
     question = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
     assert llm.complete(question, 8).strip()
+    llm.temperature, llm.repeat_penalty = 0.0, 1.0
     assert llm.complete(question, 16, schema=VERDICT_SCHEMA).startswith("{")
-    assert [options["repeat_penalty"] for options in asked] == [1.0, 1.2]
-    assert {options["temperature"] for options in asked} == {0.2}
+    sampled = [(options["temperature"], options["repeat_penalty"]) for options in asked]
+    assert sampled == [(0.2, 1.2), (0.0, 1.0)]
+    assert BundledSmolLM2().repeat_penalty == 1.2  # an instance's change stays its own
