@@ -20,10 +20,8 @@ the memories outside the question is replaced by the matched line most like the 
 
 ``--skip`` leaves out each conversation's first questions of the ``--limit``: choose on
 ``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is ``pick-words``
-(``membot.turn.small_prompt``), sampled as ``pick-penalty-1.0`` (the bundled model's plain
-replies have no repeat penalty since issue 31 item 5's second round); the others are written
-out here only. A layout samples as the bundled model did before that round (temperature 0.2,
-repeat penalty 1.2) unless ``DECODING`` says otherwise.
+(``membot.turn.small_prompt``); the others are written out here only. A layout samples as the
+bundled model does (temperature 0.2, repeat penalty 1.2) unless ``DECODING`` says otherwise.
 """
 
 from __future__ import annotations
@@ -243,8 +241,7 @@ LAYOUTS = {
     "pick-mark": layout(**PICK, mark="* "),
     "pick-month": layout(**PICK, date="month"),
 }
-# Each layout's sampling: the bundled model's until issue 31 item 5's second round (a repeat
-# penalty of 1.2; since then a plain reply has none, as pick-penalty-1.0), or other
+# Each layout's sampling: the bundled model's (BundledSmolLM2's defaults), or as DECODING says
 SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
 DECODING = {
     "pick-greedy": {"temperature": 0.0},
