@@ -16,7 +16,6 @@ the memories outside the question is replaced by the matched line most like the 
 
     .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26,conv-30]
         [--limit 20] [--skip 10] [--split 20] [--layouts transcript,said,...] [--show]
-        [--shown-only]
 
 ``--skip`` leaves out each conversation's first questions of the ``--limit``: choose on
 ``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is ``pick-words``
@@ -299,12 +298,6 @@ def main() -> None:
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--show", action="store_true", help="print every reply")
     parser.add_argument(
-        "--shown-only",
-        action="store_true",
-        help="ask only the questions whose memories, as pick-words lays them out, hold the "
-        "answer (each keeps its place's seed, so its replies are those of a whole run)",
-    )
-    parser.add_argument(
         "--split",
         type=int,
         default=0,
@@ -333,10 +326,6 @@ def main() -> None:
     for name in args.layouts.split(","):
         started, rows = time.perf_counter(), []
         for place, (question, blocks) in enumerate(questions):
-            if args.shown_only and not contained(
-                LAYOUTS["pick-words"](question.text, blocks)[1], question.answer, 4
-            ):
-                continue
             messages, memories = LAYOUTS[name](question.text, blocks)
             # The same draw for a question under every layout: llama-cpp-python seeds each
             # reply from the last one's seed, so a question's draw would follow its place.
