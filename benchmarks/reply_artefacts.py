@@ -15,6 +15,10 @@ Beside them: *in context*, questions whose recalled context held the answer, and
 of them whose reply held it too (``context_contained`` and ``contained`` in the records).
 
     .venv/bin/python benchmarks/reply_artefacts.py reports/answers_locomo_single_hop.answers.jsonl
+    .venv/bin/python benchmarks/reply_artefacts.py reports/q100.answers.jsonl --slices 1-10,11-20
+
+``--slices`` prints a row per slice too: a record's place is its rank among the file's records
+of the same LoCoMo conversation (``conv-26:83``), in question order, from 1.
 """
 
 from __future__ import annotations
@@ -50,8 +54,27 @@ def artefacts(record: dict[str, Any]) -> list[str]:
     return found
 
 
-def summary(path: Path, show: bool) -> dict[str, Any]:
-    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+def ranked(records: list[dict[str, Any]]) -> list[int]:
+    """Each record's rank among the records of its conversation (``SAMPLE:N`` ids), from 1."""
+    order: dict[str, list[int]] = {}
+    for record in records:
+        sample, _, number = str(record["id"]).rpartition(":")
+        order.setdefault(sample, []).append(int(number) if number.isdigit() else 0)
+    ranks = []
+    for record in records:
+        sample, _, number = str(record["id"]).rpartition(":")
+        place = int(number) if number.isdigit() else 0
+        ranks.append(sorted(order[sample]).index(place) + 1)
+    return ranks
+
+
+def read(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def summary(path: Path, show: bool, records: list[dict[str, Any]] | None = None
+            ) -> dict[str, Any]:  # fmt: skip
+    records = read(path) if records is None else records
     flagged = [(record, artefacts(record)) for record in records]
     in_context = [record for record in records if record["context_contained"]]
     said = [record for record in in_context if record["contained"]]
@@ -65,6 +88,7 @@ def summary(path: Path, show: bool) -> dict[str, Any]:
     return {
         "file": str(path),
         "n": len(records),
+        "f1": sum(record["f1"] for record in records) / len(records) if records else 0.0,
         "contained": sum(record["contained"] for record in records),
         "in_context": len(in_context),
         "said_in_context": len(said),
@@ -79,18 +103,38 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--show", action="store_true", help="print each reply with an artefact")
+    parser.add_argument("--slices", default="", help="places FIRST-LAST, comma-separated")
     args = parser.parse_args()
-    print("| file | n | contained | in context | said, of in context | replies with artefacts |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| file | n | F1 | contained | in context | said, of in context | replies with artefacts |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for path in args.files:
-        row = summary(path, args.show)
-        share = f"{row['said_share']:.0%}" if row["said_share"] is not None else "-"
-        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["kinds"].items()))
-        print(
-            f"| {path.name} | {row['n']} | {row['contained']} | {row['in_context']} | "
-            f"{row['said_in_context']} ({share}) | {row['artefacts']} "
-            f"({row['artefact_share']:.0%}){f': {kinds}' if kinds else ''} |"
-        )
+        for name, row in rows(path, args.show, args.slices):
+            print_row(name, row)
+
+
+def rows(path: Path, show: bool, slices: str) -> list[tuple[str, dict[str, Any]]]:
+    """The file's row, then one per slice."""
+    found = [(path.name, summary(path, show))]
+    records = read(path)
+    places = ranked(records)
+    for part in filter(None, slices.split(",")):
+        first, _, last = part.partition("-")
+        chosen = [record for record, place in zip(records, places, strict=True)
+                  if int(first) <= place <= int(last or first)]  # fmt: skip
+        found.append((f"{path.name}, {part}", summary(path, False, chosen)))
+    return found
+
+
+def print_row(name: str, row: dict[str, Any]) -> None:
+    share = f"{row['said_share']:.0%}" if row["said_share"] is not None else "-"
+    kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(row["kinds"].items()))
+    print(
+        f"| {name} | {row['n']} | {row['f1']:.3f} | {row['contained']} | {row['in_context']} | "
+        f"{row['said_in_context']} ({share}) | {row['artefacts']} "
+        f"({row['artefact_share']:.0%}){f': {kinds}' if kinds else ''} |"
+    )
 
 
 if __name__ == "__main__":

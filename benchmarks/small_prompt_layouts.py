@@ -15,11 +15,12 @@ a colon, a tag, or "…response:"; *said with fallback*, said when a reply namin
 the memories outside the question is replaced by the matched line most like the question.
 
     .venv/bin/python benchmarks/small_prompt_layouts.py [--conversation conv-26,conv-30]
-        [--limit 20] [--skip 10] [--layouts transcript,said,said-near,...] [--show]
+        [--limit 20] [--skip 10] [--split 20] [--layouts transcript,said,...] [--show]
 
 ``--skip`` leaves out each conversation's first questions of the ``--limit``: choose on
-``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is
-``said-in-system`` (``membot.turn.small_prompt``); the others are written out here only.
+``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is ``pick-words``
+(``membot.turn.small_prompt``); the others are written out here only. A layout samples as the
+bundled model does (temperature 0.2, repeat penalty 1.2) unless ``DECODING`` says otherwise.
 """
 
 from __future__ import annotations
@@ -78,8 +79,8 @@ def recalled(conversation: str, limit: int) -> list[tuple[Any, list[Block]]]:
     return found
 
 
-def written(block: Block, form: str, near: int | None, question: str = "",
-            chat: bool = True, long: int = 0) -> str:  # fmt: skip
+def written(block: Block, form: str, near: int | None, question: str = "", chat: bool = True,
+            long: int = 0, mark: str = "", date: str = "day") -> str:  # fmt: skip
     lines = block.lines
     if near is not None and block.matched_seqs and len(lines) > long:
         wanted = {seq + step for seq in block.matched_seqs for step in range(-near, near + 1)}
@@ -89,13 +90,17 @@ def written(block: Block, form: str, near: int | None, question: str = "",
                       if line.seq in block.matched_seqs
                       or not chit_chat(line.text, question, names(block))
                       ) or lines  # fmt: skip
-    day = lines[0].created_at.strftime("%-d %B %Y")
     if form == "transcript":
         said = [f"{one_line(line.speaker or 'HUMAN')}: {one_line(line.text)}" for line in lines]
     else:
         said = [f'{one_line(line.speaker or "HUMAN")} said: "{one_line(line.text)}"'
                 for line in lines]  # fmt: skip
-    return "\n".join([f"On {day}:", *map(escape, said)])
+    if mark:  # the matched lines marked
+        said = [f"{mark}{text}" if line.seq in block.matched_seqs else text
+                for line, text in zip(lines, said, strict=True)]  # fmt: skip
+    opening = {"day": "On %-d %B %Y:", "month": "In %B %Y:", "none": ""}[date]
+    heading = [lines[0].created_at.strftime(opening)] if opening else []
+    return "\n".join([*heading, *map(escape, said)])
 
 
 GREETING = re.compile(
@@ -157,6 +162,9 @@ def layout(
     long: int = 0,
     chat: bool = True,
     focus: str = "",
+    mark: str = "",
+    date: str = "day",
+    example: str = "",
 ) -> Callable[..., Any]:
     def messages(question: str, blocks: list[Block]) -> tuple[list[dict[str, str]], str]:
         chosen = sorted(blocks, key=lambda block: -block.score)[:count]
@@ -165,7 +173,7 @@ def layout(
                                                        -block.score))[:count]  # fmt: skip
         if best_last:
             chosen.reverse()
-        memories = "\n\n".join(written(block, form, near, question, chat, long)
+        memories = "\n\n".join(written(block, form, near, question, chat, long, mark, date)
                                  for block in chosen)  # fmt: skip
         if focus and (line := focus_line(chosen, question)) is not None:
             said = escape(f'{one_line(line.speaker or "HUMAN")} said: "{one_line(line.text)}"')
@@ -177,13 +185,23 @@ def layout(
         if in_system:  # the memories and the instruction in the system message
             system += f"\nMemories:\n{memories}\n\n{instruction.replace('above', 'below')}"
             system = system.replace("memories below", "memories above")
+            if example == "first":
+                system = system.replace("\nMemories:", f"\n{EXAMPLE}\nMemories:", 1)
+            elif example:
+                system += f"\n{EXAMPLE}"
             user = question
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], memories
 
     return messages
 
 
-SMALL = {"in_system": True}  # the layout a bot uses (membot.turn.small_prompt)
+# A made-up memory, question and answer (no benchmark's), showing a phrase copied out
+EXAMPLE = (
+    'For example, given the memory Tom said: "We adopted a beagle puppy called Rusty last '
+    'week!", the question "What breed is Tom\'s dog?" is answered "Tom\'s dog is a beagle."'
+)
+SMALL = {"in_system": True}  # the layout a bot used until pick-words (membot.turn.small_prompt)
+PICK = {"in_system": True, "pick": "words"}  # the layout a bot uses
 LAYOUTS = {
     "transcript": layout(form="transcript"),
     "said": layout(),
@@ -211,7 +229,52 @@ LAYOUTS = {
     "pick-trim-focus": layout(
         **SMALL, pick="words", near=1, long=5, focus="Most like the question:"
     ),
+    # issue 31 item 5, second round: decoding, a worked example, a primed reply, the form
+    "pick-greedy": layout(**PICK),
+    "pick-penalty-1.0": layout(**PICK),
+    "pick-penalty-1.1": layout(**PICK),
+    "pick-penalty-1.3": layout(**PICK),
+    "pick-example": layout(**PICK, example="last"),
+    "pick-example-first": layout(**PICK, example="first"),
+    "pick-primed-name": layout(**PICK),
+    "pick-mark": layout(**PICK, mark="* "),
+    "pick-month": layout(**PICK, date="month"),
 }
+# Each layout's sampling: the bundled model's (BundledSmolLM2's defaults), or as DECODING says
+SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
+DECODING = {
+    "pick-greedy": {"temperature": 0.0},
+    "pick-penalty-1.0": {"repeat_penalty": 1.0},
+    "pick-penalty-1.1": {"repeat_penalty": 1.1},
+    "pick-penalty-1.3": {"repeat_penalty": 1.3},
+}
+
+
+def named(question: str, blocks: list[Block]) -> str:
+    """The first speaker's name the question holds, as written there ("Caroline's")."""
+    speakers = {line.speaker for block in blocks for line in block.lines if line.speaker}
+    for word in question.rstrip("?").split():
+        if word.removesuffix("'s").removesuffix("’s") in speakers:
+            return word
+    return ""
+
+
+# The reply started for the model, which goes on from there
+PRIMERS: dict[str, Callable[[str, list[Block]], str]] = {
+    "pick-primed-name": named,
+}
+
+
+def primed(model: Any, messages: list[dict[str, str]], start: str, settings: dict[str, float]
+           ) -> str:  # fmt: skip
+    """The model's reply to ``messages`` begun with ``start``: the chat template's text (the
+    model's own ChatML) with the assistant's turn opened and ``start`` written in it."""
+    from membot.llm.bundled import STOP
+
+    prompt = "".join(f"<|im_start|>{message['role']}\n{message['content']}<|im_end|>\n"
+                     for message in messages) + f"<|im_start|>assistant\n{start}"  # fmt: skip
+    result = model.create_completion(prompt, max_tokens=REPLY_TOKENS, stop=STOP, **settings)
+    return (start + result["choices"][0]["text"]).strip()
 
 
 def fallback(reply: str, memories: str, question: str, line: Any) -> str:
@@ -234,10 +297,25 @@ def main() -> None:
     )
     parser.add_argument("--layouts", default=",".join(LAYOUTS))
     parser.add_argument("--show", action="store_true", help="print every reply")
+    parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        help="print the rows of each conversation's questions up to place SPLIT and of those "
+        "after apart (e.g. --limit 30 --skip 10 --split 20: 11-20 and 21-30)",
+    )
     args = parser.parse_args()  # fmt: skip
     announce()
-    questions = [found for conversation in args.conversation.split(",")
-                 for found in recalled(conversation, args.limit)[args.skip:]]  # fmt: skip
+    questions: list[tuple[Any, list[Block]]] = []
+    places: list[int] = []  # each question's place in its conversation's list, from 1
+    for conversation in args.conversation.split(","):
+        found = recalled(conversation, args.limit)[args.skip :]
+        questions += found
+        places += range(args.skip + 1, args.skip + 1 + len(found))
+    # Each question's seed: its place in the run, or with --split in the run of its slice
+    # alone (so a slice's replies are those of --limit SPLIT, or of --skip SPLIT)
+    parts = [bool(args.split) and spot > args.split for spot in places]
+    seeds = [parts[:index].count(part) + 1 for index, part in enumerate(parts)]
     llm = BundledSmolLM2()
     model = llm._load()
     print(
@@ -251,8 +329,15 @@ def main() -> None:
             messages, memories = LAYOUTS[name](question.text, blocks)
             # The same draw for a question under every layout: llama-cpp-python seeds each
             # reply from the last one's seed, so a question's draw would follow its place.
-            model.set_seed(place + 1)
-            raw = llm.complete(messages, REPLY_TOKENS)
+            model.set_seed(seeds[place])
+            settings = {**SAMPLING, **DECODING.get(name, {})}
+            start = PRIMERS[name](question.text, blocks) if name in PRIMERS else ""
+            if start:
+                raw = primed(model, messages, start, settings)
+            else:
+                llm.temperature = settings["temperature"]
+                llm.repeat_penalty = settings["repeat_penalty"]
+                raw = llm.complete(messages, REPLY_TOKENS)
             speakers = {line.speaker for block in blocks for line in block.lines if line.speaker}
             context = ReplyContext.of("AI", "HUMAN", speakers, question.text)
             reply = clean_reply(raw, context).text
@@ -263,16 +348,25 @@ def main() -> None:
             rows.append({"f1": locomo_f1(reply, answer, 4), "said": contained(reply, answer, 4),
                          "recalled": contained(recalled_text, answer, 4),
                          "shown": contained(memories, answer, 4), "artefact": flagged,
-                         "fallback": contained(quoted, answer, 4)})  # fmt: skip
+                         "fallback": contained(quoted, answer, 4),
+                         "place": places[place]})  # fmt: skip
             if args.show:
                 print(json.dumps({"id": question.id, "layout": name, "raw": raw, "reply": reply,
                                   **rows[-1]}))  # fmt: skip
-        print(f"| {name} | {len(rows)} | {sum(row['f1'] for row in rows) / len(rows):.3f} | "
-              f"{total(rows, 'said')} | {total(rows, 'recalled')} | "
-              f"{total(rows, 'said', 'recalled')} | {total(rows, 'shown')} | "
-              f"{total(rows, 'said', 'shown')} | {total(rows, 'artefact')} | "
-              f"{total(rows, 'fallback', 'recalled')} | {time.perf_counter() - started:.0f} |",
-              flush=True)  # fmt: skip
+        seconds = time.perf_counter() - started
+        slices = {name: rows}
+        if args.split:  # the rows of places up to SPLIT, and of those after, apart
+            slices = {f"{name}, {first}-{last}": part for first, last, part in (
+                (args.skip + 1, args.split, [row for row in rows if row["place"] <= args.split]),
+                (args.split + 1, args.limit, [row for row in rows if row["place"] > args.split]),
+            ) if part}  # fmt: skip
+        for label, part in slices.items():
+            print(f"| {label} | {len(part)} | {sum(row['f1'] for row in part) / len(part):.3f} | "
+                  f"{total(part, 'said')} | {total(part, 'recalled')} | "
+                  f"{total(part, 'said', 'recalled')} | {total(part, 'shown')} | "
+                  f"{total(part, 'said', 'shown')} | {total(part, 'artefact')} | "
+                  f"{total(part, 'fallback', 'recalled')} | {seconds:.0f} |",
+                  flush=True)  # fmt: skip
 
 
 def total(rows: list[dict[str, Any]], key: str, among: str = "") -> int:

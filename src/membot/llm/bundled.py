@@ -80,6 +80,12 @@ class BundledSmolLM2:
     # prompt held for 3 questions of 27 and wrote the transcript on in 36 replies of 50; bots
     # using it get the short prompt of membot.turn.small_prompt (docs/answers.md).
     reads_long_prompts = False
+    # Sampling, as instance settings (a benchmark tries others on one loaded model): a little
+    # randomness, and repeated tokens penalised. Without the penalty the small prompt said
+    # more answers of LoCoMo's (docs/answers.md), but in a chat whose memories hold the bot's
+    # own replies it wrote one sentence over and over in 4 replies of 9.
+    temperature = 0.2
+    repeat_penalty = 1.2
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
@@ -136,8 +142,8 @@ class BundledSmolLM2:
             return model.create_chat_completion(
                 messages=said,
                 max_tokens=max_tokens,
-                temperature=0.2,
-                repeat_penalty=1.2,
+                temperature=self.temperature,
+                repeat_penalty=self.repeat_penalty,
                 stop=STOP,
                 stream=stream,
                 response_format=response_format,
