@@ -40,6 +40,11 @@ SEEN = [
     ("Her mental health.<|im_end|>", "Her mental health.", ("markup",)),
     (QUESTION, None, ("question repeated",)),
     (f"{QUESTION} Her mental health.", "Her mental health.", ("question repeated",)),
+    ("I'm glad to hear that you're learning the cello. I'm glad to hear that you're learning "
+     "the cello. I'm glad to hear that", "I'm glad to hear that you're learning the cello.",
+     ("sentence repeated",)),
+    ("It was great for her mind! Running helps. It was great for her mind! It was",
+     "It was great for her mind! Running helps.", ("sentence repeated",)),
 ]  # fmt: skip
 
 
@@ -98,6 +103,8 @@ CONTEXT = ReplyContext.of("AI", "HUMAN", ["Caroline", "Melanie"], QUESTION)
         "It is great for x < y and <div> tags.",
         "Running: it is good for her mental health.",  # not a speaker's name
         "ok",
+        "Yes. Yes. It was her mental health.",  # a short sentence twice may be meant
+        "It grew 2.5 times. It grew 2.5 times faster than before.",  # not the same sentence
     ],
 )
 def test_a_reply_without_artefacts_is_kept_as_written(reply: str) -> None:
@@ -124,3 +131,8 @@ def test_a_growing_reply_is_held_while_it_could_still_become_an_artefact() -> No
     assert shown_part("Her men", CONTEXT) == "Her men"
     assert shown_part("Her mental health.\nCaro", CONTEXT) == "Her mental health."
     assert shown_part("Her mental health. <memory cita", CONTEXT) == "Her mental health."
+    # a sentence that may be one said before is held until it turns out not to be
+    assert shown_part("Her mental health. Her men", CONTEXT) == "Her mental health."
+    assert shown_part("Her mental health. Her mind too", CONTEXT) == (
+        "Her mental health. Her mind too"
+    )

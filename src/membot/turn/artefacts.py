@@ -12,7 +12,10 @@ Seen in the bundled SmolLM2's replies (docs/answers.md), each a kind of :data:`A
 - ``markup``: tags it copies or invents (``<memory citation_id="h697">``, ``<response text>``,
   ``<|im_end|>``);
 - ``question repeated``: the person's question written back; a reply that only repeats it
-  is empty.
+  is empty;
+- ``sentence repeated``: a sentence of the reply written again ("I'm glad you're learning the
+  cello. I'm glad you're learning the cello. …", until the token cap): the reply is cut
+  before the second one.
 
 :func:`clean_reply` removes them all and says which it found; a reply left with no word is
 empty, and the bot answers with its ``no_response`` instead (``Bot.turn``). While a reply is
@@ -28,7 +31,14 @@ from dataclasses import dataclass
 
 from membot.turn.quoting import TAGS
 
-ARTEFACTS = ("speaker label", "transcript continued", "opener", "markup", "question repeated")
+ARTEFACTS = (
+    "speaker label",
+    "transcript continued",
+    "opener",
+    "markup",
+    "question repeated",
+    "sentence repeated",
+)
 
 # Names every transcript may use for its two sides, besides the bot's own two.
 BOT_NAMES = ("ai", "assistant", "bot")
@@ -52,6 +62,10 @@ _OPENER_VERBS = ("responds", "replies", "answers", "says", "response is", "reply
                  "answer is", "utterance is", "response", "utterance")  # fmt: skip
 _QUOTES = "\"'“”‘’«»"
 _WORD = re.compile(r"[^\W_]+")
+# A sentence's end: its mark(s) and the space or line break after them.
+_SENTENCE_END = re.compile(r"[.!?]+[" + _QUOTES + r")]*(?:\s+|$)|\n+")
+# A sentence this short written twice ("Yes. Yes.") may be meant.
+_REPEAT_WORDS = 3
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,7 @@ def clean_reply(text: str, context: ReplyContext) -> Cleaned:
         text = _without_question(text, context.question, found)
         if text == before:
             break
+    text = _without_repeats(text, found)
     if not _WORD.search(text):
         text = ""
     return Cleaned(text, tuple(kind for kind in ARTEFACTS if kind in found))
@@ -207,6 +222,49 @@ def _without_question(text: str, question: str, found: set[str]) -> str:
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip(" \t\n:,-")
 
 
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """Where each sentence of ``text`` starts and ends (the last may be unfinished)."""
+    spans, start = [], 0
+    for end in _SENTENCE_END.finditer(text):
+        if end.end() > start and text[start : end.start()].strip():
+            spans.append((start, end.end()))
+        start = end.end()
+    if text[start:].strip():
+        spans.append((start, len(text)))
+    return spans
+
+
+def _without_repeats(text: str, found: set[str]) -> str:
+    """``text`` cut before the first sentence of at least ``_REPEAT_WORDS`` words that it has
+    written before: a small model, once it repeats a sentence, writes it until the cap."""
+    seen: set[tuple[str, ...]] = set()
+    for start, end in _sentences(text):
+        words = tuple(_words(text[start:end]))
+        if len(words) >= _REPEAT_WORDS and words in seen:
+            found.add("sentence repeated")
+            return text[:start].rstrip()
+        seen.add(words)
+    return text
+
+
+def _repeat_begun(text: str) -> bool:
+    """Whether the last sentence of ``text``, unfinished, may be the start of one written
+    before (a stream holds it back until it is not)."""
+    spans = _sentences(text)
+    if len(spans) < 2 or _SENTENCE_END.search(text[spans[-1][0] :]):
+        return False
+    last = _words(text[spans[-1][0] :])
+    if not last:
+        return False
+    for start, end in spans[:-1]:
+        earlier = _words(text[start:end])
+        if len(earlier) >= _REPEAT_WORDS and len(last) <= len(earlier):
+            *whole, half = last  # the last word may be half written
+            if whole == earlier[: len(whole)] and earlier[len(whole)].startswith(half):
+                return True
+    return False
+
+
 def shown_part(text: str, context: ReplyContext) -> str | None:
     """What of a reply still being written may be shown: its clean form, once nothing at its
     start could still become an artefact (a label, an opener, the question, a tag) and
@@ -222,6 +280,8 @@ def shown_part(text: str, context: ReplyContext) -> str | None:
     if opened >= 0 and ">" not in text[opened:] and len(text) - opened < 80:
         text = text[:opened]
     cleaned = clean_reply(text, context).text
+    if _repeat_begun(cleaned):  # shown once it turns out not to be a sentence said again
+        cleaned = cleaned[: _sentences(cleaned)[-1][0]].rstrip()
     # what is left after an opener may itself be the start of one ('… is "What does')
     return None if _may_become_start(cleaned.lower(), context) else cleaned
 
