@@ -123,7 +123,8 @@ def rows(path: Path, show: bool, slices: str) -> list[tuple[str, dict[str, Any]]
         first, _, last = part.partition("-")
         chosen = [record for record, place in zip(records, places, strict=True)
                   if int(first) <= place <= int(last or first)]  # fmt: skip
-        found.append((f"{path.name}, {part}", summary(path, False, chosen)))
+        if chosen:  # a file may hold fewer places than a slice asks for
+            found.append((f"{path.name}, {part}", summary(path, False, chosen)))
     return found
 
 
