@@ -81,15 +81,13 @@ class BundledSmolLM2:
     # using it get the short prompt of membot.turn.small_prompt (docs/answers.md).
     reads_long_prompts = False
     # Sampling, as instance settings (a benchmark tries others on one loaded model): a little
-    # randomness; no penalty on repeated tokens in a plain reply, whose answer is words of a
-    # memory (a penalty of 1.2 pushed them away: docs/answers.md). Without it, in a chat whose
-    # memories hold the bot's own replies, it wrote one sentence over and over in 4 replies of
-    # 9: the reply's clean-up cuts it at the second one (membot.turn.artefacts, "sentence
-    # repeated"). Held to a grammar, the penalty of 1.2 it was measured with
-    # (benchmarks/reply_shape.py).
+    # randomness, and repeated tokens penalised. Without the penalty the small prompt said
+    # more answers of LoCoMo's (docs/answers.md), but in a chat whose memories hold the bot's
+    # own replies it wrote one sentence over and over in 4 replies of 9, and, with those
+    # loops cut (membot.turn.artefacts), it answered "What is my cat called?" with a reply of
+    # its own from an earlier thread, word for word, where with the penalty it said the name.
     temperature = 0.2
-    repeat_penalty = 1.0
-    schema_repeat_penalty = 1.2
+    repeat_penalty = 1.2
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
@@ -147,7 +145,7 @@ class BundledSmolLM2:
                 messages=said,
                 max_tokens=max_tokens,
                 temperature=self.temperature,
-                repeat_penalty=self.schema_repeat_penalty if schema else self.repeat_penalty,
+                repeat_penalty=self.repeat_penalty,
                 stop=STOP,
                 stream=stream,
                 response_format=response_format,
