@@ -35,6 +35,8 @@ SEEN = [
     ("Her mental health.\nCaroline: Hey, Melanie! How was the run?", "Her mental health.",
      ("transcript continued",)),
     ("Her mental health.\nHUMAN: thanks", "Her mental health.", ("transcript continued",)),
+    ('Melanie says: "It was great for my mental health."', "It was great for my mental health.",
+     ("speaker label",)),
     ('<memory citation_id="h697">Running is great for her mental health.</memory>',
      "Running is great for her mental health.", ("markup",)),
     ("Her mental health.<|im_end|>", "Her mental health.", ("markup",)),

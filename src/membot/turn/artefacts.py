@@ -44,8 +44,8 @@ ARTEFACTS = (
 BOT_NAMES = ("ai", "assistant", "bot")
 OTHER_NAMES = ("human", "user")
 # A label: a name, perhaps with a parenthesis ("HUMAN (not in the first person)"), perhaps
-# emphasised, perhaps "said" (the small prompt's form of a memory), then a colon.
-_LABEL_TAIL = r"(?:\s*\([^()\n]{0,60}\))?[*_]*(?:\s+said)?\s*:(?!//)"
+# emphasised, perhaps "said" (the small prompt's form of a memory) or "says", then a colon.
+_LABEL_TAIL = r"(?:\s*\([^()\n]{0,60}\))?[*_]*(?:\s+(?:said|says))?\s*:(?!//)"
 # Tags: membot's quoting tags and the ones a model makes up for its answer, opening or
 # closing, with any attributes; and chat templates' markers.
 _MARKUP = re.compile(
@@ -315,4 +315,6 @@ def _may_become_label(line: str, context: ReplyContext) -> bool:
     return False
 
 
-_PARTIAL_TAIL = re.compile(r"[*_]*(?:\s*\([^()\n]{0,60}\)?)?[*_]*(?:\s+s(?:a(?:i(?:d)?)?)?)?\s*")
+_PARTIAL_TAIL = re.compile(
+    r"[*_]*(?:\s*\([^()\n]{0,60}\)?)?[*_]*(?:\s+s(?:a(?:i(?:d)?|y(?:s)?)?)?)?\s*"
+)
