@@ -185,7 +185,7 @@ def test_each_question_is_a_turn_of_its_own_after_the_last_session(
 ) -> None:
     groups = locomo_groups(files["locomo"])
     assert [q.id for q in groups[0].questions] == ["conv-t:1", "conv-t:2", "conv-t:4"]  # no 5
-    llm = ScriptedLLM(["Bob's dog is Max.", "Ann plays the piano.", "No idea."])
+    llm = ScriptedLLM(["AI: Bob's dog is Max.", "Ann plays the piano.", "No idea."])
     records = tmp_path / "run.answers.jsonl"
     report = evaluate_answers(files["locomo"], groups, locomo_run(llm, embedder), records,
                               show_progress=False)  # fmt: skip
@@ -200,6 +200,8 @@ def test_each_question_is_a_turn_of_its_own_after_the_last_session(
     assert (dog["f1"], dog["contained"], dog["context_contained"]) == (0.4, True, True)
     assert (instrument["contained"], instrument["context_contained"]) == (False, True)
     assert (dog["evidence_recalled"], instrument["evidence_recalled"]) == (1.0, 1.0)
+    assert dog["reply"] == "Bob's dog is Max."  # the label the model wrote is left out ...
+    assert (dog["left_out"], instrument["left_out"]) == (["speaker label"], [])  # ... and named
     assert report["overall"]["n"] == 3
     assert report["by_category"]["multi-hop"]["found_not_said"] == 1.0
     assert report["by_category"]["single-hop"]["f1"] == 0.4

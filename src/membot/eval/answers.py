@@ -48,6 +48,7 @@ from membot.memory.facade import LineInput
 from membot.memory.importers import load_json, parse_time, read_file
 from membot.model import Role
 from membot.recall.ranked import BOT_SETTINGS
+from membot.turn.artefacts import left_out_of
 from membot.turn.bot import Bot
 
 # LoCoMo's categories scored by default: all but adversarial (5), which the LoCoMo paper
@@ -241,6 +242,8 @@ def ask(bot: Bot, question: Question, run: AnswerRun) -> dict[str, Any]:
         "prompt_tokens": turn.tokens.get("prompt", 0),
         "now": question.now.isoformat() if question.now else None,
         "error": turn.error,
+        # what the reply's clean-up took out (membot.turn.artefacts), by kind
+        "left_out": left_out_of(turn.notes),
         "llm": run.llm.name,
         "context": context,
     }

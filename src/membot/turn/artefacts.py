@@ -31,6 +31,10 @@ from dataclasses import dataclass
 
 from membot.turn.quoting import TAGS
 
+# How a turn's notes say what the clean-up took out (``Bot.turn``; read back by
+# :func:`left_out_of`, e.g. for a benchmark's records).
+LEFT_OUT_NOTE = "left out of the reply: "
+
 ARTEFACTS = (
     "speaker label",
     "transcript continued",
@@ -133,6 +137,17 @@ def clean_reply(text: str, context: ReplyContext) -> Cleaned:
     if not _WORD.search(text):
         text = ""
     return Cleaned(text, tuple(kind for kind in ARTEFACTS if kind in found))
+
+
+def left_out_of(notes: Iterable[str]) -> list[str]:
+    """The kinds of :data:`ARTEFACTS` a turn's ``notes`` say were left out of its reply."""
+    kinds: list[str] = []
+    for note in notes:
+        for part in note.split("; "):
+            if part.startswith(LEFT_OUT_NOTE):
+                named = part[len(LEFT_OUT_NOTE) :].split(", ")
+                kinds += [kind for kind in named if kind in ARTEFACTS]
+    return kinds
 
 
 def _without_markup(text: str, found: set[str]) -> str:

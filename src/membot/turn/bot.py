@@ -32,7 +32,7 @@ from membot.llm import LLM
 from membot.llm.pool import SHARED, LLMPool
 from membot.memory.facade import LineInput, Memory, Recall
 from membot.model import Block, Citation, Line, Role, Turn, utc_now
-from membot.turn.artefacts import ReplyContext, clean_reply
+from membot.turn.artefacts import LEFT_OUT_NOTE, ReplyContext, clean_reply
 from membot.turn.changes import change_marks, changed_facts, marked_matches
 from membot.turn.context import (
     LEFT_OUT,
@@ -453,7 +453,7 @@ class Bot:
             reply = Reply(raw.strip(), ())
         cleaned = clean_reply(reply.response, _reply_context(prompt, profile))
         if cleaned.found:
-            left_out = f"left out of the reply: {', '.join(cleaned.found)}"
+            left_out = f"{LEFT_OUT_NOTE}{', '.join(cleaned.found)}"
             note = f"{reply.note}; {left_out}" if reply.note else left_out
             reply = replace(reply, response=cleaned.text, note=note)
         if not reply.response:
