@@ -94,21 +94,21 @@ class StoreLinks:
         moment = self.dialect.moment
         with self._write() as db:
             bot_id, person_id = self._hold_bot(db, bot), self._ensure_named(db, "people", person)
-            rows = self._run(
+            wait = self._wait(
                 db,
                 "SELECT made_at FROM link_codes WHERE bot_id = ? AND person_id = ?",
                 (bot_id, person_id),
-            ).fetchall()
-            made = [self.dialect.read_time(row[0]) for row in rows]
-            wait = wait_for(made, now, most, per)
+                now,
+                most,
+                per,
+            )
             if wait is not None:
                 return wait
-            for old in {when for when in made if when <= now - per}:
-                self._run(
-                    db,
-                    "DELETE FROM link_codes WHERE bot_id = ? AND person_id = ? AND made_at = ?",
-                    (bot_id, person_id, moment(old)),
-                )
+            self._run(
+                db,
+                "DELETE FROM link_codes WHERE bot_id = ? AND person_id = ? AND made_at <= ?",
+                (bot_id, person_id, moment(now - per)),
+            )
             self._run(
                 db,
                 "INSERT INTO link_codes (hash, bot_id, person_id, made_at, expires_at) "
@@ -139,13 +139,14 @@ class StoreLinks:
         moment = self.dialect.moment
         with self._write() as db:
             bot_id = self._hold_bot(db, bot)
-            failed = self._run(
+            wait = self._wait(
                 db,
                 "SELECT failed_at FROM link_failures WHERE bot_id = ? AND person = ?",
                 (bot_id, person),
-            ).fetchall()
-            times = [self.dialect.read_time(row[0]) for row in failed]
-            wait = wait_for(times, now, most_failures, per)
+                now,
+                most_failures,
+                per,
+            )
             if wait is not None:
                 return CodeEntry(None, wait)
             made_by = self._use_code(db, bot_id, person, code_hash, now)
@@ -164,6 +165,19 @@ class StoreLinks:
             person_id = self._ensure_named(db, "people", person)
             self._join(db, bot_id, made_by, person_id, now)
         return CodeEntry(self.linked_people(bot, person))
+
+    def _wait(
+        self,
+        db: Any,
+        sql: str,
+        params: tuple[Any, ...],
+        now: datetime,
+        most: int,
+        per: timedelta,
+    ) -> float | None:
+        """:func:`wait_for` over the moments ``sql`` reads (one column) in ``db``."""
+        times = [self.dialect.read_time(row[0]) for row in self._run(db, sql, params).fetchall()]
+        return wait_for(times, now, most, per)
 
     def _use_code(
         self, db: Any, bot_id: int, person: str, code_hash: str | None, now: datetime
