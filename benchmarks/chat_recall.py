@@ -43,6 +43,7 @@ from calibrate_threshold import CHITCHAT  # the same small talk as the threshold
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.eval import shared_data_dir
 from membot.eval.harness import cached_embedder, fresh_memory
+from membot.eval.locomo import lines_by_conversation
 from membot.index.vectors import Scope
 from membot.memory.facade import LineInput
 from membot.memory.importers import parse_time, read_file
@@ -83,9 +84,7 @@ class Case:
 
 def locomo_cases(path: Path) -> list[Case]:
     """Each LoCoMo conversation, its questions with evidence (``dia_id`` refs)."""
-    by_sample = defaultdict(list)
-    for line in read_file(path, "locomo", DEFAULT_BOT, None).lines:
-        by_sample[line.thread.split("/")[0]].append(line)
+    by_sample = lines_by_conversation(path)
     return [
         Case(by_sample[sample["sample_id"]],
              [(qa["question"], set(qa["evidence"])) for qa in sample["qa"] if qa.get("evidence")])

@@ -13,14 +13,12 @@ docs/recall.md, "The line that opens a thread".
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
 from pathlib import Path
 
-from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER
+from membot.config import DEFAULT_EMBEDDER
 from membot.eval.harness import cached_embedder, fresh_memory
-from membot.eval.locomo import context_refs
-from membot.memory.importers import load_json, read_file
-from membot.model import LineInput
+from membot.eval.locomo import context_refs, lines_by_conversation
+from membot.memory.importers import load_json
 from membot.recall.ranked import settings_for_ranking
 
 DEPTH = 10
@@ -34,9 +32,7 @@ def main() -> None:
     options = {name: float(value) for name, value in (item.split("=", 1) for item in args.set)}
     before = settings_for_ranking("blend", {"opener_weight": 0})
     after = settings_for_ranking("blend", options)
-    by_sample: dict[str, list[LineInput]] = defaultdict(list)
-    for line in read_file(args.file, "locomo", DEFAULT_BOT, None).lines:
-        by_sample[line.thread.split("/")[0]].append(line)
+    by_sample = lines_by_conversation(args.file)
     model = cached_embedder(DEFAULT_EMBEDDER)
     gained = lost = gained_by_opener = lost_to_opener = 0
     for sample in load_json(args.file):

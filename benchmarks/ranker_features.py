@@ -17,7 +17,6 @@ their label (the line is evidence: a LoCoMo evidence dia_id, a LongMemEval user 
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +26,11 @@ import numpy as np
 from membot.config import DEFAULT_BOT
 from membot.eval.folds import folds_by_group, folds_by_item
 from membot.eval.harness import cached_embedder, fresh_memory
+from membot.eval.locomo import lines_by_conversation
 from membot.eval.longmemeval import Corpus, haystack_lines
 from membot.index.scope import Scope
 from membot.memory.facade import Memory
-from membot.memory.importers import load_json, parse_time, read_file
+from membot.memory.importers import load_json, parse_time
 from membot.recall.blend_features import FEATURES, blend_features
 from membot.recall.chat import options_of
 from membot.recall.ranked import settings_for_ranking
@@ -110,9 +110,7 @@ def dump_locomo(path: Path, dump: Dump, depth: int) -> None:
     samples = load_json(path)
     samples = samples if isinstance(samples, list) else [samples]
     fold_of = folds_by_group([sample["sample_id"] for sample in samples], FOLDS)
-    lines_by_sample = defaultdict(list)
-    for line in read_file(path, "locomo", DEFAULT_BOT, None).lines:
-        lines_by_sample[line.thread.split("/")[0]].append(line)
+    lines_by_sample = lines_by_conversation(path)
     model = cached_embedder()
     for sample, fold in zip(samples, fold_of, strict=True):
         lines = lines_by_sample[sample["sample_id"]]

@@ -17,7 +17,6 @@ recall_all@5 and turn recall_all@10, hand-set -> fitted, and the pooled held-out
 from __future__ import annotations
 
 import argparse
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,11 +24,10 @@ from typing import Any
 import numpy as np
 from ranker_fit import Questions, as_ranker, fitted
 
-from membot.config import DEFAULT_BOT
 from membot.eval import locomo, longmemeval
 from membot.eval.folds import Grid, GridPoint, folds_by_group, folds_by_item
 from membot.eval.harness import cached_embedder
-from membot.memory.importers import load_json, read_file
+from membot.memory.importers import load_json
 from membot.recall.chat import strategy_options
 from membot.recall.fitted_ranker import FittedRanker
 from membot.recall.line_strategies import FittedBlendStrategy
@@ -83,9 +81,7 @@ def run_locomo(path: Path, grid: Grid) -> None:
             strict=True,
         )
     )
-    lines_by_sample = defaultdict(list)
-    for line in read_file(path, "locomo", DEFAULT_BOT, None).lines:
-        lines_by_sample[line.thread.split("/")[0]].append(line)
+    lines_by_sample = locomo.lines_by_conversation(path)
     scored = locomo._score(samples, lines_by_sample, grid, cached_embedder(), None, False)
     fold_of = [fold_of_sample[sample] for sample in scored.samples]
     category = {"multi-hop": "1", "temporal": "2", "open-domain": "3"}

@@ -28,11 +28,11 @@ from typing import Any
 
 from membot.config import DEFAULT_BOT, BotSettings
 from membot.eval.harness import cached_embedder, fresh_memory
-from membot.eval.locomo import CATEGORIES
+from membot.eval.locomo import CATEGORIES, lines_by_conversation
 from membot.eval.longmemeval import Corpus, haystack_lines
 from membot.index.vectors import Scope
 from membot.memory.facade import Memory
-from membot.memory.importers import load_json, parse_time, read_file
+from membot.memory.importers import load_json, parse_time
 from membot.model import LineInput
 from membot.recall.chat import recall_for_turn
 from membot.store.base import lines_between
@@ -97,9 +97,7 @@ def turn_refs(
 
 def locomo(path: Path) -> Iterator[tuple[list[LineInput], list[Asked], Sequence[str] | None]]:
     """Each LoCoMo conversation's lines and its questions that have evidence."""
-    by_sample = defaultdict(list)
-    for line in read_file(path, "locomo", DEFAULT_BOT, None).lines:
-        by_sample[line.thread.split("/")[0]].append(line)
+    by_sample = lines_by_conversation(path)
     for sample in load_json(path):
         questions: list[Asked] = [
             (qa["question"], set(qa["evidence"]), CATEGORIES[qa["category"]], None)

@@ -42,7 +42,7 @@ from membot.eval.answer_scores import (
     mean,
 )
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar
-from membot.eval.locomo import CATEGORIES
+from membot.eval.locomo import CATEGORIES, lines_by_conversation
 from membot.llm import LLM
 from membot.memory.facade import LineInput
 from membot.memory.importers import load_json, parse_time, read_file
@@ -90,9 +90,7 @@ def locomo_groups(path: Path, categories: Iterable[int] = DEFAULT_LOCOMO_CATEGOR
     """One group per LoCoMo conversation, with its questions of ``categories``."""
     wanted = set(categories)
     samples = _json(path)
-    lines_by_sample: dict[str, list[LineInput]] = defaultdict(list)
-    for line in read_file(Path(path), "locomo", DEFAULT_BOT, None).lines:
-        lines_by_sample[line.thread.split("/")[0]].append(line)
+    lines_by_sample = lines_by_conversation(path)
     groups = []
     for sample in samples:
         key = sample["sample_id"]

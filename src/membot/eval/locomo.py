@@ -57,9 +57,7 @@ def evaluate_locomo(
     metric = f"recall_at.{metric[2:]}" if metric.upper().startswith("R@") else metric
     primary = metric_reader(metric, _summary([(1, {str(k): 0.0 for k in K_VALUES})]))  # checked now
     fold_of = folds_by_group([sample["sample_id"] for sample in samples], folds) if folds else []
-    lines_by_sample = defaultdict(list)
-    for line in read_file(Path(path), "locomo", DEFAULT_BOT, None).lines:
-        lines_by_sample[line.thread.split("/")[0]].append(line)
+    lines_by_sample = lines_by_conversation(path)
     model = cached_embedder(embedder) if isinstance(embedder, str) else embedder
     scored = _score(samples, lines_by_sample, grid, model, db, show_progress)
     report = _report(path, strategy, model.name, len(samples), scored.rows(0), scored.missing,
@@ -136,6 +134,15 @@ def _folds(
         return _summary(scored.picked(picks))
 
     return {"split": "by conversation", **cross_validate(grid, fold_of, summarise, primary, labels)}
+
+
+def lines_by_conversation(path: str | Path) -> dict[str, list[LineInput]]:
+    """The lines of a LoCoMo file as the importer writes them (a thread per session, named
+    ``<sample_id>/session_<n>``), by conversation (``sample_id``)."""
+    lines: dict[str, list[LineInput]] = defaultdict(list)
+    for line in read_file(Path(path), "locomo", DEFAULT_BOT, None).lines:
+        lines[line.thread.split("/")[0]].append(line)
+    return lines
 
 
 def question_scores(memory: Memory, settings: BotSettings, qa: dict[str, Any]) -> dict[str, float]:
