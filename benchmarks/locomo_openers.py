@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from membot.config import DEFAULT_EMBEDDER
+from membot.config import DEFAULT_EMBEDDER, parse_numbers
 from membot.eval.harness import cached_embedder, fresh_memory
 from membot.eval.locomo import context_refs, lines_by_conversation
 from membot.memory.importers import load_json
@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("file", type=Path)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=V")
     args = parser.parse_args()
-    options = {name: float(value) for name, value in (item.split("=", 1) for item in args.set)}
+    options = parse_numbers(args.set)
     before = settings_for_ranking("blend", {"opener_weight": 0})
     after = settings_for_ranking("blend", options)
     by_sample = lines_by_conversation(args.file)

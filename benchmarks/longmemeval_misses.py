@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from membot.config import DEFAULT_EMBEDDER
+from membot.config import DEFAULT_EMBEDDER, parse_numbers
 from membot.eval.harness import cached_embedder, fresh_memory
 from membot.eval.longmemeval import Corpus, corpus_ranking, haystack_lines
 from membot.memory.importers import load_json, parse_time
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("file", type=Path)
     parser.add_argument("--set", action="append", default=[], metavar="NAME=V")
     args = parser.parse_args()
-    options = {name: float(value) for name, value in (item.split("=", 1) for item in args.set)}
+    options = parse_numbers(args.set)
     settings = settings_for_ranking("blend", options)
     model = cached_embedder(DEFAULT_EMBEDDER)
     questions = load_json(args.file)

@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from membot.config import DEFAULT_BOT, BotSettings
+from membot.config import DEFAULT_BOT, BotSettings, parse_numbers
 from membot.eval.harness import cached_embedder, fresh_memory
 from membot.eval.locomo import CATEGORIES, lines_by_conversation
 from membot.eval.longmemeval import Corpus, haystack_lines
@@ -49,8 +49,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA, help="a LoCoMo file")
     parser.add_argument("--longmemeval", type=Path, help="a LongMemEval file instead")
     args = parser.parse_args()
-    values = {f"strategy.{name}": float(value) for name, value in
-              (option.split("=", 1) for option in args.options)}  # fmt: skip
+    values = {
+        f"strategy.{name}": value
+        for name, value in parse_numbers(args.options, "an option").items()
+    }
     variants = {"default": BotSettings()}
     if values:
         variants[" ".join(args.options)] = BotSettings().with_values(values)

@@ -28,6 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from machine import announce
 
 from membot import Bot, Memory, ScriptedLLM
+from membot.config import parse_settings
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
 from membot.memory.importers import read_file
@@ -88,7 +89,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     announce()
-    options = dict(item.split("=", 1) for item in args.set)
+    options = parse_settings(args.set)
     report = run(args.turns, args.strategy, options)
     if args.json:
         print(json.dumps(report, indent=2))

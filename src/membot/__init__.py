@@ -26,6 +26,7 @@ from membot.config import (
     config_path,
     data_dir,
     default_db_path,
+    parse_numbers,
     parse_settings,
 )
 from membot.embed import Embedder, resolve_embedder
@@ -165,6 +166,7 @@ __all__ = [
     "is_export",
     "iso",
     "migrate_store",
+    "parse_numbers",
     "parse_settings",
     "profile_from_toml",
     "profile_to_toml",

@@ -79,6 +79,18 @@ def parse_settings(pairs: Iterable[str], flag: str = "--set") -> dict[str, str]:
     return values
 
 
+def parse_numbers(pairs: Iterable[str], flag: str = "--set") -> dict[str, float]:
+    """``["lexical_weight=0.7"]`` -> ``{"lexical_weight": 0.7}``; ``ConfigError`` naming
+    ``flag`` for a pair that is not NAME=NUMBER."""
+    numbers = {}
+    for name, raw in parse_settings(pairs, flag).items():
+        try:
+            numbers[name] = float(raw)
+        except ValueError:
+            raise ConfigError(f"{flag} wants NAME=NUMBER, got {name}={raw}") from None
+    return numbers
+
+
 @dataclass(frozen=True)
 class BotSettings:
     """A bot's profile: its names, recall numbers, prompt budget and prompt templates.

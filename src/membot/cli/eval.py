@@ -17,7 +17,7 @@ from rich.console import Console
 from membot import (
     DEFAULT_EMBEDDER,
     ConfigError,
-    parse_settings,
+    parse_numbers,
     strategy_options,
 )
 from membot.cli.eval_answers import (
@@ -192,13 +192,7 @@ def _check_writable(path: Path) -> None:
 
 def _options(settings: list[str]) -> dict[str, float]:
     """``["lexical_weight=0.7"]`` -> ``{"lexical_weight": 0.7}``; ConfigError otherwise."""
-    options = {}
-    for name, raw in parse_settings(settings).items():
-        try:
-            options[name] = float(raw)
-        except ValueError:
-            raise ConfigError(f"--set wants NAME=NUMBER, got {name}={raw}") from None
-    return options
+    return parse_numbers(settings)
 
 
 @eval_app.command()
