@@ -101,13 +101,18 @@ class Sms:
             return db.execute("SELECT COUNT(*) FROM sms_messages").fetchone()[0]
 
 
-@pytest.fixture
-def sms(memory: Memory) -> Iterator[Sms]:
+def sms_app(memory: Memory) -> Iterator[Sms]:
+    """The app with Twilio's settings, its bot "coach" answering texts to BOT_NUMBER."""
     memory.create_bot("coach", bot_name="Cy", sms_number=BOT_NUMBER)
     llm = ScriptedLLM()
     app = create_app(memory, llm=llm, public_url=PUBLIC_URL + "/", twilio=settings())
     with TestClient(app, raise_server_exceptions=False) as client:
         yield Sms(client, memory, llm)
+
+
+@pytest.fixture
+def sms(memory: Memory) -> Iterator[Sms]:
+    yield from sms_app(memory)
 
 
 def test_a_signed_text_is_answered_in_twiml(sms: Sms):

@@ -12,7 +12,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 from test_sms import (
     BOT_NUMBER,
     PERSON,
@@ -24,10 +23,11 @@ from test_sms import (
     message,
     replies,
     settings,
+    sms_app,
 )
 from test_sms import _post as post_signed
 
-from membot import Memory, ScriptedLLM
+from membot import Memory
 from membot.server import create_app
 from membot.service import sms_sender_name
 from membot.service.keys import create_key
@@ -41,11 +41,7 @@ USERS = "/v1/bots/coach/users"
 @pytest.fixture
 def sms(memory: Memory) -> Iterator[Sms]:
     """The app with Twilio's settings, its bot answering texts to BOT_NUMBER (test_sms.py's)."""
-    memory.create_bot("coach", bot_name="Cy", sms_number=BOT_NUMBER)
-    llm = ScriptedLLM()
-    app = create_app(memory, llm=llm, public_url=PUBLIC_URL + "/", twilio=settings())
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield Sms(client, memory, llm)
+    yield from sms_app(memory)
 
 
 def everything_stored(sms: Sms) -> str:
