@@ -105,6 +105,23 @@ def test_without_memories_the_line_is_asked_as_it_is(memory) -> None:
     ]
 
 
+def test_what_this_thread_said_before_the_shown_lines_is_recalled(memory) -> None:
+    """The small prompt shows the thread's last two lines; the lines before them, though
+    within the bot's window_size, are searched: before, a fact said three lines back in the
+    same thread was neither shown nor recalled, and the bot could not answer from it."""
+    memory.configure_bot(threshold=0.05)
+    llm = SmallLLM(["Hello Sam!", "Lovely.", "Nice.", "Miso."])
+    bot = Bot(memory, llm)
+    for text in ["I adopted a grey cat called Miso.", "She loves tuna.", "I play the cello."]:
+        bot.turn(text, user="sam", thread="t")
+    turn = bot.turn("What is my cat called?", user="sam", thread="t")
+    system, *earlier, asked = llm.history[-1]
+    assert "I adopted a grey cat called Miso." in system["content"]
+    assert [message["content"] for message in earlier] == ["I play the cello.", "Nice."]
+    assert asked["content"] == "What is my cat called?" and turn.response == "Miso."
+    assert BotSettings().window_size > 2 * 3  # the cat line was within the window
+
+
 def test_a_small_prompt_keeps_to_a_tight_budget(memory) -> None:
     furnish(memory)
     llm = SmallLLM(["ok"])

@@ -56,6 +56,7 @@ from membot.turn.replies import (
     reply_schema,
 )
 from membot.turn.running_summary import fold, fold_own_words, grounded, lines_to_fold
+from membot.turn.small_prompt import FEED_LINES as SMALL_FEED_LINES
 from membot.turn.small_prompt import REPLY_TOKENS as SMALL_REPLY_TOKENS
 from membot.turn.small_prompt import assemble_small, resolved_style
 from membot.turn.templates import fill
@@ -265,9 +266,15 @@ class Bot:
     ) -> _Recalled:
         """What the turn recalls: the thread's recent lines (the feed), the history matched
         (lines, then kept summaries) and the expertise, each with the string it matched."""
-        feed = self.memory.recent(line, profile.window_size)
+        # The small prompt shows the thread's last SMALL_FEED_LINES lines: the lines before
+        # them are searched like any other, or what was said a few lines ago in this thread
+        # would be neither shown nor recalled.
+        window = profile
+        if profile.prompt_style == "small":
+            window = replace(profile, window_size=min(profile.window_size, SMALL_FEED_LINES))
+        feed = self.memory.recent(line, window.window_size)
         history_query = match_string(profile.history_match_fmt, profile, line.text, feed, now=now)
-        recall = self.memory.recall(line, profile, vector, history_query, now)
+        recall = self.memory.recall(line, window, vector, history_query, now)
         # Facts a later recalled line changed: marked in the prompt and in the trace.
         changes = changed_facts(recall.matches, lambda texts: self.memory.embed(texts, keep=False))
         recall = replace(recall, matches=marked_matches(recall.matches, changes))
