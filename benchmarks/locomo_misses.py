@@ -6,14 +6,16 @@ missed when it is not among the question's first 10 lines in context. For the mi
 counts where they rank (11-25, 26-100, beyond 100), whether they share a photo (``[shares a
 photo: ...]``), who said them (the person the question names, the other, or a question that
 names nobody who speaks), whether they are short (at most :data:`SHORT_WORDS` words of their
-own, the caption left out: "Yes, it was amazing!"), whether a found evidence line or any of the
+own, the caption left out: "Yes, it was amazing!"), whether they say the name of the person
+the question names ("Wow, Melanie! ..."), whether a found evidence line or any of the
 first 10 lines is in their session, and how many evidence lines their question has; each
-share is printed beside the same share among the other lines of the first 10 (what beat them)
-and among every line. Then the loss (questions times 1 - R@10) by the number of evidence lines.
+share is printed beside the same share among the found evidence lines, among the other lines
+of the first 10 of a question that misses some (what beat them) and among every line. Then
+the loss (questions times 1 - R@10) by the number of evidence lines.
 docs/recall.md, "Why multi-hop and open-domain questions miss".
 
     .venv/bin/python benchmarks/locomo_misses.py ../shared/data/locomo/locomo_dev.json
-    .venv/bin/python benchmarks/locomo_misses.py FILE --set speaker_weight=0 --show 20
+    .venv/bin/python benchmarks/locomo_misses.py FILE --set unnamed_weight=0 --show 20
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from membot.eval.harness import cached_embedder, fresh_memory
 from membot.eval.locomo import CATEGORIES, context_refs, lines_by_conversation
 from membot.memory.importers import load_json
 from membot.model import LineInput
+from membot.recall.named_speakers import named_in
 from membot.recall.ranked import settings_for_ranking
 
 TOP = 10  # the first lines a question is scored on (R@10)
@@ -49,6 +52,7 @@ class Said:
     speaker: str
     words: int  # words of its own, the caption left out
     photo: bool
+    text: str
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,7 @@ class Row:
     found_session: bool  # a found evidence line of the question is in its session
     top_session: bool  # one of the question's first 10 lines is in its session
     evidence: int  # the question's number of evidence lines
+    mentions: bool  # it says the name of a speaker the question names
 
 
 def main() -> None:
@@ -114,17 +119,20 @@ def _said(lines: Sequence[LineInput]) -> dict[str, Said]:
     for seq, line in enumerate(lines):
         own = PHOTO.sub("", line.text)
         said[line.ref or ""] = Said(line.ref or "", line.thread, seq, line.speaker or "",
-                                    len(own.split()), own != line.text)  # fmt: skip
+                                    len(own.split()), own != line.text, line.text)  # fmt: skip
     return said
 
 
 def _named(question: str, speaker: str, speakers: set[str]) -> str:
-    def names(who: str) -> bool:
-        return re.search(rf"(?<!\w){re.escape(who.casefold())}(?!\w)", question.casefold()) is not None
-
-    if not any(names(who) for who in speakers if who):
+    named = named_in(question, speakers)
+    if not named:
         return "none named"
-    return "named" if speaker and names(speaker) else "other"
+    return "named" if speaker in named else "other"
+
+
+def _mentions(question: str, text: str, speakers: set[str]) -> bool:
+    """Whether ``text`` says the name of a speaker the question names."""
+    return bool(named_in(text, named_in(question, speakers)))
 
 
 def _rows(
@@ -135,7 +143,8 @@ def _rows(
     found_sessions = {said[ref].session for ref in evidence if rank.get(ref, DEPTH) < TOP}
     return [
         Row(said[ref], rank.get(ref, DEPTH), _named(question, said[ref].speaker, speakers),
-            said[ref].session in found_sessions, said[ref].session in top_sessions, len(evidence))
+            said[ref].session in found_sessions, said[ref].session in top_sessions, len(evidence),
+            _mentions(question, said[ref].text, speakers))
         for ref in evidence
     ]  # fmt: skip
 
@@ -153,7 +162,7 @@ def _beaten(
         return []
     return [
         Row(said[ref], place, _named(question, said[ref].speaker, speakers), False, True,
-            len(evidence))
+            len(evidence), _mentions(question, said[ref].text, speakers))
         for place, ref in enumerate(order[:TOP])
         if ref in said and ref not in evidence
     ]  # fmt: skip
@@ -165,14 +174,17 @@ def _evidence_bucket(count: int) -> str:
 
 def _shown(question: str, row: Row, lines: Sequence[LineInput]) -> str:
     line = lines[row.line.seq]
-    return f"{question} | rank {row.rank if row.rank < DEPTH else '>100'} | {line.speaker}: {line.text}"
+    rank = row.rank if row.rank < DEPTH else f">{DEPTH}"
+    return f"{question} | rank {rank} | {line.speaker}: {line.text}"
 
 
 def _share(rows: Sequence[Any], test: Callable[[Any], bool]) -> str:
     return f"{sum(map(test, rows)) / len(rows):.2f}" if rows else "-"
 
 
-def _print_counts(missed: list[Row], found: list[Row], beaten: list[Row], every: list[Said]) -> None:
+def _print_counts(
+    missed: list[Row], found: list[Row], beaten: list[Row], every: list[Said]
+) -> None:
     print(f"\nevidence lines: {len(missed) + len(found)}; missed (not in the first {TOP}): "
           f"{len(missed)}; found: {len(found)}")  # fmt: skip
     ranks = Counter(
@@ -181,23 +193,22 @@ def _print_counts(missed: list[Row], found: list[Row], beaten: list[Row], every:
     )
     print("missed lines by rank: " + ", ".join(f"{name} {ranks[name]}" for name in
                                                ("11-25", "26-100", "beyond 100")))  # fmt: skip
-    print(f"{'share of lines':<44} {'missed':>7} {'found':>7} {'beaten':>7} {'every':>7}")
-    tests: list[tuple[str, Callable[[Row], bool]]] = [
-        ("share a photo", lambda row: row.line.photo),
-        (f"short (<= {SHORT_WORDS} words, caption left out)", lambda row: row.line.words <= SHORT_WORDS),
-        ("said by the person the question names", lambda row: row.named == "named"),
-        ("said by the other (the question names one)", lambda row: row.named == "other"),
-        ("the question names no speaker", lambda row: row.named == "none named"),
-        ("in a session of a found evidence line", lambda row: row.found_session),
-        (f"in a session of one of the first {TOP}", lambda row: row.top_session),
-        ("of a question with 3+ evidence lines", lambda row: row.evidence >= 3),
-    ]  # fmt: skip
-    for name, test in tests:
-        whole = ""
-        if name in ("share a photo",) or name.startswith("short"):
-            whole = _share(every, (lambda line: line.photo) if "photo" in name
-                           else (lambda line: line.words <= SHORT_WORDS))  # fmt: skip
-        print(f"{name:<44} {_share(missed, test):>7} {_share(found, test):>7} "
+    print(f"{'share of lines':<48} {'missed':>7} {'found':>7} {'beaten':>7} {'every':>7}")
+    short = f"short (<= {SHORT_WORDS} words, caption left out)"
+    tests: list[tuple[str, Callable[[Row], bool], Callable[[Said], bool] | None]] = [
+        ("share a photo", lambda row: row.line.photo, lambda line: line.photo),
+        (short, lambda row: row.line.words <= SHORT_WORDS, lambda line: line.words <= SHORT_WORDS),
+        ("say the name of a speaker the question names", lambda row: row.mentions, None),
+        ("said by the person the question names", lambda row: row.named == "named", None),
+        ("said by the other (the question names one)", lambda row: row.named == "other", None),
+        ("the question names no speaker", lambda row: row.named == "none named", None),
+        ("in a session of a found evidence line", lambda row: row.found_session, None),
+        (f"in a session of one of the first {TOP}", lambda row: row.top_session, None),
+        ("of a question with 3+ evidence lines", lambda row: row.evidence >= 3, None),
+    ]
+    for name, test, of_line in tests:
+        whole = _share(every, of_line) if of_line else ""
+        print(f"{name:<48} {_share(missed, test):>7} {_share(found, test):>7} "
               f"{_share(beaten, test):>7} {whole:>7}")  # fmt: skip
     photo_missed = [row for row in missed if row.line.photo]
     print(f"missed lines that share a photo, by rank: 11-25 "
@@ -210,11 +221,14 @@ def _print_loss(loss: dict[int, Counter[str]]) -> None:
     for category, counts in sorted(loss.items()):
         name = CATEGORIES.get(category, str(category))
         total = sum(value for key, value in counts.items() if key.startswith("lost"))
+        buckets = ("1", "2", "3+")
         parts = ", ".join(
-            f"{bucket}: {counts[f'questions {bucket}']} questions, lost {counts[f'lost {bucket}']:.1f}"
-            for bucket in ("1", "2", "3+")
+            f"{bucket}: {counts[f'questions {bucket}']} questions, lost "
+            f"{counts[f'lost {bucket}']:.1f}"
+            for bucket in buckets
         )
-        print(f"  {name}: {parts}; lost {total:.1f} of {sum(counts[f'questions {b}'] for b in ('1', '2', '3+'))}")
+        asked = sum(counts[f"questions {bucket}"] for bucket in buckets)
+        print(f"  {name}: {parts}; lost {total:.1f} of {asked}")
 
 
 if __name__ == "__main__":
