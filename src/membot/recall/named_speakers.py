@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from membot.recall.bm25 import STOPWORDS
 from membot.recall.question_forms import mixed_cosines
 
 if TYPE_CHECKING:
@@ -42,11 +43,15 @@ NAME_DEPTH = 50
 
 
 def named_in(text: str, speakers: Iterable[str]) -> list[str]:
-    """The ``speakers`` that ``text`` names, each as whole words in any case, longest first."""
+    """The ``speakers`` that ``text`` names, each as whole words in any case, longest first;
+    a speaker called by a common word ("You", "me") is never read as named."""
     found = {
         speaker.strip()
         for speaker in speakers
-        if speaker and speaker.strip() and _name_pattern(speaker.strip()).search(text)
+        if speaker
+        and speaker.strip()
+        and speaker.strip().casefold() not in STOPWORDS
+        and _name_pattern(speaker.strip()).search(text)
     }
     return sorted(found, key=lambda name: (-len(name), name))
 
