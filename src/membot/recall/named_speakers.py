@@ -11,9 +11,17 @@ swimming or camping. ``blend`` already raises the lines said by a speaker the qu
 speakers of the :data:`NAME_DEPTH` lines nearest the question), the question without those
 names ("What activities has done with her family?") is embedded and scored over the scope
 too, and each line's cosine (and its best part's) moves ``unnamed_weight`` of the way toward
-that cosine (1: the cosine without the names alone). One more embedding and dense scan for a
+that cosine (1: the cosine without the names alone). One more dense scan for a
 question that names a speaker; none for any other, nor for lines without speakers (a person's
 chat with a bot, LongMemEval's turns).
+
+The embedding is spent before the search, in the question's own batch (about 2 ms more on a
+2-core machine instead of about 12 for an embedding of its own): which words are speakers is
+known only after the search, so :func:`unnamed_guess` guesses the names from the text alone
+(capitalised words that do not open a sentence) and the guess is embedded with the question
+(:func:`membot.recall.chat.embedded_question`). Where the names read leave the text the guess
+left, its vector is used; otherwise (a capitalised word that is no speaker, a name in lower
+case) the text left is embedded then, as without a guess.
 
 Measured with ``benchmarks/locomo_misses.py`` and the folds: docs/recall.md, "Why multi-hop
 and open-domain questions miss".
@@ -40,6 +48,20 @@ if TYPE_CHECKING:
 NAMES_LEFT_OUT: dict[str, float] = {"unnamed_weight": 0.0}
 # The speakers a question may name are read from this many of its nearest lines, in one query.
 NAME_DEPTH = 50
+# A word that starts with a capital, with its "'s" (left out of the name).
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][\w'’-]*")
+_POSSESSIVE = re.compile(r"['’]s?$")
+_OPENS = re.compile(r"(?:^|[.!?:])\s*$")  # what comes before the first word of a sentence
+_BETWEEN_A_RUN = re.compile(r"\.? ")  # what parts two words of one name ("Dr. Seuss")
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+_CALENDAR = frozenset(
+    {
+        "january", "february", "march", "april", "may", "june", "july", "august",
+        "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun",
+        "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday", "tuesday", "wednesday",
+        "thursday", "friday", "saturday", "sunday",
+    }
+)  # fmt: skip
 
 
 def named_in(text: str, speakers: Iterable[str]) -> list[str]:
@@ -53,7 +75,44 @@ def named_in(text: str, speakers: Iterable[str]) -> list[str]:
         and speaker.strip().casefold() not in STOPWORDS
         and _name_pattern(speaker.strip()).search(text)
     }
-    return sorted(found, key=lambda name: (-len(name), name))
+    return _longest_first(found)
+
+
+def _longest_first(names: Iterable[str]) -> list[str]:
+    """Longer names first: "Mel" is left out of "Mel Smith" only after "Mel Smith" is."""
+    return sorted(set(names), key=lambda name: (-len(name), name))
+
+
+def unnamed_guess(text: str) -> str | None:
+    """``text`` without the words that look like names (:func:`guessed_names`), as
+    :func:`with_names_left_out` leaves it out where those are the speakers it names; None
+    when no word looks like a name or nothing but names is left."""
+    names = guessed_names(text)
+    left = without_names(text, _longest_first(names)) if names else ""
+    return left if re.search(r"\w", left) else None
+
+
+def guessed_names(text: str) -> list[str]:
+    """The words of ``text`` that look like a person's name: capitalised ("Melanie",
+    "Melanie's"), not the first word of a sentence, not all capitals ("LGBTQ"), not a month
+    or a day ("in June"), "I" or another stopword, outside quotes ("Becoming Nicole"), and
+    alone: not next to another such word ("Grand Canyon", "Dr. Seuss")."""
+    quoted = [found.span() for found in _QUOTED.finditer(text)]
+    words = [
+        (found.start(), found.end(), _POSSESSIVE.sub("", found.group()))
+        for found in _CAPITALISED.finditer(text)
+    ]
+    words = [each for each in words if each[2].casefold() not in STOPWORDS | _CALENDAR]
+    names = [
+        word
+        for at, (start, end, word) in enumerate(words)
+        if not word.isupper()
+        and not _OPENS.search(text[:start])
+        and not any(first < start < last for first, last in quoted)
+        and not (at and _BETWEEN_A_RUN.fullmatch(text[words[at - 1][1] : start]))
+        and not (at + 1 < len(words) and _BETWEEN_A_RUN.fullmatch(text[end : words[at + 1][0]]))
+    ]
+    return list(dict.fromkeys(names))
 
 
 def without_names(text: str, names: Iterable[str]) -> str:
@@ -86,7 +145,7 @@ def with_names_left_out(
     left = without_names(question.text, names) if names else ""
     if not re.search(r"\w", left):
         return lines
-    found = source.scored(source.embed([left])[0], question.scope)
+    found = source.scored(question.vector_of(left, source), question.scope)
     if not len(found.ids):
         return lines
     at = np.clip(np.searchsorted(found.ids, lines.ids), 0, len(found.ids) - 1)
