@@ -1,5 +1,5 @@
 """A question that names a speaker, searched by vector without the name (issue 30; blend's
-``unnamed_weight``, off): the names read, the question without them, and the cosines mixed,
+``unnamed_weight``, 0.75): the names read, the question without them, and the cosines mixed,
 with the bundled embedder."""
 
 from __future__ import annotations
@@ -151,9 +151,8 @@ def test_lines_without_speakers_are_scored_as_before(make_memory, minilm) -> Non
 
 
 @pytest.mark.slow
-def test_blend_is_unchanged_by_default_and_ranks_with_it_on(chat: Memory) -> None:
-    option = options_of(settings_for_ranking("blend"))
-    assert option["unnamed_weight"] == 0.0
+def test_blend_is_unchanged_when_off_and_ranks_with_it_by_default(chat: Memory) -> None:
+    option = options_of(settings_for_ranking("blend", {"unnamed_weight": 0}))
     question = _question(chat, "What activities has Melanie done with her family?")
     source = chat.recall_source
     found = blend_features(source, question, option, -2.0)
@@ -162,11 +161,11 @@ def test_blend_is_unchanged_by_default_and_ranks_with_it_on(chat: Memory) -> Non
     np.testing.assert_array_equal(
         found.lines.scores, plain.with_parts(option["part_weight"]).scores
     )
-    on = options_of(settings_for_ranking("blend", {"unnamed_weight": 0.75}))
+    on = options_of(settings_for_ranking("blend"))
+    assert on["unnamed_weight"] == 0.75
     moved = blend_features(source, question, on, -2.0)
     assert moved is not None and not np.array_equal(moved.lines.scores, found.lines.scores)
-    settings = settings_for_ranking("blend", {"unnamed_weight": 0.75})
-    ranked = ranked_lines(source, settings, question.text, question.scope)
+    ranked = ranked_lines(source, settings_for_ranking("blend"), question.text, question.scope)
     assert sorted(ranked) == sorted(int(i) for i in plain.ids)  # every line, once
 
 

@@ -192,9 +192,10 @@ def embedded_question(
     said: str | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The vector of ``query`` and, by text, those of the other forms of it the strategy will
-    search (``said``: the new line, default ``query``), all from one call to ``embed``:
-    texts embedded together cost little more than one alone (on 2 cores, about 13.5 ms for
-    two short texts against 11.7 for one). ``embed`` gets ``query`` first."""
+    search (``said``: the new line, default ``query``), all from one call to ``embed``
+    (``query`` first): a second short text in the batch costs about 2 ms of a turn on the
+    shared 2-core machine, one embedded on its own about 8 (docs/recall.md, "Why multi-hop
+    and open-domain questions miss")."""
     texts = [query, *searched_forms(settings, query, said)]
     vectors = embed(texts)
     return vectors[0], dict(zip(texts[1:], vectors[1:], strict=True))

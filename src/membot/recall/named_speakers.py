@@ -15,8 +15,9 @@ that cosine (1: the cosine without the names alone). One more dense scan for a
 question that names a speaker; none for any other, nor for lines without speakers (a person's
 chat with a bot, LongMemEval's turns).
 
-The embedding is spent before the search, in the question's own batch (about 2 ms more on a
-2-core machine instead of about 12 for an embedding of its own): which words are speakers is
+The embedding is spent before the search, in the question's own batch (about 2 ms more a turn
+on the shared 2-core machine, against about 8 for an embedding of its own: docs/recall.md,
+"Why multi-hop and open-domain questions miss"): which words are speakers is
 known only after the search, so :func:`unnamed_guess` guesses the names from the text alone
 (capitalised words that do not open a sentence) and the guess is embedded with the question
 (:func:`membot.recall.chat.embedded_question`). Where the names read leave the text the guess
@@ -44,8 +45,9 @@ if TYPE_CHECKING:
     from membot.recall.source import RecallSource
     from membot.recall.strategies import Question
 
-# Off by default (docs/recall.md, "Why multi-hop and open-domain questions miss").
-NAMES_LEFT_OUT: dict[str, float] = {"unnamed_weight": 0.0}
+# Chosen by the folds (every LoCoMo fold chose 0.75; docs/recall.md, "Why multi-hop and
+# open-domain questions miss").
+NAMES_LEFT_OUT: dict[str, float] = {"unnamed_weight": 0.75}
 # The speakers a question may name are read from this many of its nearest lines, in one query.
 NAME_DEPTH = 50
 # A word that starts with a capital, with its "'s" (left out of the name).
