@@ -64,6 +64,7 @@ _CALENDAR = frozenset(
         "thursday", "friday", "saturday", "sunday",
     }
 )  # fmt: skip
+_NO_NAMES = STOPWORDS | _CALENDAR
 
 
 def named_in(text: str, speakers: Iterable[str]) -> list[str]:
@@ -104,7 +105,7 @@ def guessed_names(text: str) -> list[str]:
         (found.start(), found.end(), _POSSESSIVE.sub("", found.group()))
         for found in _CAPITALISED.finditer(text)
     ]
-    words = [each for each in words if each[2].casefold() not in STOPWORDS | _CALENDAR]
+    words = [each for each in words if each[2].casefold() not in _NO_NAMES]
     names = [
         word
         for at, (start, end, word) in enumerate(words)
