@@ -10,6 +10,12 @@ embedded, as on a live chat.
 
     .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--strategy blend] [--json]
         [--set NAME=V]  # a strategy option, repeatable
+        [--paired NAME=V]  # each question asked again with this option, repeatable
+
+``--paired``: each question is asked twice in the one process, with the bot's settings and
+with these options over them, which first in turn (two threads, so neither turn's buffer
+holds the other's), and the median of the per-question differences is printed: what an
+option costs, without the drift of a shared machine between two runs.
 """
 
 from __future__ import annotations
@@ -61,22 +67,59 @@ def questions(count: int) -> list[tuple[str, str]]:
     return pairs[:count]
 
 
+KEYS = ("embed", "store", "search", "assemble", "memory_total")
+
+
 def run(turns: int, strategy: str | None = None, options: dict[str, str] | None = None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.db"
         lines = build_store(db, strategy, options)
-        memory = Memory(db, embedder=default_embedder())  # no cache: real embedding cost
-        memory.warm_up()
-        asked = questions(turns)
-        llm = ScriptedLLM([f"I think it was {answer}." for _, answer in asked])
-        bot = Bot(memory, llm, name="bench")
+        bot, asked = _bot(db, turns, asks=1)
         timings = [
             bot.turn(question, user="visitor", thread="bench").timings_ms for question, _ in asked
         ]
-    keys = ("embed", "store", "search", "assemble", "memory_total")
-    median = {key: statistics.median(t[key] for t in timings) for key in keys}
+    median = {key: statistics.median(t[key] for t in timings) for key in KEYS}
     worst = max(t["memory_total"] for t in timings)
     return {"store_lines": lines, "turns": len(timings), "median_ms": median, "max_ms": worst}
+
+
+def run_paired(
+    turns: int, strategy: str | None, options: dict[str, str], paired: dict[str, str]
+) -> dict:
+    """Each question asked with the bot's settings and with ``paired`` over them (the module
+    docstring); medians of each side and of the differences (paired minus plain)."""
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "bench.db"
+        lines = build_store(db, strategy, options)
+        bot, asked = _bot(db, turns, asks=2)
+        changed = {f"strategy.{name}": value for name, value in paired.items()}
+        timings: dict[str, list[dict]] = {"plain": [], "paired": []}
+        for number, (question, _) in enumerate(asked):
+            for side in ("plain", "paired")[:: 1 if number % 2 == 0 else -1]:
+                settings = changed if side == "paired" else None
+                turn = bot.turn(question, user="visitor", thread=side, settings=settings)
+                timings[side].append(turn.timings_ms)
+    median = {
+        side: {key: statistics.median(t[key] for t in found) for key in KEYS}
+        for side, found in timings.items()
+    }
+    median["difference"] = {
+        key: statistics.median(
+            b[key] - a[key] for a, b in zip(timings["plain"], timings["paired"], strict=True)
+        )
+        for key in KEYS
+    }
+    return {"store_lines": lines, "turns": len(asked), "paired": paired, "median_ms": median}
+
+
+def _bot(db: Path, turns: int, asks: int) -> tuple[Bot, list[tuple[str, str]]]:
+    """The bot over the store, its embedder uncached (real embedding cost) and warm, and the
+    questions it is asked (each ``asks`` times)."""
+    memory = Memory(db, embedder=default_embedder())
+    memory.warm_up()
+    asked = questions(turns)
+    llm = ScriptedLLM([f"I think it was {answer}." for _, answer in asked for _ in range(asks)])
+    return Bot(memory, llm, name="bench"), asked
 
 
 def main() -> None:
@@ -86,13 +129,28 @@ def main() -> None:
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=V", help="a strategy option"
     )
+    parser.add_argument(
+        "--paired", action="append", default=[], metavar="NAME=V",
+        help="ask each question again with this strategy option (the module docstring)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     announce()
     options = parse_settings(args.set)
-    report = run(args.turns, args.strategy, options)
+    if args.paired:
+        report = run_paired(args.turns, args.strategy, options, parse_settings(args.paired))
+    else:
+        report = run(args.turns, args.strategy, options)
     if args.json:
         print(json.dumps(report, indent=2))
+        return
+    if args.paired:
+        print(f"store: {report['store_lines']} lines; turns: {report['turns']} each")
+        for key in KEYS:
+            plain, paired, difference = (report["median_ms"][side][key]
+                                         for side in ("plain", "paired", "difference"))  # fmt: skip
+            print(f"median {key:<13} {plain:7.2f} ms, paired {paired:7.2f} ms, "
+                  f"difference {difference:+6.2f} ms")  # fmt: skip
         return
     print(f"store: {report['store_lines']} lines; turns: {report['turns']}")
     for key, value in report["median_ms"].items():

@@ -99,8 +99,9 @@ def test_a_line_that_does_not_ask_is_scored_as_before(stored: Memory) -> None:
 
 
 def test_statement_weight_is_off_by_default(stored: Memory) -> None:
-    option = options_of(settings_for_ranking("blend"))
-    assert option["statement_weight"] == 0.0
+    assert options_of(settings_for_ranking("blend"))["statement_weight"] == 0.0
+    # The question names a speaker: without the names searched too, only the parts move it.
+    option = options_of(settings_for_ranking("blend", {"unnamed_weight": 0}))
     question = _question(stored, "What has Melanie painted?")
     found = blend_features(stored.recall_source, question, option, -2.0)
     plain = stored.recall_source.scored(question.vector, question.scope)

@@ -47,14 +47,16 @@ class CachedEmbedder:
         return self.inner.dimension
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, keep=True)
+        return self.embed_keeping(texts, [True] * len(texts))
 
     def embed_transient(self, texts: Sequence[str]) -> np.ndarray:
         """As :meth:`embed`, without saving what was missing: for texts that are not stored
         (queries), whose vectors nothing would ever discard."""
-        return self._embed(texts, keep=False)
+        return self.embed_keeping(texts, [False] * len(texts))
 
-    def _embed(self, texts: Sequence[str], keep: bool) -> np.ndarray:
+    def embed_keeping(self, texts: Sequence[str], keep: Sequence[bool]) -> np.ndarray:
+        """As :meth:`embed` in one call to the model, saving what was missing only for the
+        texts whose ``keep`` is true (a stored line beside a query's forms)."""
         digests = [_digest(text) for text in texts]
         found = self._lookup(set(digests))
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
@@ -63,8 +65,10 @@ class CachedEmbedder:
         if missing:
             fresh = self.inner.embed(list(missing.values()))
             new_rows = dict(zip(missing.keys(), fresh, strict=True))
-            if keep:
-                self._save(new_rows)
+            kept = {d for d, wanted in zip(digests, keep, strict=True) if wanted}
+            saved = {d: vector for d, vector in new_rows.items() if d in kept}
+            if saved:
+                self._save(saved)
             found.update(new_rows)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,7 +51,7 @@ from membot.model import (
     LineInput as LineInput,  # re-exported: membot and the text-message service import it here
 )
 from membot.recall import push_to_buffer
-from membot.recall.chat import recall_for_turn
+from membot.recall.chat import embedded_question, recall_for_turn
 from membot.store import BufferEntry, NewLine, SourceKey, Store, ThreadKey, open_store
 from membot.store.base import LineParts, check_embedder_meta, lines_between
 from membot.turn.tokens import TokenCounter, default_token_counter
@@ -167,19 +167,33 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
 
     # -- embedding ------------------------------------------------------------------------
 
-    def embed(self, texts: Sequence[str], *, keep: bool = True) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, keep: bool | Sequence[bool] = True) -> np.ndarray:
         """Vectors for ``texts``, refusing an embedder that differs from the store's.
-        ``keep=False`` for texts that are not stored (queries, points being checked): their
-        vectors stay out of the on-disk embedding cache, which forgetting could not reach."""
+        ``keep=False`` (for all, or a flag for each text) for texts that are not stored
+        (queries, points being checked): their vectors stay out of the on-disk embedding
+        cache, which forgetting could not reach."""
         self.store.check_embedder(self.embedder.name)  # fail before spending an embedding
-        if not keep and isinstance(self.embedder, CachedEmbedder):
-            vectors = self.embedder.embed_transient(list(texts))
+        kept = [keep] * len(texts) if isinstance(keep, bool) else list(keep)
+        if not all(kept) and isinstance(self.embedder, CachedEmbedder):
+            vectors = self.embedder.embed_keeping(list(texts), kept)
         else:
             vectors = self.embedder.embed(list(texts))
         vectors = checked_vectors(vectors, len(texts), self.embedder.name)
         if len(vectors):  # an empty answer may not know its width
             self.store.check_embedder(self.embedder.name, int(vectors.shape[1]))
         return vectors
+
+    def embed_question(
+        self, text: str, settings: BotSettings, *, keep: bool = True, said: str | None = None
+    ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The vector of ``text``, a turn's match string (kept in the embedding cache unless
+        ``keep`` is false), and by text those of the forms of it the bot's strategy will
+        search (never kept; ``said``: the new line), in one batch
+        (:func:`membot.recall.chat.embedded_question`): what :meth:`recall` takes."""
+        return embedded_question(
+            lambda texts: self.embed(texts, keep=[keep] + [False] * (len(texts) - 1)),
+            settings, text, said,
+        )  # fmt: skip
 
     def _vectors_by(self, vectors: np.ndarray) -> tuple[str, int]:
         """Who made ``vectors``: checked and recorded by the store in the write itself."""
@@ -522,17 +536,21 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         vector: np.ndarray | None = None,
         match_text: str | None = None,
         now: datetime | None = None,
+        prepared: Mapping[str, np.ndarray] | None = None,
     ) -> Recall:
         """Match ``line`` (or ``match_text``, the bot's history match string) against earlier
         lines with the bot's strategy, update the thread's buffer, and return the buffer's
         blocks (lines of the feed left out: they are in the prompt already). Time words in
         the line itself ("last week") are read from ``now`` (with its time zone), by
-        default when the line was said."""
+        default when the line was said. ``vector`` and ``prepared``: the line's, from
+        :meth:`embed_question` (used where the line is the match string)."""
         started = time.perf_counter()
         settings = settings or self.bot_settings(line.bot)
         query = line.text if match_text is None else match_text
         if vector is None or query != line.text:
-            vector = self.embed([query], keep=query == line.text)[0]
+            vector, prepared = self.embed_question(
+                query, settings, keep=query == line.text, said=line.text
+            )
         thread_id = self._thread_id(line)
         # The feed is the window_size lines before the new one; neither is searched.
         window_from = line.seq - settings.window_size
@@ -543,7 +561,9 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         )
         asked = check_moment(now, "now") if now is not None else line.created_at
         with self.recall_source.reading() as source:
-            chosen = recall_for_turn(source, settings, query, vector, scope, asked, said=line.text)
+            chosen = recall_for_turn(
+                source, settings, query, vector, scope, asked, line.text, prepared
+            )
         fresh = list(chosen.blocks)
         size = settings.buffer_size
         buffer = self.store.change_buffer(thread_id, lambda held: push_to_buffer(held, fresh, size))
@@ -592,10 +612,11 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
             window_from = (last[-1].seq + 1 if last else 1) - settings.window_size
             feed = (thread_id, window_from)
         scope = Scope.of(bot_id, person_id, settings, feed=feed, links=self.store)
-        vector = self.embed([text], keep=False)[0]  # recall without storing: a query
+        # Recall without storing: a query, kept nowhere.
+        vector, prepared = self.embed_question(text, settings, keep=False)
         asked = check_moment(now, "now") if now is not None else utc_now()
         with self.recall_source.reading() as source:
-            chosen = recall_for_turn(source, settings, text, vector, scope, asked, said=text)
+            chosen = recall_for_turn(source, settings, text, vector, scope, asked, text, prepared)
         owners = None if settings.share_across_people else self._owners(bot, user)
         fresh = {(entry.source_thread_id, entry.first_seq) for entry in chosen.blocks}
         blocks = self._load_blocks(

@@ -23,7 +23,9 @@ The features, by the option that weighs each (:data:`FEATURES`):
 
 Before any of them, ``statement_weight`` (0: off) mixes into each line's cosine (and its
 parts') its cosine with the question in the form of its answer
-(:mod:`membot.recall.question_forms`; ``statement_max``: never lowered).
+(:mod:`membot.recall.question_forms`; ``statement_max``: never lowered), and
+``unnamed_weight`` (0: off) its cosine with the question without the speakers it names
+(:mod:`membot.recall.named_speakers`).
 
 ``sentence_weight``, ``neighbour_only_weight`` and ``recency_weight`` are 0 in the hand-set
 ``blend``; each feature is computed only where weighed (or asked for, ``every``). Speakers,
@@ -41,6 +43,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from membot.recall.bm25 import STOPWORDS, query_terms
+from membot.recall.named_speakers import with_names_left_out
 from membot.recall.openers import opener_scores
 from membot.recall.question_forms import with_statement
 from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
@@ -122,6 +125,8 @@ def blend_features(
     if option["statement_weight"]:
         highest = bool(option["statement_max"])
         raw = with_statement(source, question, raw, option["statement_weight"], highest)
+    if option["unnamed_weight"]:
+        raw = with_names_left_out(source, question, raw, option["unnamed_weight"])
     lines = raw.with_parts(option["part_weight"])
     if not len(lines.ids):
         return None

@@ -50,6 +50,7 @@ where they have a speaker (:func:`membot.memory.facade.embedding_text`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -64,6 +65,8 @@ from membot.recall.builtin import register_builtin_strategies
 from membot.recall.duplicates import candidates_for, distinct_choices
 from membot.recall.line_strategies import EVERY_LINE, reciprocal_rank_fusion
 from membot.recall.lines import Hit, merge_blocks
+from membot.recall.named_speakers import unnamed_guess
+from membot.recall.question_forms import statement_form
 from membot.recall.strategies import Choice, Question, Strategy, load_strategies, option_values
 from membot.store.base import BufferEntry
 
@@ -76,6 +79,7 @@ __all__ = [
     "Choice",
     "check_strategy",
     "chosen_for_turn",
+    "embedded_question",
     "min_max",
     "options_of",
     "recall_for_turn",
@@ -147,10 +151,11 @@ def recall_for_turn(
     scope: Scope,
     now: datetime | None = None,
     said: str | None = None,
+    prepared: Mapping[str, np.ndarray] | None = None,
 ) -> ChatRecall:
     """The matches and merged blocks ``settings.strategy`` recalls for one turn asked at
     ``now`` (see :func:`chosen_for_turn`)."""
-    choices = chosen_for_turn(source, settings, query, vector, scope, now, said)
+    choices = chosen_for_turn(source, settings, query, vector, scope, now, said, prepared)
     blocks = merge_blocks([choice.block for choice in choices])
     return ChatRecall(tuple(choice.hit for choice in choices), tuple(blocks))
 
@@ -163,16 +168,48 @@ def chosen_for_turn(
     scope: Scope,
     now: datetime | None = None,
     said: str | None = None,
+    prepared: Mapping[str, np.ndarray] | None = None,
 ) -> list[Choice]:
     """The matches ``settings.strategy`` keeps for one turn, best first, each with its block:
     ``blend`` reads time words such as "last week" in ``said`` (the new line itself; default
-    ``query``, the match string) from ``now``."""
+    ``query``, the match string) from ``now``; ``prepared``: the vectors embedded with
+    ``vector`` (:func:`embedded_question`)."""
     check_strategy(settings)
     if settings.max_matches == 0:
         return []
-    question = Question(query, vector, scope, now, said)
+    question = Question(query, vector, scope, now, said, prepared or {})
     # Asked for more than it keeps: near-duplicates collapse and repeats of the question give
     # way (membot.recall.duplicates), and the next lines take the slots they leave.
     wider = replace(settings, max_matches=candidates_for(settings.max_matches, EVERY_LINE))
     choices = strategy_named(settings.strategy).choose(source, wider, question)
     return distinct_choices(source, choices, question, settings.max_matches)
+
+
+def embedded_question(
+    embed: Callable[[list[str]], np.ndarray],
+    settings: BotSettings,
+    query: str,
+    said: str | None = None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The vector of ``query`` and, by text, those of the other forms of it the strategy will
+    search (``said``: the new line, default ``query``), all from one call to ``embed``
+    (``query`` first): a second short text in the batch costs about 2 ms of a turn on the
+    shared 2-core machine, one embedded on its own about 8 (docs/recall.md, "Why multi-hop
+    and open-domain questions miss")."""
+    texts = [query, *searched_forms(settings, query, said)]
+    vectors = embed(texts)
+    return vectors[0], dict(zip(texts[1:], vectors[1:], strict=True))
+
+
+def searched_forms(settings: BotSettings, query: str, said: str | None = None) -> list[str]:
+    """The other texts ``blend`` will embed for ``query`` (``said``: the new line), as far
+    as the text alone tells: its statement form where ``statement_weight`` is on
+    (:mod:`membot.recall.question_forms`), and where ``unnamed_weight`` is, the question
+    without the words that look like names (:func:`~membot.recall.named_speakers.unnamed_guess`;
+    used only where they are the speakers it names)."""
+    option = options_of(settings)
+    forms = [
+        statement_form(said or query) if option.get("statement_weight") else None,
+        unnamed_guess(query) if option.get("unnamed_weight") else None,
+    ]
+    return list(dict.fromkeys(form for form in forms if form and form != query))

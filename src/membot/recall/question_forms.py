@@ -102,7 +102,7 @@ def with_statement(
     form = statement_form(question.line) if weight else None
     if form is None or not len(lines.ids):
         return lines
-    found = source.scored(source.embed([form])[0], question.scope)
+    found = source.scored(question.vector_of(form, source), question.scope)
     if not len(found.ids):
         return lines
     at = np.clip(np.searchsorted(found.ids, lines.ids), 0, len(found.ids) - 1)

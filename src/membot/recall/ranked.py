@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from membot.config import BotSettings
 from membot.index.scope import Scope
-from membot.recall.chat import EVERY_LINE, check_strategy, chosen_for_turn
+from membot.recall.chat import EVERY_LINE, check_strategy, chosen_for_turn, embedded_question
 from membot.recall.strategies import Choice
 
 if TYPE_CHECKING:
@@ -58,8 +58,8 @@ def ranked_lines(
     that many lines are placed; the other matches follow alone."""
     if depth is not None:  # each match places at least its own line
         settings = replace(settings, max_matches=min(settings.max_matches, depth))
-    vector = source.embed([query])[0]
-    choices = chosen_for_turn(source, settings, query, vector, scope, now, said=query)
+    vector, prepared = embedded_question(source.embed, settings, query)
+    choices = chosen_for_turn(source, settings, query, vector, scope, now, query, prepared)
     return context_order(source, choices, scope, depth)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,18 +37,26 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Question:
     """What one turn asks recall: the match string and its vector, the scope to search, when
-    it is asked, and the new line itself (``said``: time words such as "last week" are read
-    from it; default the match string)."""
+    it is asked, the new line itself (``said``: time words such as "last week" are read from
+    it; default the match string), and the vectors of other texts embedded in the match
+    string's batch (``prepared``, by text: :func:`membot.recall.chat.embedded_question`)."""
 
     text: str
     vector: np.ndarray
     scope: Scope
     now: datetime | None = None
     said: str | None = None
+    prepared: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def line(self) -> str:
         return self.said or self.text
+
+    def vector_of(self, text: str, source: RecallSource) -> np.ndarray:
+        """The vector of ``text``, a form of the question a strategy searches too: the one
+        embedded with the question where it was prepared, else embedded now."""
+        found = self.prepared.get(text)
+        return found if found is not None else source.embed([text])[0]
 
 
 @dataclass(frozen=True)

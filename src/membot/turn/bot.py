@@ -11,7 +11,7 @@ import functools
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -207,8 +207,8 @@ class Bot:
                 text, user, thread, Role.HUMAN, self.name, created_at=now, source_key=source_key
             )
         )
-        with clock.step("embed"):
-            vector = self.memory.embed([text])[0]
+        with clock.step("embed"):  # the line and the forms of it recall will search
+            vector, prepared = self.memory.embed_question(text, profile)
         # One turn of a thread at a time, in any process: its line, the reply, the reply
         # stored (two at once put a reply after the other turn's line).
         with self.memory.turn_lock(bot=self.name, user=item.user, thread=item.thread):
@@ -223,7 +223,7 @@ class Bot:
                 line, vector = self.memory.add_with_vector(item, vector)
             with _kept_on_failure(line, self.memory):
                 with clock.step("search"):
-                    recalled = self._recall(line, vector, profile, now)
+                    recalled = self._recall(line, vector, prepared, profile, now)
                 with clock.step("assemble"):
                     prompt = self._pack(recalled, recalled.history, recalled.expertise, now)
                 if profile.relevance_check and not dry_run and (prompt.history or prompt.expertise):
@@ -262,7 +262,12 @@ class Bot:
         return replace(profile, prompt_style=style), llm, notes
 
     def _recall(
-        self, line: Line, vector: np.ndarray, profile: BotSettings, now: datetime
+        self,
+        line: Line,
+        vector: np.ndarray,
+        prepared: Mapping[str, np.ndarray],
+        profile: BotSettings,
+        now: datetime,
     ) -> _Recalled:
         """What the turn recalls: the thread's recent lines (the feed), the history matched
         (lines, then kept summaries) and the expertise, each with the string it matched."""
@@ -274,7 +279,7 @@ class Bot:
             window = replace(profile, window_size=min(profile.window_size, SMALL_FEED_LINES))
         feed = self.memory.recent(line, window.window_size)
         history_query = match_string(profile.history_match_fmt, profile, line.text, feed, now=now)
-        recall = self.memory.recall(line, window, vector, history_query, now)
+        recall = self.memory.recall(line, window, vector, history_query, now, prepared)
         # Facts a later recalled line changed: marked in the prompt and in the trace.
         changes = changed_facts(recall.matches, lambda texts: self.memory.embed(texts, keep=False))
         recall = replace(recall, matches=marked_matches(recall.matches, changes))
