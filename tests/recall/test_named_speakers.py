@@ -241,3 +241,25 @@ def test_a_turn_embeds_its_line_and_the_guess_at_once_and_keeps_only_the_line(
     assert [match.line.id for match in recall.matches] == [
         match.line.id for match in preview.matches if match.line.id != stored.id
     ]
+
+
+@pytest.mark.slow
+def test_a_form_embedded_after_a_wrong_guess_is_not_kept_either(
+    make_memory, minilm, tmp_path: Path  # type: ignore[no-untyped-def]
+) -> None:  # fmt: skip
+    """"Paris" was guessed a name, so the text left ("When was in Paris?") is embedded during
+    the search: like the guess, it is not kept in the on-disk cache, where forgetting the
+    line asked could not find it."""
+    recorded = RecordedEmbedder(minilm)
+    memory: Memory = make_memory(embedder=CachedEmbedder(recorded, tmp_path / "cache.db"))
+    for speaker, text in CHAT:
+        memory.add(text, user="ann", speaker=speaker, thread="t")
+    settings = memory.bot_settings("membot")
+    line = "When was Melanie in Paris?"
+    vector, prepared = memory.embed_question(line, settings)
+    memory.recall(memory.add(line, user="ann", thread="q"), settings, vector, now=None,
+                  prepared=prepared)  # fmt: skip
+    assert recorded.calls[-1] == ["When was in Paris?"]  # embedded during the search
+    recorded.calls.clear()
+    memory.embed(["When was in Paris?", line], keep=False)
+    assert recorded.calls == [["When was in Paris?"]]  # not kept; the line asked is

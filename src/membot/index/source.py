@@ -25,17 +25,21 @@ class IndexedLines:
     """A store's lines as recall reads them (:class:`~membot.recall.source.RecallSource`).
 
     ``embed`` makes the vectors of the units' texts and of a question (the Memory's, which
-    refuses an embedder other than the store's). :meth:`reading` holds one recall's reads
-    together: a server's threads may share one source."""
+    refuses an embedder other than the store's); ``embed_transient`` those of texts never
+    stored, without keeping them in the embedder's cache (``embed`` where not given).
+    :meth:`reading` holds one recall's reads together: a server's threads may share one
+    source."""
 
     def __init__(
         self,
         store: Store,
         embed: Callable[[Sequence[str]], np.ndarray],
         index: VectorIndex | None = None,
+        embed_transient: Callable[[Sequence[str]], np.ndarray] | None = None,
     ) -> None:
         self.store = store
         self._embed = embed
+        self._embed_transient = embed_transient or embed
         self.index = index if index is not None else VectorIndex(store)
         self._units: dict[tuple[str, int, int], UnitCache] = {}
         # Recall reads and refreshes the caches (the index, the units): one thread at a time.
@@ -91,6 +95,9 @@ class IndexedLines:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(list(texts))
+
+    def embed_transient(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed_transient(list(texts))
 
     def units(
         self, kind: Units, scope: Scope, defer: tuple[int, int] | None = None

@@ -113,7 +113,9 @@ class Memory(BotProfiles, SummariesAndExpertise, PersonView, PersonLinks):
         # What recall reads: the store's lines through in-process caches (the vector index,
         # the strategies' units), one recall at a time, so a server's threads can share one
         # Memory. Storing lines is serialised by the store itself.
-        self.recall_source = IndexedLines(self.store, self.embed)
+        self.recall_source = IndexedLines(
+            self.store, self.embed, embed_transient=lambda texts: self.embed(texts, keep=False)
+        )
         self.index = self.recall_source.index
         # The turn locks each of this process's threads holds: a thread holding one takes
         # it again at once (a line added inside a turn lock waited 180 s for itself).

@@ -67,6 +67,11 @@ class RecallSource(Protocol):
         """Vectors for ``texts`` from the store's embedder (the units' texts, a question)."""
         ...
 
+    def embed_transient(self, texts: Sequence[str]) -> np.ndarray:
+        """As :meth:`embed`, for texts that are never stored (a question's other forms): not
+        kept in the embedder's cache, where forgetting the line asked could not find them."""
+        ...
+
     def units(
         self, kind: Units, scope: Scope, defer: tuple[int, int] | None = None
     ) -> tuple[list[Unit], np.ndarray]:

@@ -54,9 +54,10 @@ class Question:
 
     def vector_of(self, text: str, source: RecallSource) -> np.ndarray:
         """The vector of ``text``, a form of the question a strategy searches too: the one
-        embedded with the question where it was prepared, else embedded now."""
+        embedded with the question where it was prepared, else embedded now (and, as the
+        prepared ones, not kept in the embedder's cache)."""
         found = self.prepared.get(text)
-        return found if found is not None else source.embed([text])[0]
+        return found if found is not None else source.embed_transient([text])[0]
 
 
 @dataclass(frozen=True)
