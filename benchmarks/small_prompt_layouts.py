@@ -239,6 +239,9 @@ LAYOUTS = {
     "pick-primed-name": layout(**PICK),
     "pick-mark": layout(**PICK, mark="* "),
     "pick-month": layout(**PICK, date="month"),
+    "pick-bias-1": layout(**PICK),
+    "pick-bias-2": layout(**PICK),
+    "pick-bias-3": layout(**PICK),
 }
 # Each layout's sampling: the bundled model's (BundledSmolLM2's defaults), or as DECODING says
 SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
@@ -257,6 +260,23 @@ def named(question: str, blocks: list[Block]) -> str:
         if word.removesuffix("'s").removesuffix("’s") in speakers:
             return word
     return ""
+
+
+# Copy-biased decoding: each token of the memories' content words raised by this much
+BIASES = {"pick-bias-1": 1.0, "pick-bias-2": 2.0, "pick-bias-3": 3.0}
+
+
+def memory_bias(model: Any, memories: str, amount: float) -> dict[int, float]:
+    """A logit bias raising the tokens that spell the memories' quoted content words (the
+    words inside quotes, stopwords out), with and without a leading space."""
+    quoted = " ".join(re.findall(r'"([^"]*)"', memories)) or memories
+    words = {word for word in re.findall(r"[A-Za-z0-9][\w'-]*", quoted)
+             if word.lower() not in STOPWORDS}  # fmt: skip
+    tokens: set[int] = set()
+    for word in words:
+        for form in (word, " " + word):
+            tokens.update(model.tokenize(form.encode(), add_bos=False, special=False))
+    return dict.fromkeys(tokens, amount)
 
 
 # The reply started for the model, which goes on from there
@@ -334,6 +354,13 @@ def main() -> None:
             start = PRIMERS[name](question.text, blocks) if name in PRIMERS else ""
             if start:
                 raw = primed(model, messages, start, settings)
+            elif name in BIASES:
+                from membot.llm.bundled import STOP
+
+                result = model.create_chat_completion(
+                    messages=messages, max_tokens=REPLY_TOKENS, stop=STOP,
+                    logit_bias=memory_bias(model, memories, BIASES[name]), **settings)  # fmt: skip
+                raw = (result["choices"][0]["message"]["content"] or "").strip()
             else:
                 llm.temperature = settings["temperature"]
                 llm.repeat_penalty = settings["repeat_penalty"]

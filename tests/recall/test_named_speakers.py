@@ -247,7 +247,7 @@ def test_a_turn_embeds_its_line_and_the_guess_at_once_and_keeps_only_the_line(
 def test_a_form_embedded_after_a_wrong_guess_is_not_kept_either(
     make_memory, minilm, tmp_path: Path  # type: ignore[no-untyped-def]
 ) -> None:  # fmt: skip
-    """"Paris" was guessed a name, so the text left ("When was in Paris?") is embedded during
+    """ "Paris" was guessed a name, so the text left ("When was in Paris?") is embedded during
     the search: like the guess, it is not kept in the on-disk cache, where forgetting the
     line asked could not find it."""
     recorded = RecordedEmbedder(minilm)
