@@ -10,7 +10,9 @@ short passage better. So this prompt holds:
   holds most of the question's words, then the best by score, the first of them last; each
   opened by its date, a block's lines as reported speech (``Caroline said: "…"``); and one
   line asking for an answer from them in one sentence, or "don't know";
-- the last :data:`FEED_LINES` lines of the thread as the chat's earlier messages;
+- the last :data:`FEED_LINES` lines of the thread as the chat's earlier messages (the
+  thread's lines before them are searched like any other: ``Bot`` recalls with this feed as
+  its window, not the bot's ``window_size``);
 - the person's message as written, last.
 
 Recalled text is escaped as in the full prompt (:func:`membot.turn.quoting.escape`: no chat

@@ -1,0 +1,135 @@
+"""Chats with the bundled SmolLM2 as a newcomer has them: what the small prompt's replies say.
+
+LoCoMo's questions (``membot eval --answers``) are each asked in a thread of their own, of a
+conversation between two people imported into the store. A newcomer's first chat differs:
+the bot replied to every line itself (its memories hold its own chatty replies), and the
+questions come one after another, often in the thread where the facts were said. Six chats
+made up for this script (no benchmark data): a person says four facts about themselves, the
+bot replying live; then the person asks four questions about them, either in the same thread
+or (the default) in a new thread after the first was ended and remembered, opened by "Hello
+again!". Each reply is scored by whether it holds the answer's word.
+
+Prints per run: answers said, replies that loop (a sentence of three words or more written
+twice, or a run of six words written twice), and replies that copy the bot's previous reply
+in the thread (the same first 40 characters).
+
+    .venv/bin/python benchmarks/small_chats.py [--same-thread] [--feed N] [--penalty P] [--show]
+
+``--feed`` and ``--penalty`` try the small prompt's shown feed lines and the model's repeat
+penalty at other values than the shipped ones (docs/answers.md, "A newcomer's chat").
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from machine import announce
+
+import membot.turn.bot as bot_module
+import membot.turn.small_prompt as small_prompt
+from membot import Bot, Memory
+from membot.llm import BundledSmolLM2
+from membot.turn.ending import end_conversation
+
+# (person, what they say, (question, a word of the answer))
+CHATS = [
+    ("sam", ["Hi! I'm Sam. I just adopted a grey cat called Miso.",
+             "She loves tuna and sleeps on my keyboard.",
+             "I also started learning the cello last month.",
+             "My exam is on 12 December, by the way."],
+     [("What is my cat called?", "miso"), ("What instrument am I learning?", "cello"),
+      ("What does Miso like to eat?", "tuna"), ("When is my exam?", "12 december")]),
+    ("ana", ["Hello, I'm Ana and I work as a nurse in Porto.",
+             "My brother Luis is getting married in June.",
+             "I'm training for a half marathon, I run every morning.",
+             "My favourite food is grilled sardines."],
+     [("Where do I work?", "porto"), ("Who is getting married?", "luis"),
+      ("What am I training for?", "marathon"), ("What is my favourite food?", "sardines")]),
+    ("kofi", ["Hey there. I'm Kofi, I teach chemistry at a high school.",
+              "We just got back from a trip to Iceland, it was freezing.",
+              "My daughter Ama turned seven yesterday.",
+              "I've been reading a book about the history of tea."],
+     [("What subject do I teach?", "chemistry"), ("Where did we travel?", "iceland"),
+      ("How old is Ama?", "seven"), ("What book am I reading?", "tea")]),
+    ("mei", ["Hi, Mei here. I finally bought a red bicycle last weekend.",
+             "I'm allergic to peanuts, so I have to be careful.",
+             "My partner and I are moving to Lisbon in March.",
+             "I play the drums in a small jazz band."],
+     [("What colour is my bicycle?", "red"), ("What am I allergic to?", "peanut"),
+      ("Where are we moving?", "lisbon"), ("What instrument do I play?", "drums")]),
+    ("olga", ["Good evening! I'm Olga. I grow tomatoes and basil on my balcony.",
+              "My dog Bruno is a golden retriever.",
+              "I work night shifts at a bakery.",
+              "Next month I'm flying to Tokyo for a conference."],
+     [("What do I grow on my balcony?", "tomato"), ("What breed is Bruno?", "retriever"),
+      ("Where do I work?", "bakery"), ("Where am I flying next month?", "tokyo")]),
+    ("raj", ["Hi, I'm Raj. I just started a new job as a pilot.",
+             "My wife Priya makes the best dosa.",
+             "We have twin boys who love football.",
+             "I'm saving up to buy a sailboat."],
+     [("What is my new job?", "pilot"), ("What does Priya make?", "dosa"),
+      ("What do my boys love?", "football"), ("What am I saving up for?", "sailboat")]),
+]  # fmt: skip
+
+
+def loops(reply: str) -> bool:
+    """A sentence of three words or more written twice, or a run of six words written twice."""
+    sentences = Counter(part.strip().lower() for part in re.split(r"[.!?]", reply)
+                        if len(part.split()) >= 3)  # fmt: skip
+    words = reply.lower().split()
+    runs = Counter(tuple(words[start : start + 6]) for start in range(len(words) - 5))
+    return max(sentences.values(), default=0) >= 2 or max(runs.values(), default=0) >= 2
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--same-thread", action="store_true",
+                        help="ask the questions in the thread where the facts were said")
+    parser.add_argument("--feed", type=int, default=small_prompt.FEED_LINES,
+                        help="the thread's last lines the small prompt shows")
+    parser.add_argument("--penalty", type=float, default=BundledSmolLM2.repeat_penalty)
+    parser.add_argument("--show", action="store_true", help="print every question and reply")
+    args = parser.parse_args()  # fmt: skip
+    announce()
+    small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed
+    llm = BundledSmolLM2()
+    llm.repeat_penalty = args.penalty
+    said = asked = looped = replies = copies = 0
+    for person, facts, questions in CHATS:
+        memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")
+        bot = Bot(memory, llm)
+        for text in facts:
+            looped += loops(bot.turn(text, user=person, thread="first").response)
+            replies += 1
+        thread, last = "first", ""
+        if not args.same_thread:
+            end_conversation(memory, llm, bot=bot.name, user=person, thread="first",
+                             remember=True)  # fmt: skip
+            thread = "later"
+            last = bot.turn("Hello again!", user=person, thread=thread).response
+        for question, answer in questions:
+            reply = bot.turn(question, user=person, thread=thread).response
+            holds = answer in reply.lower()
+            said, asked, replies = said + holds, asked + 1, replies + 1
+            looped += loops(reply)
+            copies += bool(last) and reply[:40] == last[:40]
+            last = reply
+            if args.show:
+                print(f"{'+' if holds else '-'} {question} | {reply}")
+        memory.close()
+    where = "same thread" if args.same_thread else "new thread"
+    print(
+        f"{where}, feed {args.feed}, repeat penalty {args.penalty}: said {said} of {asked}, "
+        f"replies looping {looped} of {replies}, copies of the previous reply {copies}"
+    )
+
+
+if __name__ == "__main__":
+    main()
