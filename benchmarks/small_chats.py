@@ -90,10 +90,17 @@ def loops(reply: str) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--same-thread", action="store_true",
-                        help="ask the questions in the thread where the facts were said")
-    parser.add_argument("--feed", type=int, default=small_prompt.FEED_LINES,
-                        help="the thread's last lines the small prompt shows")
+    parser.add_argument(
+        "--same-thread",
+        action="store_true",
+        help="ask the questions in the thread where the facts were said",
+    )
+    parser.add_argument(
+        "--feed",
+        type=int,
+        default=small_prompt.FEED_LINES,
+        help="the thread's last lines the small prompt shows",
+    )
     parser.add_argument("--penalty", type=float, default=BundledSmolLM2.repeat_penalty)
     parser.add_argument("--show", action="store_true", help="print every question and reply")
     args = parser.parse_args()  # fmt: skip
