@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from membot.recall.bm25 import STOPWORDS
-from membot.recall.question_forms import mixed_cosines
+from membot.recall.question_forms import mixed_with_form
 
 if TYPE_CHECKING:
     from membot.index.scope import InScope
@@ -148,15 +147,4 @@ def with_names_left_out(
     left = without_names(question.text, names) if names else ""
     if not re.search(r"\w", left):
         return lines
-    found = source.scored(question.vector_of(left, source), question.scope)
-    if not len(found.ids):
-        return lines
-    at = np.clip(np.searchsorted(found.ids, lines.ids), 0, len(found.ids) - 1)
-    read = found.ids[at] == lines.ids
-    scores = mixed_cosines(lines.scores, np.where(read, found.scores[at], lines.scores), weight,
-                           highest=False)  # fmt: skip
-    parts = lines.best_parts
-    if parts is not None and found.best_parts is not None:
-        parts = mixed_cosines(parts, np.where(read, found.best_parts[at], parts), weight,
-                              highest=False)  # fmt: skip
-    return replace(lines, scores=scores, best_parts=parts)
+    return mixed_with_form(source, question, lines, left, weight, highest=False)

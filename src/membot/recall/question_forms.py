@@ -100,7 +100,24 @@ def with_statement(
     that is not a question. A line the statement's search did not read (a large shared
     scope's approximate index) keeps the question's cosine."""
     form = statement_form(question.line) if weight else None
-    if form is None or not len(lines.ids):
+    if form is None:
+        return lines
+    return mixed_with_form(source, question, lines, form, weight, highest)
+
+
+def mixed_with_form(
+    source: RecallSource,
+    question: Question,
+    lines: InScope,
+    form: str,
+    weight: float,
+    highest: bool,
+) -> InScope:
+    """``lines`` with each cosine (and its best part's) mixed with its cosine with ``form``,
+    another form of the question, searched over the question's scope (:func:`mixed_cosines`).
+    A line that search did not read (a large shared scope's approximate index) keeps the
+    question's cosine; ``lines`` itself when it is empty or the search found nothing."""
+    if not len(lines.ids):
         return lines
     found = source.scored(question.vector_of(form, source), question.scope)
     if not len(found.ids):
