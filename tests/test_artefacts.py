@@ -60,8 +60,22 @@ def melanie(memory: Memory) -> None:
     memory.configure_bot(threshold=0.1, human_name="Student")
 
 
+# Seen where the turn gives the bot's previous reply (the small prompt's): (that reply, what
+# the model wrote, what the bot says and stores, the kinds left out)
+AFTER_A_REPLY = [
+    ("Bruno is a golden retriever.", "Bruno is a golden retriever.", None,
+     ("previous reply repeated",)),
+    ("Bruno is a golden retriever. He loves the park.",
+     "You work at a bakery. You love it there! Bruno is a golden retriever.",
+     "You work at a bakery. You love it there!", ("previous reply repeated",)),
+    ("Bruno is a golden retriever.", "You work at a bakery. You work at a bakery.",
+     "You work at a bakery.", ("sentence repeated",)),
+]  # fmt: skip
+
+
 def test_every_kind_is_tested() -> None:
-    assert {kind for _, _, kinds in SEEN for kind in kinds} == set(ARTEFACTS)
+    tested = {kind for *_, kinds in [*SEEN, *AFTER_A_REPLY] for kind in kinds}
+    assert tested == set(ARTEFACTS)
 
 
 @pytest.mark.parametrize(("raw", "said", "kinds"), SEEN)
@@ -138,3 +152,40 @@ def test_a_growing_reply_is_held_while_it_could_still_become_an_artefact() -> No
     assert shown_part("Her mental health. Her mind too", CONTEXT) == (
         "Her mental health. Her mind too"
     )
+
+
+def _after_a_reply(memory: Memory, previous: str, raw: str, style: str, **turn: object):  # type: ignore[no-untyped-def]
+    """The second turn of a thread whose first reply was ``previous``, the model writing
+    ``raw``, with the prompt ``style``."""
+    bot = Bot(memory, ScriptedLLM([previous, raw], piece_size=3))
+    settings = {"citations": False, "prompt_style": style}
+    bot.turn("What breed is Bruno?", user="olga", thread="t", settings=settings)
+    return bot.turn("Where do I work?", user="olga", thread="t", settings=settings, **turn)
+
+
+@pytest.mark.parametrize(("previous", "raw", "said", "kinds"), AFTER_A_REPLY)
+def test_the_small_prompts_reply_does_not_repeat_the_previous_one(
+    memory, previous, raw, said, kinds
+) -> None:  # fmt: skip
+    turn = _after_a_reply(memory, previous, raw, "small")
+    expected = said if said is not None else DEFAULTS["no_response"]
+    assert turn.response == expected == memory.history(user="olga", thread="t")[-1].text
+    assert f"left out of the reply: {', '.join(kinds)}" in " ".join(turn.notes)
+    shown: list[str] = []
+    streamed = _after_a_reply(memory, previous, raw, "small", on_text=shown.append)
+    assert "".join(shown) == streamed.response == expected
+
+
+def test_the_full_prompts_reply_may_repeat_the_previous_one(memory) -> None:
+    """A model that reads the full prompt is not cut for it ("Say that again?")."""
+    turn = _after_a_reply(memory, "Bruno is a golden retriever.",
+                          "Bruno is a golden retriever.", "full")  # fmt: skip
+    assert turn.response == "Bruno is a golden retriever."
+
+
+def test_a_stream_holds_back_what_may_become_the_previous_reply() -> None:
+    context = ReplyContext.of("AI", "HUMAN", (), "Where do I work?",
+                              "Bruno is a golden retriever.")  # fmt: skip
+    assert shown_part("Bruno is a gold", context) is None
+    assert shown_part("Bruno is a puppy", context) == "Bruno is a puppy"
+    assert shown_part("You work at a bakery. Bruno is a", context) == "You work at a bakery."

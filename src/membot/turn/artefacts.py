@@ -15,7 +15,11 @@ Seen in the bundled SmolLM2's replies (docs/answers.md), each a kind of :data:`A
   is empty;
 - ``sentence repeated``: a sentence of the reply written again ("I'm glad you're learning the
   cello. I'm glad you're learning the cello. …", until the token cap): the reply is cut
-  before the second one.
+  before the second one;
+- ``previous reply repeated``: a sentence of the bot's previous reply in the thread written
+  again (the small prompt shows it as the chat's last message, and the small model copies
+  it: "Bruno is a golden retriever." to *Where do I work?* after *What breed is Bruno?*):
+  the reply is cut before it. Only where the turn gives that reply (the small prompt's).
 
 :func:`clean_reply` removes them all and says which it found; a reply left with no word is
 empty, and the bot answers with its ``no_response`` instead (``Bot.turn``). While a reply is
@@ -42,6 +46,7 @@ ARTEFACTS = (
     "markup",
     "question repeated",
     "sentence repeated",
+    "previous reply repeated",
 )
 
 # Names every transcript may use for its two sides, besides the bot's own two.
@@ -80,15 +85,24 @@ class ReplyContext:
     bot_names: tuple[str, ...]
     other_names: tuple[str, ...]
     question: str = ""
+    previous: str = ""  # the bot's previous reply, whose sentences a reply may not repeat
 
     @classmethod
     def of(cls, bot_name: str, human_name: str, speakers: Iterable[str] = (),
-           question: str = "") -> ReplyContext:  # fmt: skip
+           question: str = "", previous: str = "") -> ReplyContext:  # fmt: skip
         """The context of a turn: its bot's and person's names, the speakers of the lines
-        in its prompt, the question."""
+        in its prompt, the question, and the bot's previous reply where it must not be
+        repeated."""
         bots = _names([bot_name, *BOT_NAMES])
         others = _names([human_name, *OTHER_NAMES, *speakers])
-        return cls(bots, tuple(name for name in others if name not in bots), question)
+        return cls(bots, tuple(name for name in others if name not in bots), question,
+                   previous)  # fmt: skip
+
+    def said_before(self) -> list[tuple[str, ...]]:
+        """The words of each sentence of the previous reply long enough to count."""
+        spans = _sentences(self.previous)
+        said = (tuple(_words(self.previous[start:end])) for start, end in spans)
+        return [words for words in said if len(words) >= _REPEAT_WORDS]
 
     def openers(self) -> tuple[str, ...]:
         """The openers this bot's replies may start with, lower case, longest first."""
@@ -133,7 +147,7 @@ def clean_reply(text: str, context: ReplyContext) -> Cleaned:
         text = _without_question(text, context.question, found)
         if text == before:
             break
-    text = _without_repeats(text, found)
+    text = _without_repeats(text, found, context.said_before())
     if not _WORD.search(text):
         text = ""
     return Cleaned(text, tuple(kind for kind in ARTEFACTS if kind in found))
@@ -249,30 +263,33 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _without_repeats(text: str, found: set[str]) -> str:
+def _without_repeats(text: str, found: set[str], before: list[tuple[str, ...]]) -> str:
     """``text`` cut before the first sentence of at least ``_REPEAT_WORDS`` words that it has
-    written before: a small model, once it repeats a sentence, writes it until the cap."""
+    written before, or that the bot's previous reply held (``before``): a small model, once
+    it repeats a sentence, writes it until the cap."""
+    previous = set(before)
     seen: set[tuple[str, ...]] = set()
     for start, end in _sentences(text):
         words = tuple(_words(text[start:end]))
-        if len(words) >= _REPEAT_WORDS and words in seen:
-            found.add("sentence repeated")
+        if len(words) >= _REPEAT_WORDS and words in seen | previous:
+            found.add("sentence repeated" if words in seen else "previous reply repeated")
             return text[:start].rstrip()
         seen.add(words)
     return text
 
 
-def _repeat_begun(text: str) -> bool:
+def _repeat_begun(text: str, before: list[tuple[str, ...]]) -> bool:
     """Whether the last sentence of ``text``, unfinished, may be the start of one written
-    before (a stream holds it back until it is not)."""
+    before in it or in the bot's previous reply (``before``): a stream holds it back until
+    it is not."""
     spans = _sentences(text)
-    if len(spans) < 2 or _SENTENCE_END.search(text[spans[-1][0] :]):
+    if not spans or _SENTENCE_END.search(text[spans[-1][0] :]):
         return False
     last = _words(text[spans[-1][0] :])
     if not last:
         return False
-    for start, end in spans[:-1]:
-        earlier = _words(text[start:end])
+    written = [_words(text[start:end]) for start, end in spans[:-1]]
+    for earlier in [*written, *(list(words) for words in before)]:
         if len(earlier) >= _REPEAT_WORDS and len(last) <= len(earlier):
             *whole, half = last  # the last word may be half written
             if whole == earlier[: len(whole)] and earlier[len(whole)].startswith(half):
@@ -295,7 +312,7 @@ def shown_part(text: str, context: ReplyContext) -> str | None:
     if opened >= 0 and ">" not in text[opened:] and len(text) - opened < 80:
         text = text[:opened]
     cleaned = clean_reply(text, context).text
-    if _repeat_begun(cleaned):  # shown once it turns out not to be a sentence said again
+    if _repeat_begun(cleaned, context.said_before()):  # shown once it is no sentence said again
         cleaned = cleaned[: _sentences(cleaned)[-1][0]].rstrip()
     # what is left after an opener may itself be the start of one ('… is "What does')
     return None if _may_become_start(cleaned.lower(), context) else cleaned

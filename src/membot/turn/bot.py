@@ -580,14 +580,19 @@ class Bot:
 
 def _reply_context(prompt: Prompt, profile: BotSettings) -> ReplyContext:
     """What the reply's artefacts are recognised by: the bot's and the person's names, the
-    speakers of the lines the prompt showed, and the person's line."""
+    speakers of the lines the prompt showed, the person's line, and with the small prompt
+    the bot's previous reply."""
     speakers = Speakers(profile.human_name, profile.bot_name)
     lines = [*prompt.feed, *(line for block in prompt.blocks for line in block.lines)]
+    # The small model copies the chat's last message, its own reply, into the next one.
+    replies = [line.text for line in prompt.feed if line.role == Role.BOT]
+    previous = replies[-1] if replies and profile.prompt_style == "small" else ""
     return ReplyContext.of(
         profile.bot_name,
         profile.human_name,
         {speakers.label(line) for line in lines},
         prompt.values["QUERY"],
+        previous,
     )
 
 
