@@ -240,3 +240,26 @@ def test_a_scope_held_in_memory_sees_new_lines_and_forgetting(store, tmp_path) -
     assert found(index, scope(store, "alice")) == {first, second}
     store.forget("alice", None, "t2")
     assert found(index, scope(store, "alice")) == {first}
+
+
+def test_searches_looking_once_ask_the_store_for_new_lines_once(store, monkeypatch) -> None:
+    """Within ``looking_once`` (one recall), a scope is brought up to date by its first
+    search only: the others search the lines as they were then; after it, a search sees the
+    lines written meanwhile."""
+    first = add(store, "alice", "t1", QUERY)
+    index = VectorIndex(store)
+    alice = scope(store, "alice")
+    snapshots = []
+    read = store.scope_vector_snapshot
+    monkeypatch.setattr(store, "scope_vector_snapshot",
+                        lambda *args: snapshots.append(args) or read(*args))  # fmt: skip
+    with index.looking_once():
+        assert index.scored_in_scope(QUERY, alice).ids.tolist() == [first]
+        second = add(store, "alice", "t1", QUERY)
+        assert found(index, alice) == {first}
+        assert index.vectors([first, second], alice).tolist() == [QUERY.tolist(), [0, 0, 0]]
+        with index.looking_once():  # nested: still the one look
+            assert index.scored_in_scope(QUERY, alice).ids.tolist() == [first]
+    assert len(snapshots) == 1
+    assert index.scored_in_scope(QUERY, alice).ids.tolist() == [first, second]
+    assert len(snapshots) == 2

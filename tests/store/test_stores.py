@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from membot import Role, StoreError
+from membot.model import Line
 from membot.store import BufferEntry, NewLine, SourceKey, SqliteStore, Store, ThreadKey
-from membot.store.base import lines_between
+from membot.store.base import lines_between, split_ranges
 from membot.store.sqlite_driver import sqlite3
 
 ALICE_T1 = ThreadKey("membot", "alice", "t1")
@@ -274,6 +275,45 @@ def test_lines_in_ranges_reads_many_ranges_as_each_alone(store: Store) -> None:
     assert [line.text for line in found[1]] == ["bob 3", "bob 4"]
     assert found == [lines_between(store, *bounds) for bounds in ranges]
     assert store.lines_in_ranges([]) == []
+
+
+def test_speakers_are_read_by_line_id_without_the_lines(store: Store) -> None:
+    said = store.add_lines([
+        replace(new_line(ALICE_T1, "hi"), speaker="Caroline"),
+        new_line(ALICE_T1, "hello", Role.BOT),
+        replace(new_line(BOB_T1, "hey"), speaker="Melanie"),
+    ])  # fmt: skip
+    caroline, bot, melanie = (line.id for line in said)
+    gone = melanie + 100
+    assert store.speakers([melanie, gone, caroline, bot]) == {
+        melanie: "Melanie",
+        caroline: "Caroline",
+        bot: None,
+    }
+    assert store.speakers([]) == {}
+
+
+def test_split_ranges_gives_each_range_its_threads_lines_in_it() -> None:
+    found = sorted(
+        ((thread, _line(thread, seq)) for thread in (1, 2) for seq in (1, 2, 4, 5)),
+        key=lambda each: each[1].seq,
+    )  # seq order, threads mixed, as a query reads
+    ranges = [(1, 2, 4), (2, 1, 9), (1, 4, 5), (1, 5, 4), (3, 1, 9), (2, 3, 3), (1, 2, 4)]
+    split = split_ranges(ranges, found)
+    assert [[(line.thread, line.seq) for line in each] for each in split] == [
+        [("t1", 2), ("t1", 4)], [("t2", 1), ("t2", 2), ("t2", 4), ("t2", 5)],
+        [("t1", 4), ("t1", 5)], [], [], [], [("t1", 2), ("t1", 4)],
+    ]  # fmt: skip
+    # As a pass over every line for each range would share them out.
+    assert split == [
+        [line for thread, line in found if thread == wanted and first <= line.seq <= last]
+        for wanted, first, last in ranges
+    ]
+
+
+def _line(thread: int, seq: int) -> Line:
+    return Line(thread * 100 + seq, "membot", "alice", f"t{thread}", seq, Role.HUMAN,
+                f"line {seq}", datetime(2026, 1, 1, tzinfo=UTC), 2)  # fmt: skip
 
 
 def test_the_relevance_buffer_is_stored_in_order(store: Store) -> None:

@@ -47,8 +47,9 @@ class IndexedLines:
 
     @contextmanager
     def reading(self) -> Iterator[IndexedLines]:
-        """One recall's reads, no other thread's between them."""
-        with self._lock:
+        """One recall's reads, no other thread's between them; each scope's new lines are
+        asked of the store once (:meth:`VectorIndex.looking_once`)."""
+        with self._lock, self.index.looking_once():
             yield self
 
     def reset(self) -> None:
@@ -92,6 +93,9 @@ class IndexedLines:
 
     def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]:
         return self.store.lines_in_ranges(list(ranges))
+
+    def speakers(self, line_ids: Sequence[int]) -> dict[int, str | None]:
+        return self.store.speakers([int(line_id) for line_id in line_ids])
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(list(texts))

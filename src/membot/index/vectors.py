@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
@@ -128,7 +129,8 @@ class _Matrix:
             self.parts.append(snapshot.rows.parts.of_lines(rows.ids))
         if first_new is not None and last_held is not None and first_new < last_held:
             self._sort()
-        self.parts.moved()
+        if len(rows.ids):  # the parts' rows are worked out again only when lines came
+            self.parts.moved()
 
     def dense(self, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every held line's cosine with ``query`` and its best part's (-inf: none)."""
@@ -323,12 +325,32 @@ class VectorIndex:
         self._scopes: OrderedDict[tuple[int, tuple[int, ...] | None], _Matrix] = OrderedDict()
         # The held scopes are read and refreshed by one thread at a time.
         self._lock = threading.RLock()
+        # Within :meth:`looking_once`, the scopes brought up to date already.
+        self._looked: set[tuple[int, tuple[int, ...] | None]] | None = None
         self.approximate = ApproximateScopes(store)
 
+    @contextmanager
+    def looking_once(self) -> Iterator[None]:
+        """Searches that ask the store for a scope's new lines once: the first brings the
+        scope up to date, the others search it as it was then (one turn's searches see the
+        same lines, and cost one trip to the store). No other thread searches meanwhile."""
+        with self._lock:
+            outermost = self._looked is None
+            if outermost:
+                self._looked = set()
+            try:
+                yield
+            finally:
+                if outermost:
+                    self._looked = None
+
     def _scope(self, scope: Scope) -> _Matrix:
-        """The scope's matrix, up to date; the least recently used others dropped past the
-        budget."""
+        """The scope's matrix, up to date (as it was first read within
+        :meth:`looking_once`); the least recently used others dropped past the budget."""
         key = (scope.bot_id, scope.person_ids)
+        if self._looked is not None and key in self._looked and key in self._scopes:
+            self._scopes.move_to_end(key)
+            return self._scopes[key]
         matrix = self._scopes.pop(key, None) or _Matrix()
         matrix.take(
             self.store.scope_vector_snapshot(
@@ -343,6 +365,8 @@ class VectorIndex:
             del self._scopes[other]
         self._scopes[key] = matrix
         drop_least_recent(self._scopes, self.budget_bytes)
+        if self._looked is not None:
+            self._looked.add(key)
         return matrix
 
     def _approximate(self, scope: Scope) -> ApproximateScope | None:

@@ -225,11 +225,11 @@ def _said_by_named(
     name her."""
     named = np.zeros(len(lines.ids), dtype=np.float64)
     best = candidates[np.argsort(-fused[candidates], kind="stable")[:SPEAKER_DEPTH]]
-    ranges = [(int(lines.thread_ids[i]), int(lines.seqs[i]), int(lines.seqs[i])) for i in best]
+    speakers = source.speakers(lines.ids[best].tolist())
     asked = said.casefold()
     names: dict[str, bool] = {}
-    for index, found in zip(best, source.lines_in_ranges(ranges), strict=True):
-        speaker = found[0].speaker if found else None
+    for index in best:
+        speaker = speakers.get(int(lines.ids[index]))
         if speaker and speaker.strip():
             if speaker not in names:
                 pattern = rf"(?<!\w){re.escape(speaker.strip().casefold())}(?!\w)"

@@ -141,8 +141,7 @@ def with_names_left_out(
     if not weight or not len(lines.ids):
         return lines
     nearest = np.argsort(-lines.scores, kind="stable")[:NAME_DEPTH]
-    ranges = [(int(lines.thread_ids[i]), int(lines.seqs[i]), int(lines.seqs[i])) for i in nearest]
-    speakers = {found[0].speaker for found in source.lines_in_ranges(ranges) if found}
+    speakers = set(source.speakers(lines.ids[nearest].tolist()).values())
     names = named_in(question.text, (speaker for speaker in speakers if speaker))
     left = without_names(question.text, names) if names else ""
     if not re.search(r"\w", left):

@@ -63,6 +63,11 @@ class RecallSource(Protocol):
         """For each (thread id, first seq, last seq), that thread's lines in the range."""
         ...
 
+    def speakers(self, line_ids: Sequence[int]) -> dict[int, str | None]:
+        """The speaker of each of ``line_ids`` still stored, by id (None where the line has
+        none): what a feature reads of a line when it reads nothing else."""
+        ...
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for ``texts`` from the store's embedder (the units' texts, a question)."""
         ...

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -321,6 +322,7 @@ class LineStore(Protocol):
     def stored_source_keys(self, keys: Iterable[SourceKey]) -> set[SourceKey]: ...
     def lines(self, line_ids: Sequence[int]) -> list[Line]: ...
     def lines_in_ranges(self, ranges: Sequence[tuple[int, int, int]]) -> list[list[Line]]: ...
+    def speakers(self, line_ids: Sequence[int]) -> dict[int, str | None]: ...
     def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]: ...
     def last_lines(self, thread_id: int, count: int) -> list[Line]: ...
     def history(self, person: str, bot: str | None, thread: str | None) -> list[Line]: ...
@@ -665,11 +667,18 @@ def split_ranges(
     ranges: Sequence[tuple[int, int, int]], found: Sequence[tuple[int, Line]]
 ) -> list[list[Line]]:
     """``found`` (thread id, line), in seq order, shared out to each (thread id, first seq,
-    last seq) range holding it; a line in two ranges goes to both."""
-    return [
-        [line for thread, line in found if thread == wanted and first <= line.seq <= last]
-        for wanted, first, last in ranges
-    ]
+    last seq) range holding it; a line in two ranges goes to both. Each range is found by
+    bisection in its thread's lines (not by a pass over all of them for each range)."""
+    by_thread: dict[int, tuple[list[int], list[Line]]] = {}
+    for thread, line in found:
+        seqs, lines = by_thread.setdefault(thread, ([], []))
+        seqs.append(line.seq)
+        lines.append(line)
+    split = []
+    for wanted, first, last in ranges:
+        seqs, lines = by_thread.get(wanted, ([], []))
+        split.append(lines[bisect_left(seqs, first) : bisect_right(seqs, last)])
+    return split
 
 
 def lines_between(store: LineStore, thread_id: int, first_seq: int, last_seq: int) -> list[Line]:

@@ -366,6 +366,14 @@ class SqlStore(StoreExtras, StoreKeys, StoreLinks, SmsState):
         )
         return split_ranges(ranges, [(row[-1], self._line(row)) for row in rows])
 
+    def speakers(self, line_ids: Sequence[int]) -> dict[int, str | None]:
+        """The speaker of each of ``line_ids`` still stored, by id (None: the line's role
+        speaks for it), without reading the rest of the lines."""
+        if not len(line_ids):
+            return {}
+        among, params = self.dialect.in_list("id", [int(line_id) for line_id in line_ids])
+        return dict(self._query(f"SELECT id, speaker FROM lines WHERE {among}", params))
+
     def lines_after(self, thread_id: int, after_seq: int, limit: int) -> list[Line]:
         """Up to ``limit`` lines of a thread after ``after_seq``, in order."""
         rows = self._query(
