@@ -65,7 +65,7 @@ def test_a_large_shared_scope_is_searched_approximately_and_scored_exactly(make_
     for query in vectors(20, seed=1):
         wanted = exact(store, Scope.of(bot, None), query, 10)
         found = approximate.search(query, Scope.of(bot, None), 10, None)
-        found_all.append(len({i for i, _ in wanted} & {i for i, _ in found}) / 10)
+        found_all.append(len({i for i, _ in wanted} & {i for i, _ in found}))
         # Every score is the true cosine, whatever the index nominated.
         assert (
             dict(found).items()
@@ -74,7 +74,7 @@ def test_a_large_shared_scope_is_searched_approximately_and_scored_exactly(make_
         for line_id, score in found:
             if line_id in dict(wanted):
                 assert score == pytest.approx(dict(wanted)[line_id], abs=1e-5)
-    assert np.mean(found_all) >= 0.98
+    assert sum(found_all) >= 196  # 98 % of the 200 nearest, counted: a float mean read 0.9799…
 
 
 def test_a_large_shared_scope_scores_the_nominees_by_their_parts_as_exact_search_does(
