@@ -25,7 +25,10 @@ bundled model does (temperature 0.2, repeat penalty 1.2) unless ``DECODING`` say
 A best-of-n layout (``BEST_OF``) draws n replies to ``pick-words``' prompt, each with its own
 seed, cleans each, and keeps the one best grounded in the memories shown (``best_grounded``);
 its first draw is ``pick-words``' own. A reply is drawn once per run and reused by any layout
-asking for the same one; *s* counts it for each (the seconds a layout would take alone).
+asking for the same one; *s* counts its seconds for each. A question's second and later draws
+reuse the prompt llama.cpp evaluated for the one before, so a best-of layout's *s* is what it
+takes alone only when it runs first (``--layouts pick-best3,pick-words``); after
+``pick-words`` it counts the prompt twice.
 """
 
 from __future__ import annotations
