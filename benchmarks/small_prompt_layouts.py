@@ -21,6 +21,14 @@ the memories outside the question is replaced by the matched line most like the 
 ``--limit 10``, confirm on ``--limit 20 --skip 10``. The layout a bot uses is ``pick-words``
 (``membot.turn.small_prompt``); the others are written out here only. A layout samples as the
 bundled model does (temperature 0.2, repeat penalty 1.2) unless ``DECODING`` says otherwise.
+
+A best-of-n layout (``BEST_OF``) draws n replies to ``pick-words``' prompt, each with its own
+seed, cleans each, and keeps the one best grounded in the memories shown (``best_grounded``);
+its first draw is ``pick-words``' own. A reply is drawn once per run and reused by any layout
+asking for the same one; *s* counts its seconds for each. A question's second and later draws
+reuse the prompt llama.cpp evaluated for the one before, so a best-of layout's *s* is what it
+takes alone only when it runs first (``--layouts pick-best3,pick-words``); after
+``pick-words`` it counts the prompt twice.
 """
 
 from __future__ import annotations
@@ -242,6 +250,11 @@ LAYOUTS = {
     "pick-bias-1": layout(**PICK),
     "pick-bias-2": layout(**PICK),
     "pick-bias-3": layout(**PICK),
+    # issue 31 item 5, fourth round: n replies to pick-words' prompt, the best grounded kept
+    "pick-best2": layout(**PICK),
+    "pick-best3": layout(**PICK),
+    "pick-best3-t0.7": layout(**PICK),
+    "pick-best3-share": layout(**PICK),
 }
 # Each layout's sampling: the bundled model's (BundledSmolLM2's defaults), or as DECODING says
 SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
@@ -297,6 +310,62 @@ def primed(model: Any, messages: list[dict[str, str]], start: str, settings: dic
     return (start + result["choices"][0]["text"]).strip()
 
 
+# Best of n: each layout's samples, as (the seed's offset, temperature); the first is the draw
+# pick-words makes (the question's seed, 0.2), so a layout differs from it by the picking only
+BEST_OF = {
+    "pick-best2": ((0, 0.2), (1, 0.2)),
+    "pick-best3": ((0, 0.2), (1, 0.2), (2, 0.2)),
+    "pick-best3-t0.7": ((0, 0.2), (1, 0.7), (2, 0.7)),
+    "pick-best3-share": ((0, 0.2), (1, 0.2), (2, 0.2)),
+}
+# Layouts picking by the share of the reply's words that are grounded, not by their count: a
+# count favours the longer reply, which strings more of the memories' words together
+BY_SHARE = {"pick-best3-share"}
+SEED_STEP = 1000  # a sample's seed: the question's seed + SEED_STEP * its offset
+DONT_KNOW = re.compile(
+    r"(?i)\b(?:don't|do not|doesn't|does not|can't|cannot) (?:know|hold|have|say|tell|find)\b"
+    r"|\bno (?:information|answer|memor(?:y|ies) of)\b|\bnot (?:mentioned|sure)\b|\bI'm sorry\b"
+)
+
+
+def grounding(reply: str, memories: str, question: str, share: bool = False) -> float:
+    """How many content-word stems the reply shares with the memories' quoted lines and not
+    with the question (words it can only have taken from what it was shown); with ``share``,
+    that count over the reply's content-word stems."""
+    quoted = " ".join(re.findall(r'"([^"]*)"', memories)) or memories
+    own = stems(reply)
+    grounded = len(own & (stems(quoted) - stems(question)))
+    return grounded / max(len(own), 1) if share else grounded
+
+
+def best_grounded(replies: list[str], memories: str, question: str, share: bool = False) -> str:
+    """Of n cleaned replies to one prompt, the best grounded (``grounding``); an empty or
+    "don't know" reply only when every one is, and the earliest of equals. Reads the prompt's
+    memories and question only, never an answer."""
+    answering = [reply for reply in replies if reply and not DONT_KNOW.search(reply)]
+    if not answering:
+        return replies[0]
+    return max(answering, key=lambda reply: grounding(reply, memories, question, share))
+
+
+def steered(model: Any, name: str, question: str, blocks: list[Block],
+            messages: list[dict[str, str]], memories: str, settings: dict[str, float]
+            ) -> str | None:  # fmt: skip
+    """The raw reply of a layout that steers the model past the chat call (a primed reply, a
+    logit bias), or None for one that does not (nor a primer that finds no name to start)."""
+    from membot.llm.bundled import STOP
+
+    start = PRIMERS[name](question, blocks) if name in PRIMERS else ""
+    if start:
+        return primed(model, messages, start, settings)
+    if name in BIASES:
+        result = model.create_chat_completion(
+            messages=messages, max_tokens=REPLY_TOKENS, stop=STOP,
+            logit_bias=memory_bias(model, memories, BIASES[name]), **settings)  # fmt: skip
+        return (result["choices"][0]["message"]["content"] or "").strip()
+    return None
+
+
 def fallback(reply: str, memories: str, question: str, line: Any) -> str:
     """The reply, or the focus line quoted when the reply names no content word of the
     memories that the question does not (an extractive fallback; measured, not shipped)."""
@@ -338,36 +407,32 @@ def main() -> None:
     seeds = [parts[:index].count(part) + 1 for index, part in enumerate(parts)]
     llm = BundledSmolLM2()
     model = llm._load()
+    draws = Draws(llm)
     print(
         "| layout | n | F1 | contained | recalled | said | shown | said, of shown | "
-        "raw artefacts | said with fallback | s |"
+        "raw artefacts | said with fallback | s | s per question |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.layouts.split(","):
-        started, rows = time.perf_counter(), []
+        started, reused, rows = time.perf_counter(), 0.0, []
         for place, (question, blocks) in enumerate(questions):
             messages, memories = LAYOUTS[name](question.text, blocks)
-            # The same draw for a question under every layout: llama-cpp-python seeds each
-            # reply from the last one's seed, so a question's draw would follow its place.
-            model.set_seed(seeds[place])
             settings = {**SAMPLING, **DECODING.get(name, {})}
-            start = PRIMERS[name](question.text, blocks) if name in PRIMERS else ""
-            if start:
-                raw = primed(model, messages, start, settings)
-            elif name in BIASES:
-                from membot.llm.bundled import STOP
-
-                result = model.create_chat_completion(
-                    messages=messages, max_tokens=REPLY_TOKENS, stop=STOP,
-                    logit_bias=memory_bias(model, memories, BIASES[name]), **settings)  # fmt: skip
-                raw = (result["choices"][0]["message"]["content"] or "").strip()
-            else:
-                llm.temperature = settings["temperature"]
-                llm.repeat_penalty = settings["repeat_penalty"]
-                raw = llm.complete(messages, REPLY_TOKENS)
             speakers = {line.speaker for block in blocks for line in block.lines if line.speaker}
             context = ReplyContext.of("AI", "HUMAN", speakers, question.text)
-            reply = clean_reply(raw, context).text
+            model.set_seed(seeds[place])  # as Draws.reply does, for a steered reply
+            raw = steered(model, name, question.text, blocks, messages, memories, settings)
+            raws = [] if raw is None else [raw]
+            if raw is None:  # not steered: n replies (one unless BEST_OF says so)
+                penalty = settings["repeat_penalty"]
+                for offset, temperature in BEST_OF.get(name, ((0, settings["temperature"]),)):
+                    seed = seeds[place] + SEED_STEP * offset
+                    text, seconds = draws.reply(seed, messages, temperature, penalty)
+                    raws.append(text)
+                    reused += seconds
+            replies = [clean_reply(text, context).text for text in raws]
+            reply = best_grounded(replies, memories, question.text, name in BY_SHARE)
+            raw = raws[replies.index(reply)]
             top = sorted(blocks, key=lambda block: -block.score)[:2]
             recalled_text = "\n".join(line.text for block in top for line in block.lines)
             quoted = fallback(reply, memories, question.text, focus_line(top, question.text))
@@ -379,8 +444,9 @@ def main() -> None:
                          "place": places[place]})  # fmt: skip
             if args.show:
                 print(json.dumps({"id": question.id, "layout": name, "raw": raw, "reply": reply,
-                                  **rows[-1]}))  # fmt: skip
-        seconds = time.perf_counter() - started
+                                  "samples": replies, **rows[-1]}))  # fmt: skip
+        # a reply drawn for an earlier layout counts here too, as if drawn again
+        seconds = time.perf_counter() - started + reused
         slices = {name: rows}
         if args.split:  # the rows of places up to SPLIT, and of those after, apart
             slices = {f"{name}, {first}-{last}": part for first, last, part in (
@@ -392,8 +458,33 @@ def main() -> None:
                   f"{total(part, 'said')} | {total(part, 'recalled')} | "
                   f"{total(part, 'said', 'recalled')} | {total(part, 'shown')} | "
                   f"{total(part, 'said', 'shown')} | {total(part, 'artefact')} | "
-                  f"{total(part, 'fallback', 'recalled')} | {seconds:.0f} |",
+                  f"{total(part, 'fallback', 'recalled')} | {seconds:.0f} | "
+                  f"{seconds / len(rows):.1f} |",
                   flush=True)  # fmt: skip
+
+
+class Draws:
+    """The bundled model's replies, each drawn once for a seed, prompt and sampling, and the
+    seconds it took: a layout asking for a reply drawn already (pick-words' draw is the first
+    of each best-of-n layout's) gets it back with its seconds, as if drawn again."""
+
+    def __init__(self, llm: BundledSmolLM2) -> None:
+        self.llm, self.model = llm, llm._load()
+        self.drawn: dict[tuple[int, float, float, str], tuple[str, float]] = {}
+
+    def reply(self, seed: int, messages: list[dict[str, str]], temperature: float,
+              repeat_penalty: float) -> tuple[str, float]:  # fmt: skip
+        """The raw reply, and the seconds it took if drawn before (0 if drawn now)."""
+        key = (seed, temperature, repeat_penalty, json.dumps(messages))
+        if key in self.drawn:
+            return self.drawn[key]
+        began = time.perf_counter()
+        # The same draw for a question under every layout: llama-cpp-python seeds each reply
+        # from the last one's seed, so a question's draw would otherwise follow its place.
+        self.model.set_seed(seed)
+        self.llm.temperature, self.llm.repeat_penalty = temperature, repeat_penalty
+        self.drawn[key] = (self.llm.complete(messages, REPLY_TOKENS), time.perf_counter() - began)
+        return self.drawn[key][0], 0.0
 
 
 def total(rows: list[dict[str, Any]], key: str, among: str = "") -> int:
