@@ -263,3 +263,25 @@ def test_searches_looking_once_ask_the_store_for_new_lines_once(store, monkeypat
     assert len(snapshots) == 1
     assert index.scored_in_scope(QUERY, alice).ids.tolist() == [first, second]
     assert len(snapshots) == 2
+
+
+def test_a_reading_asks_the_store_for_each_lines_speaker_once(store, monkeypatch) -> None:
+    """Within one recall's reading, speakers already read come from what was read (the
+    speaker feature and the name-less search ask for overlapping lines); outside it, and in
+    the next reading, the store is asked again."""
+    from membot.index.source import IndexedLines
+
+    first = add(store, "alice", "t1", QUERY)
+    second = add(store, "alice", "t1", QUERY)
+    source = IndexedLines(store, lambda texts: np.zeros((len(texts), 3), np.float32))
+    asked: list[list[int]] = []
+    read = store.speakers
+    monkeypatch.setattr(store, "speakers", lambda ids: asked.append(list(ids)) or read(ids))
+    with source.reading():
+        assert source.speakers([first]) == {first: None}
+        assert source.speakers([first, second]) == {first: None, second: None}
+        with source.reading():  # nested: the same reading
+            assert source.speakers([second]) == {second: None}
+    assert asked == [[first], [second]]
+    assert source.speakers([first]) == {first: None}
+    assert asked[-1] == [first]

@@ -44,13 +44,23 @@ class IndexedLines:
         self._units: dict[tuple[str, int, int], UnitCache] = {}
         # Recall reads and refreshes the caches (the index, the units): one thread at a time.
         self._lock = threading.RLock()
+        # Within :meth:`reading`, the speakers read so far by line id (features ask twice).
+        self._speakers: dict[int, str | None] | None = None
 
     @contextmanager
     def reading(self) -> Iterator[IndexedLines]:
         """One recall's reads, no other thread's between them; each scope's new lines are
-        asked of the store once (:meth:`VectorIndex.looking_once`)."""
+        asked of the store once (:meth:`VectorIndex.looking_once`), and each line's speaker
+        once."""
         with self._lock, self.index.looking_once():
-            yield self
+            outermost = self._speakers is None
+            if outermost:
+                self._speakers = {}
+            try:
+                yield self
+            finally:
+                if outermost:
+                    self._speakers = None
 
     def reset(self) -> None:
         """Drop what is held of the store (vectors, words and units by scope; an approximate
@@ -95,7 +105,14 @@ class IndexedLines:
         return self.store.lines_in_ranges(list(ranges))
 
     def speakers(self, line_ids: Sequence[int]) -> dict[int, str | None]:
-        return self.store.speakers([int(line_id) for line_id in line_ids])
+        wanted = [int(line_id) for line_id in line_ids]
+        known = self._speakers
+        if known is None:
+            return self.store.speakers(wanted)
+        missing = [line_id for line_id in wanted if line_id not in known]
+        if missing:
+            known.update(self.store.speakers(missing))
+        return {line_id: known[line_id] for line_id in wanted if line_id in known}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(list(texts))

@@ -35,7 +35,6 @@ computed in this order, each after the sum of those before it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from membot.recall.bm25 import STOPWORDS, query_terms
-from membot.recall.named_speakers import with_names_left_out
+from membot.recall.named_speakers import named_in, with_names_left_out
 from membot.recall.openers import opener_scores
 from membot.recall.question_forms import with_statement
 from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
@@ -220,21 +219,16 @@ def _said_by_named(
     source: RecallSource, lines: InScope, fused: np.ndarray, candidates: np.ndarray, said: str
 ) -> np.ndarray:
     """1 for each of the best ``SPEAKER_DEPTH`` candidates said by a speaker the new line
-    (``said``) names, the speaker's name as a whole word in any case; 0 for every other line:
+    (``said``) names (:func:`~membot.recall.named_speakers.named_in`); 0 for every other line:
     "What has Melanie painted?" is answered by Melanie's lines more than by the replies that
     name her."""
     named = np.zeros(len(lines.ids), dtype=np.float64)
     best = candidates[np.argsort(-fused[candidates], kind="stable")[:SPEAKER_DEPTH]]
     speakers = source.speakers(lines.ids[best].tolist())
-    asked = said.casefold()
-    names: dict[str, bool] = {}
+    asked = set(named_in(said, {speaker for speaker in speakers.values() if speaker}))
     for index in best:
-        speaker = speakers.get(int(lines.ids[index]))
-        if speaker and speaker.strip():
-            if speaker not in names:
-                pattern = rf"(?<!\w){re.escape(speaker.strip().casefold())}(?!\w)"
-                names[speaker] = re.search(pattern, asked) is not None
-            named[index] = names[speaker]
+        speaker = speakers.get(int(lines.ids[index])) or ""
+        named[index] = speaker.strip() in asked
     return named
 
 
