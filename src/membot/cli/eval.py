@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,7 +10,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from membot import (
     DEFAULT_EMBEDDER,
@@ -20,6 +17,7 @@ from membot import (
     parse_numbers,
     strategy_options,
 )
+from membot.cli.common import err, print_json
 from membot.cli.eval_answers import (
     AnswerOptions,
     AnswersOption,
@@ -31,7 +29,8 @@ from membot.cli.eval_answers import (
     ResumeOption,
     run_answers,
 )
-from membot.eval import evaluate_locomo, evaluate_longmemeval, write_report
+from membot.cli.eval_reports import check_writable, save_report
+from membot.eval import evaluate_locomo, evaluate_longmemeval
 from membot.eval.answers import (
     DEFAULT_LOCOMO_CATEGORIES,
     locomo_groups,
@@ -44,7 +43,6 @@ from membot.eval.folds import parse_choices
 eval_app = typer.Typer(
     rich_markup_mode=None, help="Measure recall on public benchmarks.", no_args_is_help=True
 )
-err = Console(stderr=True, emoji=False)
 
 STRATEGIES = " | ".join(strategy_options())  # membot's own and any other package's
 StrategyOption = Annotated[
@@ -139,17 +137,13 @@ def _run(
     options = _options(settings or [])
     folded = folding.arguments()
     if out:
-        _check_writable(out)  # before a run that can take an hour, not after it
+        check_writable(out)  # before a run that can take an hour, not after it
     report = evaluate(file, strategy=strategy, embedder=_embedder(context), options=options,
                       db=_db(context), **folded)  # fmt: skip
     if out:
-        try:
-            write_report(report, out)
-        except OSError as error:
-            raise ConfigError(f"cannot write the report to {out}: {error}") from error
-        err.print(f"report written to {out}", markup=False)
+        save_report(report, out)
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        print_json(report)
     elif "folds" in report:
         sys.stdout.write(folded_tables(report))
     return report
@@ -169,25 +163,9 @@ def _answers(
     """``--answers``: each question asked through ``Bot.turn``, the reply scored."""
     options = _options(settings or [])
     if out:
-        _check_writable(out)
+        check_writable(out)
     run_answers(context, benchmark, file, groups, chosen, strategy, options, as_json, out,
                 _embedder(context), _db(context))  # fmt: skip
-
-
-def _check_writable(path: Path) -> None:
-    """``ConfigError`` unless a report can be written at ``path`` (its missing folders are
-    made, as :func:`write_report` does)."""
-    if path.is_dir():
-        raise ConfigError(f"--out {path} is a folder: give the report file's name")
-    nearest = next(folder for folder in path.absolute().parents if folder.exists())
-    if path.exists():
-        writable = os.access(path, os.W_OK)
-    elif not nearest.is_dir():
-        raise ConfigError(f"cannot write the report to {path}: {nearest} is not a folder")
-    else:
-        writable = os.access(nearest, os.W_OK | os.X_OK)
-    if not writable:
-        raise ConfigError(f"cannot write the report to {path}: permission denied")
 
 
 def _options(settings: list[str]) -> dict[str, float]:

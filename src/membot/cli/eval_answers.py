@@ -3,7 +3,6 @@ run, a thin adapter over :mod:`membot.eval.answers`."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -11,10 +10,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from membot import LLM, ConfigError, resolve_llm
-from membot.cli.common import Options
+from membot.cli.common import Options, print_json
+from membot.cli.eval_reports import save_report
 from membot.eval.answers import (
     AnswerRun,
     Group,
@@ -24,9 +23,6 @@ from membot.eval.answers import (
     selected,
     turn_settings,
 )
-from membot.eval.harness import write_report
-
-err = Console(stderr=True, emoji=False)
 
 AnswersOption = Annotated[
     bool,
@@ -142,13 +138,9 @@ def run_answers(
     records = records_path_for(out) if out else None
     report = evaluate_answers(file, chosen_groups, run, records, resume=chosen.resume)
     if out:
-        try:
-            write_report(report, out)
-        except OSError as error:
-            raise ConfigError(f"cannot write the report to {out}: {error}") from error
-        err.print(f"report written to {out}, answers to {records}", markup=False)
+        save_report(report, out, also=f", answers to {records}")
     if as_json:
-        sys.stdout.write(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        print_json(report)
     else:
         sys.stderr.write(answers_table(report) + "\n")  # as it is: Markdown, for the docs
     return report

@@ -45,7 +45,7 @@ from membot.eval.harness import cached_embedder, fresh_memory, progress_bar
 from membot.eval.locomo import CATEGORIES, lines_by_conversation
 from membot.llm import LLM
 from membot.memory.facade import LineInput
-from membot.memory.importers import load_json, parse_time, read_file
+from membot.memory.importers import load_json_items, parse_time, read_file
 from membot.model import Role
 from membot.recall.ranked import BOT_SETTINGS
 from membot.turn.artefacts import left_out_of
@@ -89,7 +89,7 @@ class Group:
 def locomo_groups(path: Path, categories: Iterable[int] = DEFAULT_LOCOMO_CATEGORIES) -> list[Group]:
     """One group per LoCoMo conversation, with its questions of ``categories``."""
     wanted = set(categories)
-    samples = _json(path)
+    samples = load_json_items(Path(path))
     lines_by_sample = lines_by_conversation(path)
     groups = []
     for sample in samples:
@@ -124,7 +124,7 @@ def longmemeval_groups(path: Path, assistant_turns: bool = False) -> list[Group]
         if assistant_turns or line.role == Role.HUMAN:
             lines_by_question[line.user].append(line)
     groups = []
-    for entry in _json(path):
+    for entry in load_json_items(Path(path)):
         key = entry["question_id"]
         abstention = "_abs" in key
         asked = parse_time(entry["question_date"]) if "question_date" in entry else None
@@ -148,11 +148,6 @@ def _marked_turns(entry: dict[str, Any]) -> tuple[str, ...]:
         for index, turn in enumerate(turns)
         if turn.get("has_answer")
     )  # fmt: skip
-
-
-def _json(path: Path) -> list[dict[str, Any]]:
-    data = load_json(Path(path))  # gzipped or not
-    return data if isinstance(data, list) else [data]
 
 
 def selected(

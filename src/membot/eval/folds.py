@@ -81,6 +81,23 @@ class Grid:
             points.append(GridPoint(point_options, chosen, settings.index(full)))
         return cls(strategy, tuple(points), tuple(settings))
 
+    @classmethod
+    def for_run(
+        cls,
+        strategy: str,
+        options: Mapping[str, float] | None,
+        choose: Mapping[str, Sequence[float]] | None,
+        folds: int | None,
+    ) -> Grid:
+        """The grid a harness runs (:meth:`of`); ``ConfigError`` for a choice without
+        ``folds`` to score it on."""
+        grid = cls.of(strategy, options, choose)
+        if grid.chooses and not folds:
+            raise ConfigError(
+                "--choose needs --folds: a choice is scored on folds it was not made on"
+            )
+        return grid
+
 
 def parse_choices(pairs: Sequence[str]) -> dict[str, tuple[float, ...]]:
     """``["lexical_weight=0.5,1,2"]`` -> ``{"lexical_weight": (0.5, 1.0, 2.0)}``."""

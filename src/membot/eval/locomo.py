@@ -19,13 +19,12 @@ from typing import Any
 
 from membot.config import DEFAULT_BOT, DEFAULT_EMBEDDER, BotSettings
 from membot.embed import Embedder
-from membot.errors import ConfigError
 from membot.eval.folds import Grid, cross_validate, folds_by_group, metric_reader
 from membot.eval.harness import cached_embedder, fresh_memory, progress_bar, rounded
 from membot.eval.metrics import evidence_recall, mean_by_key
 from membot.index.vectors import Scope
 from membot.memory.facade import Memory
-from membot.memory.importers import load_json, read_file
+from membot.memory.importers import load_json_items, read_file
 from membot.model import LineInput
 from membot.recall.ranked import ranked_lines
 
@@ -49,11 +48,8 @@ def evaluate_locomo(
     ``choose``, the grid point each fold chose on the others by ``metric``
     (:mod:`membot.eval.folds`)."""
     started = time.perf_counter()
-    grid = Grid.of(strategy, options, choose)
-    if grid.chooses and not folds:
-        raise ConfigError("--choose needs --folds: a choice is scored on folds it was not made on")
-    samples = load_json(Path(path))
-    samples = samples if isinstance(samples, list) else [samples]
+    grid = Grid.for_run(strategy, options, choose, folds)
+    samples = load_json_items(Path(path))
     metric = f"recall_at.{metric[2:]}" if metric.upper().startswith("R@") else metric
     primary = metric_reader(metric, _summary([(1, {str(k): 0.0 for k in K_VALUES})]))  # checked now
     fold_of = folds_by_group([sample["sample_id"] for sample in samples], folds) if folds else []

@@ -56,7 +56,7 @@ from membot.eval.metrics import (
 from membot.index.vectors import Scope
 from membot.line_checks import checked_line
 from membot.memory.facade import Memory
-from membot.memory.importers import load_json, parse_time
+from membot.memory.importers import load_json_items, parse_time
 from membot.model import LineInput
 from membot.recall.ranked import ranked_lines, settings_for_ranking
 
@@ -126,11 +126,8 @@ def evaluate_longmemeval(
     :func:`folds_by_item`), and with ``choose``, the grid point each fold chose on the others
     by ``metric`` (:mod:`membot.eval.folds`)."""
     started = time.perf_counter()
-    grid = Grid.of(strategy, options, choose)
-    if grid.chooses and not folds:
-        raise ConfigError("--choose needs --folds: a choice is scored on folds it was not made on")
-    questions = load_json(Path(path))
-    questions = questions if isinstance(questions, list) else [questions]
+    grid = Grid.for_run(strategy, options, choose, folds)
+    questions = load_json_items(Path(path))
     ids = [question["question_id"] for question in questions]
     types = [question.get("question_type", "") for question in questions]
     primary = metric_reader(metric, _metric_template())  # a wrong name fails now, not after

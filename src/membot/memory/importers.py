@@ -27,7 +27,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 FORMATS = ("jsonl", "locomo", "longmemeval")
 GZIP_MAGIC = b"\x1f\x8b"
+# Reads a benchmark file's items as lines: (path, items, bot, user, where it is reading).
+ItemReader = Callable[[Path, list[Any], str, str | None, list[str]], Iterator[LineInput]]
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,13 @@ def read_file(path: Path, fmt: str, bot: str, user: str | None) -> ImportPlan:
         raise ImportFormatError(f"unknown format {fmt!r}: use one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise ImportFormatError(f"no such file: {path}")
-    reader = {"jsonl": _jsonl, "locomo": _locomo, "longmemeval": _longmemeval}[fmt]
     refused: list[str] = []
-    lines = list(with_source_keys(path, reader(path, bot, user, refused)))
+    if fmt == "jsonl":
+        read = _jsonl(path, bot, user, refused)
+    else:
+        items, what = _BENCHMARK_READERS[fmt]
+        read = _benchmark_file(path, bot, user, refused, items, what)
+    lines = list(with_source_keys(path, read))
     for message in refused:
         log.warning("%s", message)
     if not lines:
@@ -188,6 +194,13 @@ def load_json(path: Path) -> Any:
         ) from None
 
 
+def load_json_items(path: Path) -> list[Any]:
+    """The JSON document in ``path`` as a list of items (LoCoMo's conversations, LongMemEval's
+    questions): a list as it is, anything else as the one item of a list."""
+    data = load_json(path)
+    return data if isinstance(data, list) else [data]
+
+
 def _within_limit(line: LineInput) -> LineInput:
     """``line`` checked as a store will check it; ``_TooLong`` past the length limit."""
     if (too_long := too_long_message(line)) is not None:
@@ -211,17 +224,20 @@ def _checked(
         raise ImportFormatError(f"{where[0]}: not {what}: {error}") from error
 
 
-def _locomo(path: Path, bot: str, user: str | None, refused: list[str]) -> Iterator[LineInput]:
-    data = load_json(path)
+def _benchmark_file(
+    path: Path, bot: str, user: str | None, refused: list[str], items: ItemReader, what: str
+) -> Iterator[LineInput]:
+    """The lines of a LoCoMo or LongMemEval file, its items read by ``items``, which keeps
+    ``where`` at the place it reads: a bad item fails as not ``what``, naming that place."""
     where = [str(path)]
-    samples = _locomo_samples(path, data, bot, user, where)
-    yield from _checked(samples, where, "a LoCoMo conversation", refused)
+    lines = items(path, load_json_items(path), bot, user, where)
+    yield from _checked(lines, where, what, refused)
 
 
 def _locomo_samples(
-    path: Path, data: Any, bot: str, user: str | None, where: list[str]
+    path: Path, samples: list[Any], bot: str, user: str | None, where: list[str]
 ) -> Iterator[LineInput]:
-    for index, sample in enumerate(data if isinstance(data, list) else [data], start=1):
+    for index, sample in enumerate(samples, start=1):
         where[0] = f"{path}: sample {index}"
         conversation = sample["conversation"]
         owner = user or conversation["speaker_a"]
@@ -243,17 +259,10 @@ def _locomo_samples(
                                 turn["dia_id"])  # fmt: skip
 
 
-def _longmemeval(path: Path, bot: str, user: str | None, refused: list[str]) -> Iterator[LineInput]:
-    data = load_json(path)
-    where = [str(path)]
-    questions = _longmemeval_questions(path, data, bot, user, where)
-    yield from _checked(questions, where, "a LongMemEval question", refused)
-
-
 def _longmemeval_questions(
-    path: Path, data: Any, bot: str, user: str | None, where: list[str]
+    path: Path, questions: list[Any], bot: str, user: str | None, where: list[str]
 ) -> Iterator[LineInput]:
-    for number, question in enumerate(data if isinstance(data, list) else [data], start=1):
+    for number, question in enumerate(questions, start=1):
         where[0] = f"{path}: question {number}"
         owner = user or question["question_id"]
         sessions = zip(
@@ -273,6 +282,11 @@ def _longmemeval_questions(
                 yield LineInput(turn["content"], owner, str(session_id), role, bot, when,
                                 None, f"{session_id}:{index}")  # fmt: skip
 
+
+_BENCHMARK_READERS: dict[str, tuple[ItemReader, str]] = {
+    "locomo": (_locomo_samples, "a LoCoMo conversation"),
+    "longmemeval": (_longmemeval_questions, "a LongMemEval question"),
+}
 
 _TIME_FORMATS = (
     "%I:%M %p on %d %B, %Y",  # LoCoMo: "1:56 pm on 8 May, 2023"

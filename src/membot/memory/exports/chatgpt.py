@@ -24,14 +24,16 @@ from datetime import datetime
 from typing import Any
 
 from membot.memory.exports.conversation import (
-    UNTITLED,
     ExportedConversation,
     ExportedLine,
     Malformed,
     Tally,
+    conversation_id_of,
     epoch_time,
     file_names,
+    object_of,
     text_of,
+    title_or_untitled,
 )
 from membot.model import Role
 
@@ -56,11 +58,9 @@ def looks_like_chatgpt(element: object) -> bool:
 def chatgpt_conversation(raw: Any, tally: Tally) -> ExportedConversation:
     """The conversation ``raw`` as lines; ``Malformed`` if it cannot be read at all. A
     malformed message is named in ``tally`` and skipped."""
-    if not isinstance(raw, dict):
-        raise Malformed(f"not a conversation (an object) but {type(raw).__name__}")
-    conversation_id = raw.get("conversation_id") or raw.get("id")
-    if not isinstance(conversation_id, str) or not conversation_id.strip():
-        raise Malformed("no conversation_id")
+    raw = object_of(raw, "a conversation")
+    given_id = raw.get("conversation_id") or raw.get("id")
+    conversation_id = conversation_id_of(given_id, "conversation_id")
     mapping = raw.get("mapping")
     if not isinstance(mapping, dict):
         raise Malformed("no mapping (the conversation's messages)")
@@ -79,8 +79,7 @@ def chatgpt_conversation(raw: Any, tally: Tally) -> ExportedConversation:
             lines.extend(_message_lines(message, node, started, tally))
         except Malformed as error:
             tally.problem(where, error)
-    name = title if isinstance(title, str) and title.strip() else UNTITLED
-    return ExportedConversation(conversation_id, name, lines)
+    return ExportedConversation(conversation_id, title_or_untitled(title), lines)
 
 
 def _has_message(node: object) -> bool:
@@ -112,8 +111,7 @@ def current_path(mapping: dict[str, Any], current: object) -> list[dict[str, Any
 def _message_lines(
     message: object, node: dict[str, Any], started: datetime | None, tally: Tally
 ) -> list[ExportedLine]:
-    if not isinstance(message, dict):
-        raise Malformed(f"not a message (an object) but {type(message).__name__}")
+    message = object_of(message, "a message")
     author = message.get("author")
     if not isinstance(author, dict) or not isinstance(author.get("role"), str):
         raise Malformed("no author.role")

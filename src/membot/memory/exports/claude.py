@@ -16,14 +16,16 @@ from datetime import datetime
 from typing import Any
 
 from membot.memory.exports.conversation import (
-    UNTITLED,
     ExportedConversation,
     ExportedLine,
     Malformed,
     Tally,
+    conversation_id_of,
     file_names,
     iso_time,
+    object_of,
     text_of,
+    title_or_untitled,
 )
 from membot.model import Role
 
@@ -38,11 +40,8 @@ def looks_like_claude(element: object) -> bool:
 def claude_conversation(raw: Any, tally: Tally) -> ExportedConversation:
     """The conversation ``raw`` as lines; ``Malformed`` if it cannot be read at all. A
     malformed message is named in ``tally`` and skipped."""
-    if not isinstance(raw, dict):
-        raise Malformed(f"not a conversation (an object) but {type(raw).__name__}")
-    conversation_id = raw.get("uuid")
-    if not isinstance(conversation_id, str) or not conversation_id.strip():
-        raise Malformed("no uuid")
+    raw = object_of(raw, "a conversation")
+    conversation_id = conversation_id_of(raw.get("uuid"), "uuid")
     messages = raw.get("chat_messages")
     if not isinstance(messages, list):
         raise Malformed("chat_messages is not a list")
@@ -54,14 +53,11 @@ def claude_conversation(raw: Any, tally: Tally) -> ExportedConversation:
             lines.extend(_message_lines(message, started, tally))
         except Malformed as error:
             tally.problem(f"message {uuid if isinstance(uuid, str) else number}", error)
-    title = raw.get("name")
-    name = title if isinstance(title, str) and title.strip() else UNTITLED
-    return ExportedConversation(conversation_id, name, lines)
+    return ExportedConversation(conversation_id, title_or_untitled(raw.get("name")), lines)
 
 
 def _message_lines(message: object, started: datetime | None, tally: Tally) -> list[ExportedLine]:
-    if not isinstance(message, dict):
-        raise Malformed(f"not a message (an object) but {type(message).__name__}")
+    message = object_of(message, "a message")
     role = SENDERS.get(message.get("sender"))  # type: ignore[arg-type]
     if role is None:
         raise Malformed(f"unknown sender {message.get('sender')!r}: human or assistant")

@@ -131,6 +131,27 @@ def text_of(value: object, what: str) -> str:
     return value
 
 
+def object_of(value: object, what: str) -> dict[str, Any]:
+    """``value``, which must be a JSON object: else ``Malformed`` (``not a message (an
+    object) but list``)."""
+    if not isinstance(value, dict):
+        raise Malformed(f"not {what} (an object) but {type(value).__name__}")
+    return value
+
+
+def conversation_id_of(value: object, field: str) -> str:
+    """A conversation's id, read from its ``field``: text that is not blank, else
+    ``Malformed``."""
+    if not isinstance(value, str) or not value.strip():
+        raise Malformed(f"no {field}")
+    return value
+
+
+def title_or_untitled(title: object) -> str:
+    """A conversation's title as given, or ``UNTITLED`` when it has none."""
+    return title if isinstance(title, str) and title.strip() else UNTITLED
+
+
 def file_names(files: object) -> list[str]:
     """Placeholders for the files a message carries (their names; the files are not in the
     export's JSON): "[file: plan.pdf]"."""
