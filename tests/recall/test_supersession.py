@@ -50,6 +50,25 @@ def test_no_pair_to_compare_embeds_nothing() -> None:
 
 
 @pytest.mark.slow
+def test_a_bots_replies_are_never_marked(minilm) -> None:
+    """A bot's reply is not a fact about anyone: two of its lines that state different
+    values of the same thing are not paired, nor is its line paired with the person's."""
+
+    def embed(texts: list[str]) -> np.ndarray:
+        return np.asarray(minilm.embed(texts))
+
+    said = [
+        line(1, "Your daughter Asha is 3 months old.", 1, role=Role.BOT),
+        line(2, "Your daughter Asha is 7 years old.", 2, role=Role.BOT),
+        line(3, "I live in Boston."),
+        line(4, "You moved to Denver.", 60, role=Role.BOT),
+    ]
+    assert superseded_lines(said, embed) == {}
+    moved = line(6, "I moved to Denver.", 60)  # said by the person, it supersedes Boston
+    assert superseded_lines([*said, moved], embed) == {3: 6}
+
+
+@pytest.mark.slow
 def test_a_changed_home_is_marked_and_a_visit_is_not(minilm) -> None:
     def embed(texts: list[str]) -> np.ndarray:
         return np.asarray(minilm.embed(texts))

@@ -5,8 +5,10 @@ the later is the current one and the earlier is history.
 live?". Without a mark the model reads two homes. :func:`superseded_lines` pairs them by
 rules, without an LLM, and conservatively (a false mark hides a fact that still holds):
 
-- both lines said by the same party (person, role and speaker), the later said later (by
-  time, then by thread and place);
+- both lines said by a person (a bot's reply is not a fact about anyone: a small model's
+  chatty "She is 3 months old!" marked as the current value would lend it the weight of
+  what the person said), by the same person and speaker, the later said later (by time,
+  then by thread and place);
 - they are compared sentence by sentence (a fact is often one sentence of a longer line:
   "... By the way, I just finished page 220 of ..."), of the sentences that state a value:
   a sentence that names a name (a capitalised word not opening a sentence: "Boston",
@@ -87,9 +89,9 @@ def superseded_lines(
 
 
 def _statements(lines: Sequence[Line]) -> list[Line]:
-    """The lines with a sentence that states a value, oldest first, at most
+    """The people's lines with a sentence that states a value, oldest first, at most
     :data:`MAX_LINES` (the newest)."""
-    found = {line.id: line for line in lines if line.role != Role.TOOL and _stating(line.text)}
+    found = {line.id: line for line in lines if line.role == Role.HUMAN and _stating(line.text)}
     ordered = sorted(found.values(), key=lambda line: (line.created_at, line.thread, line.seq))
     return ordered[-MAX_LINES:]
 
@@ -109,8 +111,8 @@ def _stating(text: str) -> list[str]:
     ]
 
 
-def _party(line: Line) -> tuple[str, str, str | None]:
-    return line.person, str(line.role), line.speaker
+def _party(line: Line) -> tuple[str, str | None]:
+    return line.person, line.speaker
 
 
 def _values_differ(earlier: str, later: str) -> bool:
