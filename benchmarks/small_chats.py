@@ -3,7 +3,7 @@
 LoCoMo's questions (``membot eval --answers``) are each asked in a thread of their own, of a
 conversation between two people imported into the store. A newcomer's first chat differs:
 the bot replied to every line itself (its memories hold its own chatty replies), and the
-questions come one after another, often in the thread where the facts were said. Six chats
+questions come one after another, often in the thread where the facts were said. Eighteen chats
 made up for this script (no benchmark data): a person says four facts about themselves, the
 bot replying live; then the person asks four questions about them, either in the same thread
 or (the default) in a new thread after the first was ended and remembered, opened by "Hello
@@ -13,7 +13,8 @@ Prints per run: answers said, replies that loop (a sentence of three words or mo
 twice, or a run of six words written twice), and replies that copy the bot's previous reply
 in the thread (the same first 40 characters).
 
-    .venv/bin/python benchmarks/small_chats.py [--same-thread] [--feed N] [--penalty P] [--show]
+    .venv/bin/python benchmarks/small_chats.py [--same-thread] [--again] [--feed N]
+        [--penalty P] [--show]
 
 ``--feed`` and ``--penalty`` try the small prompt's shown feed lines and the model's repeat
 penalty at other values than the shipped ones (docs/answers.md, "A newcomer's chat").
@@ -76,6 +77,81 @@ CHATS = [
              "I'm saving up to buy a sailboat."],
      [("What is my new job?", "pilot"), ("What does Priya make?", "dosa"),
       ("What do my boys love?", "football"), ("What am I saving up for?", "sailboat")]),
+    ("lena", ["Hi, I'm Lena. I work as a vet in Munich.",
+              "My horse is called Pepper.",
+              "I'm learning Japanese for a trip next spring.",
+              "My favourite dessert is cheesecake."],
+     [("What is my job?", "vet"), ("What is my horse called?", "pepper"),
+      ("What language am I learning?", "japanese"),
+      ("What is my favourite dessert?", "cheesecake")]),
+    ("tom", ["Hello! Tom here. I just moved to Glasgow for work.",
+             "I drive an old blue Volvo.",
+             "My sister Clara is a dentist.",
+             "I collect vinyl records, mostly jazz."],
+     [("Where did I move to?", "glasgow"), ("What car do I drive?", "volvo"),
+      ("What does Clara do?", "dentist"), ("What do I collect?", "vinyl")]),
+    ("amara", ["Hey, I'm Amara and I design video games.",
+               "My grandmother lives in Lagos.",
+               "I broke my wrist playing volleyball last month.",
+               "My son Femi is starting school in September."],
+     [("What do I design?", "games"), ("Where does my grandmother live?", "lagos"),
+      ("How did I break my wrist?", "volleyball"), ("When is Femi starting school?", "september")]),
+    ("jonas", ["Hi! I'm Jonas. I brew my own beer at home.",
+               "My cat Pixel is black with white paws.",
+               "I work as an electrician.",
+               "I'm running the Berlin marathon in October."],
+     [("What do I brew at home?", "beer"), ("What colour is Pixel?", "black"),
+      ("What is my job?", "electrician"), ("Which marathon am I running?", "berlin")]),
+    ("sofia", ["Hello, I'm Sofia. I teach piano to children.",
+               "My husband Marco is from Naples.",
+               "We are planting apple trees in our garden.",
+               "I'm reading a novel about lighthouses."],
+     [("What do I teach?", "piano"), ("Where is Marco from?", "naples"),
+      ("What are we planting?", "apple"), ("What is my novel about?", "lighthouse")]),
+    ("dev", ["Hey there, I'm Dev. I'm a software tester in Pune.",
+             "My parrot Kiwi can say hello.",
+             "I'm allergic to cats, sadly.",
+             "I'm saving up for a trip to Peru."],
+     [("Where do I work as a tester?", "pune"), ("What is my parrot called?", "kiwi"),
+      ("What am I allergic to?", "cat"), ("Where am I saving up to go?", "peru")]),
+    ("nora", ["Hi! I'm Nora. I volunteer at an animal shelter on Sundays.",
+              "My brother Erik just bought a motorbike.",
+              "I'm knitting a green scarf for my mum.",
+              "My favourite band is Radiohead."],
+     [("Where do I volunteer?", "shelter"), ("What did Erik buy?", "motorbike"),
+      ("What colour is the scarf I'm knitting?", "green"),
+      ("What is my favourite band?", "radiohead")]),
+    ("luca", ["Hello! I'm Luca, a chef at a small restaurant in Turin.",
+              "I have two rabbits, Bella and Nino.",
+              "I'm learning to sail on Lake Garda.",
+              "My daughter plays the violin."],
+     [("Where is my restaurant?", "turin"), ("What pets do I have?", "rabbit"),
+      ("Where am I learning to sail?", "garda"), ("What does my daughter play?", "violin")]),
+    ("hana", ["Hi, I'm Hana. I study marine biology in Busan.",
+              "I went scuba diving in Jeju last summer.",
+              "My roommate Yuna bakes bread every weekend.",
+              "I want to adopt a beagle."],
+     [("What do I study?", "marine"), ("Where did I go scuba diving?", "jeju"),
+      ("What does Yuna bake?", "bread"), ("What dog do I want to adopt?", "beagle")]),
+    ("owen", ["Hey, Owen here. I repair bicycles for a living.",
+              "My partner Sam is a firefighter.",
+              "We're getting married in August.",
+              "I grew up on a farm in Wales."],
+     [("What do I repair?", "bicycle"), ("What does Sam do?", "firefighter"),
+      ("When are we getting married?", "august"), ("Where did I grow up?", "wales")]),
+    ("ines", ["Hello, I'm Ines. I translate books from French.",
+              "My tortoise Lola is forty years old.",
+              "I swim in the sea every morning.",
+              "My next holiday is in Crete."],
+     [("What language do I translate from?", "french"), ("What is my tortoise called?", "lola"),
+      ("Where do I swim every morning?", "sea"), ("Where is my next holiday?", "crete")]),
+    ("ben", ["Hi! I'm Ben. I drive a tram in Melbourne.",
+             "My daughter Zoe loves dinosaurs.",
+             "I'm building a treehouse this summer.",
+             "My favourite sport is cricket."],
+     [("What do I drive?", "tram"), ("What does Zoe love?", "dinosaur"),
+      ("What am I building this summer?", "treehouse"),
+      ("What is my favourite sport?", "cricket")]),
 ]  # fmt: skip
 
 
@@ -102,13 +178,19 @@ def main() -> None:
         help="the thread's last lines the small prompt shows",
     )
     parser.add_argument("--penalty", type=float, default=BundledSmolLM2.repeat_penalty)
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="then ask the questions again in another new thread (what a person who did not "
+        "like the first answers does); counted apart",
+    )
     parser.add_argument("--show", action="store_true", help="print every question and reply")
     args = parser.parse_args()  # fmt: skip
     announce()
     small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed
     llm = BundledSmolLM2()
     llm.repeat_penalty = args.penalty
-    said = asked = looped = replies = copies = 0
+    said = asked = looped = replies = copies = said_again = 0
     for person, facts, questions in CHATS:
         memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")
         bot = Bot(memory, llm)
@@ -130,11 +212,19 @@ def main() -> None:
             last = reply
             if args.show:
                 print(f"{'+' if holds else '-'} {question} | {reply}")
+        if args.again:
+            bot.turn("Hello again!", user=person, thread="again")
+            for question, answer in questions:
+                reply = bot.turn(question, user=person, thread="again").response
+                said_again += answer in reply.lower()
+                if args.show:
+                    print(f"{'+' if answer in reply.lower() else '-'} again: {question} | {reply}")
         memory.close()
     where = "same thread" if args.same_thread else "new thread"
+    again = f", asked again in a new thread: said {said_again} of {asked}" if args.again else ""
     print(
         f"{where}, feed {args.feed}, repeat penalty {args.penalty}: said {said} of {asked}, "
-        f"replies looping {looped} of {replies}, copies of the previous reply {copies}"
+        f"replies looping {looped} of {replies}, copies of the previous reply {copies}{again}"
     )
 
 

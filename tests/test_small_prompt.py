@@ -15,6 +15,7 @@ from membot.turn.small_prompt import (
     MEMORIES,
     REPLY_TOKENS,
     assemble_small,
+    memory_text,
     question_words,
     resolved_style,
 )
@@ -169,10 +170,12 @@ class WordCounter:
 
 
 def block_hint(hint_id: str, score: float, said: list[tuple[str, str]], matched: int) -> Hint:
-    """A recalled block of ``said`` (speaker, text) lines, its line ``matched`` the match."""
+    """A recalled block of ``said`` (speaker, text) lines, its line ``matched`` the match; a
+    line of speaker "AI" is the bot's (role bot, no speaker)."""
     lines = tuple(
-        Line(id=index, bot="AI", person="caroline", thread=hint_id, seq=index, role=Role.HUMAN,
-             text=text, created_at=THEN, tokens=len(text.split()), speaker=speaker)
+        Line(id=index, bot="AI", person="caroline", thread=hint_id, seq=index,
+             role=Role.BOT if speaker == "AI" else Role.HUMAN, text=text, created_at=THEN,
+             tokens=len(text.split()), speaker=None if speaker == "AI" else speaker)
         for index, (speaker, text) in enumerate(said)
     )  # fmt: skip
     block = Block(hint_id, "caroline", lines, score, matched_seqs=(matched,))
@@ -196,3 +199,41 @@ def test_the_small_prompt_prefers_the_memory_holding_the_questions_words() -> No
     assert system.endswith(f'Caroline said: "So proud of you!"\n\n{INSTRUCTION}')
     assert system.index("Lovely weather") < system.index("charity race")
     assert prompt.messages[-1] == {"role": "user", "content": question}
+
+
+def test_a_memory_shows_what_people_said_not_the_bots_own_replies() -> None:
+    chat = block_hint("h1", 0.6, [("Sam", "I just adopted a grey cat called Miso."),
+                                  ("AI", "My cat is called Sam, a lovely tabby."),
+                                  ("Sam", "She loves tuna.")], 0)  # fmt: skip
+    shown = memory_text(chat, Speakers())
+    assert shown == (f"On {THEN:%-d %B %Y}:\n"
+                     'Sam said: "I just adopted a grey cat called Miso."\n'
+                     'Sam said: "She loves tuna."')  # fmt: skip
+    only_bot = block_hint("h2", 0.6, [("AI", "Welcome back!")], 0)
+    assert memory_text(only_bot, Speakers()) == f'On {THEN:%-d %B %Y}:\nAI said: "Welcome back!"'
+
+
+def test_a_block_matched_only_through_the_bots_reply_counts_no_question_words() -> None:
+    echo = block_hint("h1", 0.7, [("Sam", "What is my cat called?"),
+                                  ("AI", "My cat is called Sam.")], 1)  # fmt: skip
+    fact = block_hint("h2", 0.5, [("Sam", "I just adopted a grey cat called Miso.")], 0)
+    question = "What is my cat called?"
+    assert question_words(echo, question, Speakers()) == 0
+    assert question_words(fact, question, Speakers()) == 2  # cat, called
+    prompt = assemble_small(BotSettings(), question, [], [echo, fact], [], WordCounter(),
+                            now=NOW)  # fmt: skip
+    assert [hint.id for hint in prompt.history] == ["h2", "h1"]  # the person's fact nearest
+
+
+def test_asked_again_the_bots_earlier_answer_is_not_a_memory(make_memory, minilm) -> None:
+    """A newcomer tells a fact, asks about it in a new thread and gets an invented answer,
+    then asks again in another: the memories show the fact, not the invented answer."""
+    memory: Memory = make_memory(embedder=minilm)
+    llm = SmallLLM(["Nice!", "My cat is called Sam.", "Your cat is Miso."])
+    bot = Bot(memory, llm)
+    bot.turn("I just adopted a grey cat called Miso.", user="sam", thread="first", now=THEN)
+    bot.turn("What is my cat called?", user="sam", thread="second", now=THEN)
+    bot.turn("What is my cat called?", user="sam", thread="third", now=NOW)
+    system = llm.history[-1][0]["content"]
+    assert "grey cat called Miso" in system
+    assert "Sam" not in system.split("Memories:")[1]  # neither the invented name nor a label

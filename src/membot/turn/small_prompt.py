@@ -7,9 +7,10 @@ short passage better. So this prompt holds:
 
 - a system message: one sentence saying who the bot is and who it talks with, then
   :data:`MEMORIES` recalled hints (blocks, summaries or passages): those whose matched line
-  holds most of the question's words, then the best by score, the first of them last; each
-  opened by its date, a block's lines as reported speech (``Caroline said: "…"``); and one
-  line asking for an answer from them in one sentence, or "don't know";
+  said by a person holds most of the question's words, then the best by score, the first of
+  them last; each opened by its date, a block's lines as reported speech (``Caroline said:
+  "…"``), the people's lines only (:func:`shown_lines`); and one line asking for an answer
+  from them in one sentence, or "don't know";
 - the last :data:`FEED_LINES` lines of the thread as the chat's earlier messages (the
   thread's lines before them are searched like any other: ``Bot`` recalls with this feed as
   its window, not the bot's ``window_size``);
@@ -53,7 +54,7 @@ def memory_text(hint: Hint, speakers: Speakers) -> str:
         when = _day(hint.block.lines[0].created_at)
         said = [escape(hint.marked(line, f'{one_line(speakers.label(line))} said: '
                                          f'"{one_line(line.text)}"'))
-                for line in hint.block.lines]  # fmt: skip
+                for line in shown_lines(hint.block.lines)]  # fmt: skip
         return "\n".join([f"On {when}:", *said])
     if hint.summary is not None:
         start, end = _day(hint.summary.covers_from), _day(hint.summary.covers_to)
@@ -62,19 +63,32 @@ def memory_text(hint: Hint, speakers: Speakers) -> str:
     return escape(hint.text.strip())  # a passage, opened by its title
 
 
+def shown_lines(lines: Sequence[Line]) -> list[Line]:
+    """The lines of a block the small prompt shows: what people said (and tools' results),
+    not the bot's own replies; all of them where the block holds nothing else. The small
+    model's earlier replies are often invented ("My cat is called Sam." to *What is my cat
+    called?*), and they echo the question's words, so they were recalled first when the
+    question came again and the model copied them: asked the same questions a second time in
+    a new thread, 21 of 72 replies held the answer with them, 31 without (docs/answers.md,
+    "The bot's own replies left out")."""
+    return [line for line in lines if line.role != Role.BOT] or list(lines)
+
+
 def question_words(hint: Hint, query: str, speakers: Speakers) -> int:
     """How many of the query's content words (not stopwords, not the speakers' names) the
-    hint holds: a block, in the matched line that holds most of them; another hint, in its
-    text. Chit-chat recalled for a name or a greeting holds few; the line with the answer
-    usually repeats the question's words ("What did the charity race raise awareness for?",
-    "I ran a charity race for mental health")."""
+    hint holds: a block, in the matched line said by a person that holds most of them (0 for
+    a block matched only through the bot's replies, which repeat the question's words without
+    answering it); another hint, in its text. Chit-chat recalled for a name or a greeting
+    holds few; the line with the answer usually repeats the question's words ("What did the
+    charity race raise awareness for?", "I ran a charity race for mental health")."""
     if hint.block is None:
         return len(content_words(hint.text) & content_words(query))
     lines = hint.block.lines
     matched = [line for line in lines if line.seq in hint.block.matched_seqs] or list(lines)
+    matched = [line for line in matched if line.role != Role.BOT]
     names = {word for line in lines for word in content_words(speakers.label(line))}
     wanted = content_words(query) - names
-    return max(len(content_words(line.text) & wanted) for line in matched)
+    return max((len(content_words(line.text) & wanted) for line in matched), default=0)
 
 
 def content_words(text: str) -> set[str]:
