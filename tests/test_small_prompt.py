@@ -237,3 +237,11 @@ def test_asked_again_the_bots_earlier_answer_is_not_a_memory(make_memory, minilm
     system = llm.history[-1][0]["content"]
     assert "grey cat called Miso" in system
     assert "Sam" not in system.split("Memories:")[1]  # neither the invented name nor a label
+
+
+def test_a_matched_line_that_only_asks_counts_no_question_words() -> None:
+    asked = block_hint("h1", 0.9, [("Sam", "Hello again!"), ("Sam", "When is my exam?")], 1)
+    told = block_hint("h2", 0.4, [("Sam", "My exam is on 12 December. Wish me luck?")], 0)
+    question = "When is my exam?"
+    assert question_words(asked, question, Speakers()) == 0  # the question is not its answer
+    assert question_words(told, question, Speakers()) == 1  # exam, in the sentence that states

@@ -30,6 +30,8 @@ from datetime import UTC, datetime
 from membot.config import BotSettings
 from membot.model import Line, Role
 from membot.recall.bm25 import STOPWORDS, index_words, query_terms
+from membot.recall.duplicates import is_question
+from membot.sentences import sentences
 from membot.turn.context import MESSAGE_OVERHEAD, Hint, Prompt, Speakers, fit_line, now_text
 from membot.turn.quoting import escape, one_line
 from membot.turn.templates import DEFAULTS as TEMPLATES
@@ -76,9 +78,10 @@ def shown_lines(lines: Sequence[Line]) -> list[Line]:
 
 def question_words(hint: Hint, query: str, speakers: Speakers) -> int:
     """How many of the query's content words (not stopwords, not the speakers' names) the
-    hint holds: a block, in the matched line said by a person that holds most of them (0 for
-    a block matched only through the bot's replies, which repeat the question's words without
-    answering it); another hint, in its text. Chit-chat recalled for a name or a greeting
+    hint holds: a block, in the matched line said by a person that holds most of them, read
+    in its sentences that do not ask (0 for a block matched only through the bot's replies or
+    through the question asked before, which repeat the question's words without answering
+    it); another hint, in its text. Chit-chat recalled for a name or a greeting
     holds few; the line with the answer usually repeats the question's words ("What did the
     charity race raise awareness for?", "I ran a charity race for mental health")."""
     if hint.block is None:
@@ -88,7 +91,12 @@ def question_words(hint: Hint, query: str, speakers: Speakers) -> int:
     matched = [line for line in matched if line.role != Role.BOT]
     names = {word for line in lines for word in content_words(speakers.label(line))}
     wanted = content_words(query) - names
-    return max((len(content_words(line.text) & wanted) for line in matched), default=0)
+    return max((len(content_words(stated(line.text)) & wanted) for line in matched), default=0)
+
+
+def stated(text: str) -> str:
+    """``text`` without its sentences that ask."""
+    return " ".join(sentence for sentence in sentences(text) if not is_question(sentence))
 
 
 def content_words(text: str) -> set[str]:
