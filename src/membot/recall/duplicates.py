@@ -35,6 +35,7 @@ import numpy as np
 from membot.index.scope import similarities
 from membot.model import Line, Role
 from membot.recall.strategies import Choice, Question
+from membot.sentences import sentences
 
 if TYPE_CHECKING:
     from membot.recall.lines import Hit
@@ -62,6 +63,11 @@ def is_question(text: str) -> bool:
     word ("when is my exam")."""
     words = normalised(text).split(" ", 1)
     return "?" in text or words[0] in _QUESTION_WORDS
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of ``text`` that do not ask (:func:`is_question`): what it states."""
+    return [sentence for sentence in sentences(text) if not is_question(sentence)]
 
 
 def candidates_for(max_matches: int, every_line: int) -> int:

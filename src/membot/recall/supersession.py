@@ -36,9 +36,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from membot.model import Line, Role
-from membot.recall.duplicates import is_question
+from membot.recall.duplicates import statements
 from membot.recall.values import masked, named_words
-from membot.sentences import sentences
 
 # The masked cosine at or above which two lines state the same thing (module docstring).
 SAME_THING = 0.72
@@ -103,11 +102,8 @@ def _stating(text: str) -> list[str]:
     or may be is not what changed)."""
     return [
         each
-        for each in sentences(text)
-        if named_words(each)
-        and len(_WORD.findall(each)) >= MIN_WORDS
-        and not is_question(each)
-        and not _INTENT.search(each)
+        for each in statements(text)
+        if named_words(each) and len(_WORD.findall(each)) >= MIN_WORDS and not _INTENT.search(each)
     ]
 
 

@@ -30,8 +30,7 @@ from datetime import UTC, datetime
 from membot.config import BotSettings
 from membot.model import Line, Role
 from membot.recall.bm25 import STOPWORDS, index_words, query_terms
-from membot.recall.duplicates import is_question
-from membot.sentences import sentences
+from membot.recall.duplicates import statements
 from membot.turn.context import MESSAGE_OVERHEAD, Hint, Prompt, Speakers, fit_line, now_text
 from membot.turn.quoting import escape, one_line
 from membot.turn.templates import DEFAULTS as TEMPLATES
@@ -91,12 +90,8 @@ def question_words(hint: Hint, query: str, speakers: Speakers) -> int:
     matched = [line for line in matched if line.role != Role.BOT]
     names = {word for line in lines for word in content_words(speakers.label(line))}
     wanted = content_words(query) - names
-    return max((len(content_words(stated(line.text)) & wanted) for line in matched), default=0)
-
-
-def stated(text: str) -> str:
-    """``text`` without its sentences that ask."""
-    return " ".join(sentence for sentence in sentences(text) if not is_question(sentence))
+    stated = (" ".join(statements(line.text)) for line in matched)
+    return max((len(content_words(text) & wanted) for text in stated), default=0)
 
 
 def content_words(text: str) -> set[str]:
