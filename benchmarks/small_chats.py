@@ -14,10 +14,12 @@ twice, or a run of six words written twice), and replies that copy the bot's pre
 in the thread (the same first 40 characters).
 
     .venv/bin/python benchmarks/small_chats.py [--same-thread] [--again] [--feed N]
-        [--penalty P] [--show]
+        [--penalty P] [--seed N] [--show]
 
 ``--feed`` and ``--penalty`` try the small prompt's shown feed lines and the model's repeat
 penalty at other values than the shipped ones (docs/answers.md, "A newcomer's chat").
+``--seed`` sets the model's first seed: the draws alone move a run by 3 to 5 answers of 72,
+so a change is judged over several seeds (docs/answers.md, "Two more rules for the chat").
 """
 
 from __future__ import annotations
@@ -185,11 +187,19 @@ def main() -> None:
         "like the first answers does); counted apart",
     )
     parser.add_argument("--show", action="store_true", help="print every question and reply")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="the model's first seed (each reply's seed follows the one before): another seed "
+        "draws every reply anew, so a change is judged over several",
+    )
     args = parser.parse_args()  # fmt: skip
     announce()
     small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed
     llm = BundledSmolLM2()
     llm.repeat_penalty = args.penalty
+    if args.seed is not None:
+        llm._load().set_seed(args.seed)
     said = asked = looped = replies = copies = said_again = 0
     for person, facts, questions in CHATS:
         memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")
@@ -223,7 +233,8 @@ def main() -> None:
     where = "same thread" if args.same_thread else "new thread"
     again = f", asked again in a new thread: said {said_again} of {asked}" if args.again else ""
     print(
-        f"{where}, feed {args.feed}, repeat penalty {args.penalty}: said {said} of {asked}, "
+        f"{where}, feed {args.feed}, repeat penalty {args.penalty}, seed {args.seed}: "
+        f"said {said} of {asked}, "
         f"replies looping {looped} of {replies}, copies of the previous reply {copies}{again}"
     )
 
