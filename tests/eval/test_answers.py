@@ -306,3 +306,8 @@ def test_the_cli_writes_the_report_and_resumes(files: dict[str, Path], tmp_path:
     wrong = CliRunner().invoke(app, ["eval", "locomo", str(files["locomo"]), "--limit", "1"])
     assert isinstance(wrong.exception, ConfigError)
     assert "--limit: only with --answers" in str(wrong.exception)
+    unseeded = CliRunner().invoke(app, ["eval", "locomo", str(files["locomo"]), "--seed", "0"])
+    assert "--seed: only with --answers" in str(unseeded.exception)
+    scripted = CliRunner().invoke(app, [*base, "--seed", "3", "--limit", "1"])
+    assert isinstance(scripted.exception, ConfigError)
+    assert "--seed: only the bundled smollm2 is seeded, not script" in str(scripted.exception)

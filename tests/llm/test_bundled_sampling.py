@@ -31,3 +31,18 @@ def test_the_instances_sampling_settings_reach_the_model() -> None:
     sampled = [(options["temperature"], options["repeat_penalty"]) for options in asked]
     assert sampled == [(0.2, 1.2), (0.0, 1.0)]
     assert BundledSmolLM2().repeat_penalty == 1.2  # an instance's change stays its own
+
+
+def test_a_seed_makes_the_draws_repeatable() -> None:
+    """`membot eval --answers --seed N`: two fresh models seeded alike draw the same replies,
+    one after another (each reply's seed follows the one before)."""
+    question = [{"role": "user", "content": "Name a colour and a fruit."}]
+
+    def replies(seed: int) -> list[str]:
+        llm = BundledSmolLM2()
+        llm.seed, llm.temperature = seed, 1.0  # a high temperature, so a draw shows
+        return [llm.complete(question, 12) for _ in range(3)]
+
+    first = replies(7)
+    assert first == replies(7)
+    assert any(first != replies(seed) for seed in (8, 9, 10))

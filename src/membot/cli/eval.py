@@ -27,6 +27,7 @@ from membot.cli.eval_answers import (
     LlmOption,
     QuestionsOption,
     ResumeOption,
+    SeedOption,
     run_answers,
 )
 from membot.cli.eval_reports import check_writable, save_report
@@ -191,6 +192,7 @@ def locomo(
     resume: ResumeOption = False,
     limit: LimitOption = None,
     questions: QuestionsOption = None,
+    seed: SeedOption = None,
     categories: Annotated[
         str | None,
         typer.Option(
@@ -203,7 +205,7 @@ def locomo(
 ) -> None:
     """LoCoMo evidence recall at 5, 10, 25, 50 dialog turns in context; with --answers, the
     answers' token F1."""
-    chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions)
+    chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions, seed)
     chosen.check_used({"--categories": categories})
     folding = Folding(folds, choose, metric)
     if answers:
@@ -238,6 +240,7 @@ def longmemeval(
     resume: ResumeOption = False,
     limit: LimitOption = None,
     questions: QuestionsOption = None,
+    seed: SeedOption = None,
     assistant_turns: Annotated[
         bool,
         typer.Option(
@@ -249,7 +252,7 @@ def longmemeval(
 ) -> None:
     """LongMemEval's official retrieval metrics, turn and session level, with a BM25 baseline;
     with --answers, the answers' scores."""
-    chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions)
+    chosen = AnswerOptions(answers, llm, judge, judge_key_env, resume, limit, questions, seed)
     chosen.check_used({"--assistant-turns": assistant_turns})
     folding = Folding(folds, choose, metric)
     if answers:

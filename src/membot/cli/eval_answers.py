@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from membot import LLM, ConfigError, resolve_llm
+from membot import LLM, BundledSmolLM2, ConfigError, resolve_llm
 from membot.cli.common import Options, print_json
 from membot.cli.eval_reports import save_report
 from membot.eval.answers import (
@@ -79,6 +79,17 @@ QuestionsOption = Annotated[
     ),
 ]
 
+SeedOption = Annotated[
+    int | None,
+    typer.Option(
+        "--seed",
+        min=0,
+        help="With --answers and the bundled smollm2: its first seed (each reply's seed follows "
+        "the one before), to measure what the model's draws alone move [default: its own].",
+        show_default=False,
+    ),
+]
+
 
 @dataclass(frozen=True)
 class AnswerOptions:
@@ -91,6 +102,7 @@ class AnswerOptions:
     resume: bool = False
     limit: int | None = None
     questions: str | None = None
+    seed: int | None = None
 
     def check_used(self, extra: dict[str, Any]) -> None:
         """``ConfigError`` for an answer option given without ``--answers``."""
@@ -99,18 +111,25 @@ class AnswerOptions:
         given = {
             "--llm": self.llm, "--judge": self.judge, "--judge-key-env": self.judge_key_env,
             "--resume": self.resume, "--limit": self.limit, "--questions": self.questions,
-            **extra,
+            "--seed": self.seed, **extra,
         }  # fmt: skip
-        if used := [name for name, value in given.items() if value]:
+        # --seed 0 is given: 0 == False, so ``value not in (None, False)`` would miss it
+        if used := [name for name, value in given.items()
+                    if value is not None and value is not False and value != ""]:  # fmt: skip
             raise ConfigError(f"{', '.join(used)}: only with --answers")
 
 
-def answering_model(context: typer.Context, spec: str | None) -> LLM:
+def answering_model(context: typer.Context, spec: str | None, seed: int | None = None) -> LLM:
     """The model ``--llm`` names (this command's, else the root command's, else smollm2),
-    made as every command makes it."""
+    made as every command makes it; ``seed`` its first seed (the bundled model only)."""
     root = context.find_root().obj
     options = root if isinstance(root, Options) else Options("", None, None, None)
-    return replace(options, llm_spec=spec or options.llm_spec).make_llm()
+    llm = replace(options, llm_spec=spec or options.llm_spec).make_llm()
+    if seed is not None:
+        if not isinstance(llm, BundledSmolLM2):
+            raise ConfigError(f"--seed: only the bundled smollm2 is seeded, not {llm.name}")
+        llm.seed = seed
+    return llm
 
 
 def run_answers(
@@ -132,7 +151,7 @@ def run_answers(
     chosen_groups = selected(groups(), ids, chosen.limit)
     judge = resolve_llm(chosen.judge, key_env=chosen.judge_key_env) if chosen.judge else None
     run = AnswerRun(
-        benchmark, answering_model(context, chosen.llm), judge, embedder,
+        benchmark, answering_model(context, chosen.llm, chosen.seed), judge, embedder,
         turn_settings(strategy, options), db,
     )  # fmt: skip
     records = records_path_for(out) if out else None

@@ -88,6 +88,9 @@ class BundledSmolLM2:
     # its own from an earlier thread, word for word, where with the penalty it said the name.
     temperature = 0.2
     repeat_penalty = 1.2
+    # The first draw's seed (each reply's seed follows the one before); None: llama.cpp's own.
+    # A benchmark run again with other seeds measures what the draws alone move.
+    seed: int | None = None
 
     def __init__(self, path: Path | None = None, context_tokens: int = 4096) -> None:
         self.path = path
@@ -105,6 +108,8 @@ class BundledSmolLM2:
         if self._model is None:
             path = require_smollm2(self.path)
             self._model = load_llama(path, n_ctx=self.context_tokens)
+            if self.seed is not None:
+                self._model.set_seed(self.seed)
         return self._model
 
     def complete(
