@@ -26,6 +26,7 @@ from membot.eval.answer_scores import (
 )
 from membot.eval.answers import (
     AnswerRun,
+    answers_report,
     answers_table,
     evaluate_answers,
     locomo_groups,
@@ -281,6 +282,15 @@ def test_longmemeval_asks_at_the_question_date_with_abstention_apart(
     assert report["overall"]["judge"] == 1.0
 
 
+def test_the_report_names_the_bundled_models_seed(tmp_path: Path) -> None:
+    from membot.llm import BundledSmolLM2
+
+    llm = BundledSmolLM2()  # not loaded: the report reads its settings only
+    llm.seed = 5
+    report = answers_report(tmp_path / "f.json", AnswerRun("locomo", llm), "minilm", [])
+    assert (report["llm"], report["seed"]) == ("smollm2", 5)
+
+
 def test_turn_settings_set_the_strategy_and_its_options() -> None:
     settings = turn_settings("bm25", {"expand_before": 2.0, "lexical_top": 3.0})
     assert settings == {"strategy": "bm25", "expand_before": 2, "strategy.lexical_top": 3.0}
@@ -298,6 +308,7 @@ def test_the_cli_writes_the_report_and_resumes(files: dict[str, Path], tmp_path:
     assert first.exit_code == 0, first.output
     assert "| all | 1 | 1.0 |" in first.stderr
     assert json.loads(out.read_text())["questions"] == 1
+    assert json.loads(out.read_text())["seed"] is None  # a scripted model draws nothing
     again = CliRunner().invoke(app, [*base, "--out", str(out), "--resume", "--json"])
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["questions"] == 3

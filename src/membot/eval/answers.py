@@ -376,6 +376,7 @@ def answers_report(
         "benchmark": run.benchmark,
         "file": str(file),
         "llm": run.llm.name,
+        "seed": getattr(run.llm, "seed", None),  # the bundled model's first seed (--seed)
         "judge": run.judge.name if run.judge is not None else None,
         "embedder": embedder,
         "settings": dict(run.settings),
