@@ -197,9 +197,7 @@ def main() -> None:
     announce()
     small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed
     llm = BundledSmolLM2()
-    llm.repeat_penalty = args.penalty
-    if args.seed is not None:
-        llm._load().set_seed(args.seed)
+    llm.repeat_penalty, llm.seed = args.penalty, args.seed
     said = asked = looped = replies = copies = said_again = 0
     for person, facts, questions in CHATS:
         memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")

@@ -49,7 +49,7 @@ def main() -> None:
             for index, turn in enumerate(turns)
             if turn["role"] == "user" and turn.get("has_answer")
         }
-        lines, _ = haystack_lines(args.file, question)
+        lines = haystack_lines(args.file, question)
         asked = parse_time(question["question_date"]) if "question_date" in question else None
         with fresh_memory(model, lines, None) as memory:
             scope = Scope.of(memory.store.bot_id(DEFAULT_BOT) or 0, None, roles=("human",))
