@@ -4,10 +4,15 @@ on torch (where the ``st`` extra is installed), for one line (a turn) and for a 
 import); and how close the int8 vectors are to the full model's.
 
     .venv/bin/python benchmarks/embed_speed.py
+    .venv/bin/python benchmarks/embed_speed.py --also st:/models/all-mpnet-base-v2
+
+``--also SPEC`` (repeatable) times other embedders, any ``--embedder`` spec, on the same lines
+(docs/recall.md, "A bigger embedder").
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import os
@@ -22,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 from machine import announce
 
-from membot.embed import OnnxMiniLMEmbedder, bundled_minilm
+from membot.embed import OnnxMiniLMEmbedder, bundled_minilm, resolve_embedder
 from membot.eval import shared_data_dir
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
@@ -55,6 +60,9 @@ def batch_rate(embed: Callable[[list[str]], np.ndarray], lines: list[str]) -> fl
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--also", action="append", default=[], metavar="SPEC")
+    also = parser.parse_args().also
     announce()
     lines = dialog_lines()
     with tempfile.TemporaryDirectory() as folder:
@@ -63,13 +71,14 @@ def main() -> None:
         with_torch = importlib.util.find_spec("sentence_transformers") is not None
         runs = [("onnxruntime", onnx), ("onnx int8", int8)]
         runs += [("torch", bundled_minilm())] if with_torch else []
+        runs += [(spec, resolve_embedder(spec)) for spec in also]
         for name, embedder in runs:
             one = median_ms(embedder.embed, lines)
             rate = batch_rate(embedder.embed, lines)
             print(f"{name:<12} one line {one:6.2f} ms (median of 50)   batch {rate:6.0f} lines/s")
         full = onnx.embed(lines)
         if with_torch:
-            gap = np.abs(full[:200] - runs[-1][1].embed(lines[:200])).max()
+            gap = np.abs(full[:200] - runs[2][1].embed(lines[:200])).max()
             print(f"largest difference between onnxruntime and torch, over 200 lines: {gap:.1e}")
         else:
             print("torch: not measured (pip install 'membot[st]')")
