@@ -48,7 +48,7 @@ def main() -> None:
     for line in read_file(LOCOMO, "locomo", DEFAULT_BOT, None).lines:  # the importer's reading
         sample, session = line.thread.split("/")
         sessions[sample][session].append(line)
-    rows: list[tuple[float, list[float], list[float]]] = []  # best positive, top scores, labels
+    rows: list[tuple[float, np.ndarray, np.ndarray]] = []  # best positive, top scores, labels
     chit_best: list[float] = []
     for sample in samples:
         chunk_texts: list[str] = []

@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> None:
     texts += [q.text for _, qs in datasets.values() for q in qs] + list(CHITCHAT)
     vectors, model_name = encode_all(args.embedder, texts)
     reports = [evaluate(name, qs, hs, vectors) for name, (hs, qs) in datasets.items()]
-    result = {
+    result: dict[str, Any] = {
         "model": model_name,
         "max_matches": MAX_MATCHES,
         "expand": EXPAND,

@@ -35,6 +35,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -53,7 +54,7 @@ from membot.store.base import lines_between
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 LONGMEMEVAL = shared_data_dir() / "longmemeval" / "longmemeval_s_dev.json"
-VARIANTS = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "lines": {"strategy": "lines"},
     "bm25": {"strategy": "bm25"},
     "hybrid margin 0": {"strategy": "hybrid", "strategy.lexical_margin": 0.0},
@@ -118,7 +119,7 @@ def longmemeval_cases(path: Path) -> list[Case]:
 
 def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
     embedder = cached_embedder()
-    totals = {name: defaultdict(float) for name in VARIANTS}
+    totals: dict[str, defaultdict[str, float]] = {name: defaultdict(float) for name in VARIANTS}
     asked = fired_on = 0
     for number, case in enumerate(cases, start=1):
         print(f"{label} {number}/{len(cases)}", file=sys.stderr)
@@ -132,12 +133,12 @@ def measure(cases: list[Case], label: str) -> dict[str, dict[str, float]]:
                 total = totals[name]
                 for (text, evidence), vector in zip(case.questions, vectors, strict=True):
                     chosen = recall_for_turn(source, settings, text, vector, scope, case.now)
-                    refs = set()
+                    refs: set[str] = set()
                     for block in chosen.blocks:
                         lines = lines_between(
                             mem.store, block.source_thread_id, block.first_seq, block.last_seq
                         )
-                        refs.update(line.ref for line in lines)
+                        refs.update(line.ref for line in lines if line.ref is not None)
                     found = len(evidence & refs)
                     total["evidence_recall"] += found / len(evidence)
                     total["any_evidence"] += found > 0

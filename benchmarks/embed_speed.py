@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 from machine import announce
 
-from membot.embed import OnnxMiniLMEmbedder, bundled_minilm, resolve_embedder
+from membot.embed import Embedder, OnnxMiniLMEmbedder, bundled_minilm, resolve_embedder
 from membot.eval import shared_data_dir
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
@@ -69,7 +69,7 @@ def main() -> None:
         onnx = OnnxMiniLMEmbedder(Path(folder))
         int8 = OnnxMiniLMEmbedder(Path(folder), quantized=True)
         with_torch = importlib.util.find_spec("sentence_transformers") is not None
-        runs = [("onnxruntime", onnx), ("onnx int8", int8)]
+        runs: list[tuple[str, Embedder]] = [("onnxruntime", onnx), ("onnx int8", int8)]
         runs += [("torch", bundled_minilm())] if with_torch else []
         runs += [(spec, resolve_embedder(spec)) for spec in also]
         for name, embedder in runs:

@@ -30,16 +30,17 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from machine import announce
-from scale import BOT, CACHE, TALKER, peak_rss_mb, questions
+from scale import BOT, CACHE, TALKER, location, peak_rss_mb, questions
 
 from membot import Bot, Memory, ScriptedLLM
 from membot.embed import default_embedder
+from membot.store.approximate_sqlite import UsearchNominator
 
 FORGOTTEN = "person-7"
 
 
 def copied(size: int, cache: Path, folder: Path) -> Path:
-    source = cache / f"scale-{size}.db"
+    source = Path(location("sqlite", size, cache))
     if not source.exists():
         raise SystemExit(f"no store {source}: run benchmarks/scale.py --stores sqlite first")
     target = folder / source.name
@@ -76,6 +77,7 @@ def run(size: int, turns: int, cache: Path) -> dict:
         before = [turn() for _ in range(turns)]
         scopes = memory.index.approximate._scopes
         nominator = scopes[memory.store.bot_id(BOT) or 0].nominator
+        assert isinstance(nominator, UsearchNominator)
         started = time.perf_counter()
         forgotten = memory.forget(user=FORGOTTEN, bot=BOT)
         forget_s = time.perf_counter() - started

@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from membot import Line, Role
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
 from membot.memory import grounding as g
+from membot.memory.named_dates import within
 from membot.turn.ending import EXAMPLE_POINT
 
 LOCOMO_PATH = shared_data_dir() / "locomo" / "locomo_dev.json"
@@ -143,7 +145,7 @@ def session_cases(
     ]
     for text in truths[:2]:
         later = when + timedelta(days=7)
-        while g.within(later.date(), evidence.named):  # a day the person named is no lie
+        while within(later.date(), evidence.named):  # a day the person named is no lie
             later += timedelta(days=30)
         cases.append(Case(index, "wrong date", f"{later.date().isoformat()}: {text}", evidence))
     return cases
@@ -172,8 +174,8 @@ def measure(cases: list[Case], embed) -> None:
     texts = sorted({t for c in cases for t in c.evidence.said} | {_asked(c) for c in cases})
     vectors = dict(zip(texts, np.asarray(embed(texts), np.float32), strict=True))
     for case in cases:
-        said = np.stack([vectors[t] for t in case.evidence.said])
-        case.cosine = float((said @ vectors[_asked(case)]).max())
+        evidence = np.stack([vectors[t] for t in case.evidence.said])
+        case.cosine = float((evidence @ vectors[_asked(case)]).max())
 
 
 def _example(case: Case) -> str:
@@ -189,14 +191,17 @@ def kept(case: Case, span: int, cosine: float, share: float) -> bool:
     return not case.failure and (case.shares[span] > share or case.cosine >= cosine)
 
 
-def shares_kept(cases: list[Case], span: int, cosine: float, share: float) -> dict[str, float]:
+def shares_kept(cases: list[Case], span: int, cosine: float, share: float) -> dict[str, Any]:
     by_kind: dict[str, list[bool]] = {}
     for case in cases:
         by_kind.setdefault(case.kind, []).append(kept(case, span, cosine, share))
     invented = [k for kind, ks in by_kind.items() if kind not in ("true", "bot side") for k in ks]
-    result = {"true": float(np.mean(by_kind["true"])), "invented": float(np.mean(invented))}
+    result: dict[str, Any] = {
+        "true": float(np.mean(by_kind["true"])),
+        "invented": float(np.mean(invented)),
+    }
     result |= {kind: float(np.mean(ks)) for kind, ks in by_kind.items() if kind != "true"}
-    result["counts"] = {kind: len(ks) for kind, ks in by_kind.items()}  # type: ignore[assignment]
+    result["counts"] = {kind: len(ks) for kind, ks in by_kind.items()}
     return result
 
 

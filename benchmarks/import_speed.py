@@ -40,6 +40,7 @@ from generated_exports import write_export
 from machine import announce
 
 from membot import ChatExport, Memory, read_file, resolve_embedder
+from membot.embed import CachedEmbedder
 from membot.eval import shared_data_dir
 from membot.memory.line_parts import part_spans, part_texts
 from membot.model import embedding_text
@@ -47,10 +48,15 @@ from membot.model import embedding_text
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
+def cached(spec: str, folder: Path) -> CachedEmbedder:
+    """The embedder ``spec`` names behind a fresh cache in ``folder``."""
+    return CachedEmbedder(resolve_embedder(spec), folder / "embeddings.db")
+
+
 def one_run(spec: str, lines: list, folder: Path) -> tuple[float, float, float]:
     """(load seconds, import wall seconds, import CPU seconds) into a fresh store and cache."""
     started = time.perf_counter()
-    embedder = resolve_embedder(spec, cache_path=folder / "embeddings.db")
+    embedder = cached(spec, folder)
     memory = Memory(folder / "import.db", embedder=embedder)
     embedder.inner.embed(["load the model"])  # the model, not the cache: it stays empty
     memory.tokens.count("load the tokenizer")
@@ -82,7 +88,7 @@ def embed_run(spec: str, path: Path, folder: Path) -> dict[str, float]:
         texts = [embedding_text(x.text, x.speaker) for x in batch]
         texts += [part for x in batch for part in part_texts(x.text, x.speaker, part_spans(x.text))]
         batches.append(texts)
-    embedder = resolve_embedder(spec, cache_path=folder / "embeddings.db").inner
+    embedder = cached(spec, folder).inner
     embedder.embed(["load the model"])
     wall = time.perf_counter()
     for texts in batches:
@@ -93,7 +99,7 @@ def embed_run(spec: str, path: Path, folder: Path) -> dict[str, float]:
 
 def chatgpt_run(spec: str, path: Path, folder: Path) -> dict[str, float]:
     """The whole import of the export into a fresh store and cache, as `membot import`."""
-    embedder = resolve_embedder(spec, cache_path=folder / "embeddings.db")
+    embedder = cached(spec, folder)
     memory = Memory(folder / "import.db", embedder=embedder)
     embedder.inner.embed(["load the model"])
     memory.tokens.count("load the tokenizer")
@@ -152,11 +158,11 @@ def main() -> None:
     parser.add_argument("--one-embed", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--one-import", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    for kind, run in (("one_embed", embed_run), ("one_import", chatgpt_run)):
+    for kind, runner in (("one_embed", embed_run), ("one_import", chatgpt_run)):
         if getattr(args, kind):
             spec, path = getattr(args, kind)
             with tempfile.TemporaryDirectory(prefix="membot-import-") as folder:
-                print(json.dumps(run(spec, Path(path), Path(folder))))
+                print(json.dumps(runner(spec, Path(path), Path(folder))))
             return
     lines = read_file(LOCOMO, "locomo", "membot", None).lines
     if args.one:

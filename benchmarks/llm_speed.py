@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -19,7 +20,7 @@ from machine import announce
 
 from membot.bundled import load_llama, smollm2_gguf_path
 
-MESSAGES = [
+MESSAGES: list[Any] = [
     {"role": "system", "content": "You are a helpful assistant."},
     {"role": "user", "content": "My name is Alice and I work in logistics. Where do I work?"},
 ]
@@ -30,7 +31,7 @@ def llama_cpp(tokens: int) -> None:
     model = load_llama(smollm2_gguf_path(), n_ctx=4096)
     loaded = time.perf_counter() - started
     started = time.perf_counter()
-    result = model.create_chat_completion(
+    result: Any = model.create_chat_completion(
         messages=MESSAGES, max_tokens=tokens, temperature=0, repeat_penalty=1.2
     )
     elapsed = time.perf_counter() - started
@@ -47,7 +48,7 @@ def transformers(tokens: int) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
     loaded = time.perf_counter() - started
-    encoded = tokenizer.apply_chat_template(
+    encoded: Any = tokenizer.apply_chat_template(
         MESSAGES, add_generation_prompt=True, return_tensors="pt", return_dict=True
     )
     started = time.perf_counter()

@@ -83,7 +83,9 @@ def main() -> None:
     found: list[Row] = []
     beaten: list[Row] = []
     every: list[Said] = []
-    loss: dict[int, Counter[str]] = defaultdict(Counter)  # by category
+    loss: dict[int, defaultdict[str, float]] = defaultdict(
+        lambda: defaultdict(float)
+    )  # by category
     shown: list[str] = []
     for sample in load_json(args.file):
         lines = by_sample[sample["sample_id"]]
@@ -216,19 +218,19 @@ def _print_counts(
           f"{sum(row.rank >= 25 for row in photo_missed)}")  # fmt: skip
 
 
-def _print_loss(loss: dict[int, Counter[str]]) -> None:
+def _print_loss(loss: dict[int, defaultdict[str, float]]) -> None:
     print("\nloss at R@10 (questions x (1 - R@10)) by the question's number of evidence lines")
     for category, counts in sorted(loss.items()):
         name = CATEGORIES.get(category, str(category))
         total = sum(value for key, value in counts.items() if key.startswith("lost"))
         buckets = ("1", "2", "3+")
         parts = ", ".join(
-            f"{bucket}: {counts[f'questions {bucket}']} questions, lost "
+            f"{bucket}: {counts[f'questions {bucket}']:g} questions, lost "
             f"{counts[f'lost {bucket}']:.1f}"
             for bucket in buckets
         )
         asked = sum(counts[f"questions {bucket}"] for bucket in buckets)
-        print(f"  {name}: {parts}; lost {total:.1f} of {asked}")
+        print(f"  {name}: {parts}; lost {total:.1f} of {asked:g}")
 
 
 if __name__ == "__main__":

@@ -33,9 +33,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="membot-outage-"))
     os.environ["XDG_RUNTIME_DIR"] = str(folder)
     import pgserver  # reads XDG_RUNTIME_DIR when imported
+    from pgserver.postgres_server import get_server
 
     data = folder / "data"
-    server = pgserver.get_server(data, cleanup_mode="delete")
+    server = get_server(data, cleanup_mode="delete")
     pg_ctl = Path(pgserver.__file__).parent / "pginstall" / "bin" / "pg_ctl"
     # As root, pgserver runs PostgreSQL as its own user, which must also stop and start it.
     as_owner = ["runuser", "-u", "pgserver", "--"] if os.geteuid() == 0 else []

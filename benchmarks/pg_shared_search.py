@@ -27,7 +27,9 @@ from membot.index import approximate as ann
 from membot.recall.bm25 import query_terms
 from membot.store import open_store
 from membot.store.approximate_postgres import PgvectorNominator
+from membot.store.postgres import PostgresStore
 from membot.store.postgres_lexical import bm25_query
+from membot.store.sql_store import LexicalQuery
 
 ROLES = ("human", "bot")
 
@@ -40,6 +42,7 @@ def main() -> None:
     announce()
     url = scale.location("postgresql", args.lines, scale.CACHE)
     store = open_store(url)
+    assert isinstance(store, PostgresStore)
     embedder = default_embedder()
     bot = store.bot_id(scale.BOT)
     if bot is None:
@@ -74,7 +77,7 @@ def main() -> None:
     assert first is not None
     words, among = first
     sql, params = bm25_query(
-        words, bot, None, None, list(ROLES), len(among), ann.LEXICAL_POSTINGS, among
+        LexicalQuery(words, bot, None, None, ROLES, len(among), ann.LEXICAL_POSTINGS, among)
     )
     with psycopg.connect(url) as db:
         print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the lexical query for: {asked[0]}")

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import minimize  # type: ignore[import-untyped]
 
 from membot.recall.fitted_ranker import FittedRanker
 from membot.recall.line_strategies import BlendStrategy

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,11 @@ def fold_grid(rankers: Sequence[FittedRanker]) -> Grid:
         points.append(GridPoint({}, {}, place + 1))
         settings.append(settings_for_ranking(name, defaults))
     return Grid("blend", tuple(points), tuple(settings))
+
+
+def _category_r10(number: str, summary: dict[str, Any]) -> float:
+    """A category's R@10 in a fold's summary (NaN where the fold asks none of it)."""
+    return float(summary["by_category"][number]["recall_at"].get("10", np.nan))
 
 
 def compare(
@@ -89,9 +95,7 @@ def run_locomo(path: Path, grid: Grid) -> None:
         "R@10": lambda summary: summary["recall_at"]["10"]
     }
     for name, number in category.items():
-        read[name] = lambda summary, number=number: summary["by_category"][number]["recall_at"].get(
-            "10", np.nan
-        )
+        read[name] = partial(_category_r10, number)
     print("LoCoMo (held-out conversations), hand-set -> fitted:")
     compare(fold_of, lambda picks: locomo._summary(scored.picked(picks)), read)
 

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -52,6 +53,7 @@ from membot.memory.line_parts import part_spans, part_texts
 from membot.model import Role, embedding_text
 from membot.store import NewLine, ThreadKey, open_store
 from membot.store.base import LineParts
+from membot.store.sql_store import SqlStore
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 LONGMEMEVAL = shared_data_dir() / "longmemeval" / "longmemeval_s_dev.json"
@@ -141,9 +143,9 @@ def postgres_server(cache: Path) -> str:
     runtime = cache / "pg-runtime"
     runtime.mkdir(mode=0o700, exist_ok=True)
     os.environ.setdefault("XDG_RUNTIME_DIR", str(runtime))
-    import pgserver
+    from pgserver.postgres_server import get_server
 
-    return pgserver.get_server(folder / "data", cleanup_mode="stop").get_uri()
+    return get_server(folder / "data", cleanup_mode="stop").get_uri()
 
 
 def location(kind: str, size: int, cache: Path) -> str:
@@ -179,8 +181,9 @@ def build(kind: str, size: int, url: str, cache: Path, measure_only: bool = Fals
             else:
                 rate = fill(store, size)
                 index_s = shared_search_once(url)
+            assert isinstance(store, SqlStore)
             store.set_meta({"scale_lines_per_s": str(round(rate)), "scale_index_s": str(index_s)})
-        built = {
+        built: dict[str, Any] = {
             "filler_lines_per_s": int(store.get_meta("scale_lines_per_s") or 0),
             "first_shared_search_s": float(store.get_meta("scale_index_s") or 0),
             "stored_lines": store.count_lines(),
@@ -239,7 +242,9 @@ def disk_bytes(kind: str, url: str, lines: int) -> dict:
     import psycopg
 
     with psycopg.connect(url) as connection:
-        (total,) = connection.execute("SELECT pg_database_size(current_database())").fetchone()
+        row = connection.execute("SELECT pg_database_size(current_database())").fetchone()
+    assert row is not None
+    (total,) = row
     return {"bytes_per_line": round(total / lines), "ann_bytes_per_line": 0}
 
 

@@ -195,7 +195,7 @@ def main() -> None:
     )
     args = parser.parse_args()  # fmt: skip
     announce()
-    small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed
+    small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed  # type: ignore[attr-defined]
     llm = BundledSmolLM2()
     llm.repeat_penalty, llm.seed = args.penalty, args.seed
     said = asked = looped = replies = copies = said_again = 0

@@ -67,13 +67,13 @@ def main() -> None:
     print("| setting | n | F1 | contained | in context | said, of in context | s |")
     print("|---|---|---|---|---|---|---|")
     for name in args.settings.split(","):
-        options = dict(SETTINGS[name])
+        options: dict[str, Any] = dict(SETTINGS[name])
         bias = options.pop("bias", 0.0)
         started, rows = time.perf_counter(), []
         for question, blocks in questions:
             messages, memories = lay(question.text, blocks)
             extra = {"logits_processor": copy_bias(model, memories, bias)} if bias else {}
-            answer = model.create_chat_completion(
+            answer: Any = model.create_chat_completion(
                 messages=messages, max_tokens=REPLY_TOKENS, stop=STOP, seed=1, **options, **extra
             )
             raw = answer["choices"][0]["message"]["content"] or ""

@@ -208,8 +208,10 @@ EXAMPLE = (
     'For example, given the memory Tom said: "We adopted a beagle puppy called Rusty last '
     'week!", the question "What breed is Tom\'s dog?" is answered "Tom\'s dog is a beagle."'
 )
-SMALL = {"in_system": True}  # the layout a bot used until pick-words (membot.turn.small_prompt)
-PICK = {"in_system": True, "pick": "words"}  # the layout a bot uses
+SMALL: dict[str, Any] = {
+    "in_system": True
+}  # the layout a bot used until pick-words (membot.turn.small_prompt)
+PICK: dict[str, Any] = {"in_system": True, "pick": "words"}  # the layout a bot uses
 LAYOUTS = {
     "transcript": layout(form="transcript"),
     "said": layout(),

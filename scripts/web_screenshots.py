@@ -24,7 +24,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import ViewportSize, expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -33,8 +33,8 @@ from generated_exports import write_export  # noqa: E402
 from membot.service import sms_sender_name  # noqa: E402
 
 OUT = ROOT / "docs" / "web"
-DESKTOP = {"width": 1440, "height": 960}
-PHONE = {"width": 360, "height": 740}
+DESKTOP: ViewportSize = {"width": 1440, "height": 960}
+PHONE: ViewportSize = {"width": 360, "height": 740}
 # Key points are dated within the conversation they come from, or they are left out (the
 # grounding check): the conversation is today's.
 TODAY = datetime.now(UTC).date().isoformat()
