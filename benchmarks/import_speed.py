@@ -49,8 +49,10 @@ LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
 
 def cached(spec: str, folder: Path) -> CachedEmbedder:
-    """The embedder ``spec`` names behind a fresh cache in ``folder``."""
-    return CachedEmbedder(resolve_embedder(spec), folder / "embeddings.db")
+    """The embedder ``spec`` names behind a fresh cache in ``folder``, as membot makes it."""
+    embedder = resolve_embedder(spec, cache_path=folder / "embeddings.db")
+    assert isinstance(embedder, CachedEmbedder)
+    return embedder
 
 
 def one_run(spec: str, lines: list, folder: Path) -> tuple[float, float, float]:
