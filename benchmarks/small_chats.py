@@ -10,8 +10,9 @@ or (the default) in a new thread after the first was ended and remembered, opene
 again!". Each reply is scored by whether it holds the answer's word.
 
 Prints per run: answers said, replies that loop (a sentence of three words or more written
-twice, or a run of six words written twice), and replies that copy the bot's previous reply
-in the thread (the same first 40 characters).
+twice, or a run of six words written twice), replies that copy the bot's previous reply
+in the thread (the same first 40 characters), and replies that end in the middle of a
+sentence at the token cap (no mark ends them, 60 tokens or more).
 
     .venv/bin/python benchmarks/small_chats.py [--same-thread] [--again] [--feed N]
         [--penalty P] [--seed N] [--show]
@@ -198,12 +199,13 @@ def main() -> None:
     small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed  # type: ignore[attr-defined]
     llm = BundledSmolLM2()
     llm.repeat_penalty, llm.seed = args.penalty, args.seed
-    said = asked = looped = replies = copies = said_again = 0
+    said = asked = looped = replies = copies = said_again = unfinished = 0
     for person, facts, questions in CHATS:
         memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")
         bot = Bot(memory, llm)
         for text in facts:
-            looped += loops(bot.turn(text, user=person, thread="first").response)
+            reply = bot.turn(text, user=person, thread="first").response
+            looped, unfinished = looped + loops(reply), unfinished + cut_short(reply, memory)
             replies += 1
         thread, last = "first", ""
         if not args.same_thread:
@@ -215,7 +217,7 @@ def main() -> None:
             reply = bot.turn(question, user=person, thread=thread).response
             holds = answer in reply.lower()
             said, asked, replies = said + holds, asked + 1, replies + 1
-            looped += loops(reply)
+            looped, unfinished = looped + loops(reply), unfinished + cut_short(reply, memory)
             copies += bool(last) and reply[:40] == last[:40]
             last = reply
             if args.show:
@@ -233,8 +235,15 @@ def main() -> None:
     print(
         f"{where}, feed {args.feed}, repeat penalty {args.penalty}, seed {args.seed}: "
         f"said {said} of {asked}, "
-        f"replies looping {looped} of {replies}, copies of the previous reply {copies}{again}"
+        f"replies looping {looped} of {replies}, copies of the previous reply {copies}, "
+        f"ending mid-sentence at the cap {unfinished}{again}"
     )
+
+
+def cut_short(reply: str, memory: Memory) -> bool:
+    """Whether the token cap stopped ``reply`` in the middle of a sentence."""
+    ended = re.search(r"[.!?…][\"')\]”’]*$", reply.strip())
+    return not ended and memory.tokens.count(reply) >= 60
 
 
 if __name__ == "__main__":

@@ -60,6 +60,13 @@ def melanie(memory: Memory) -> None:
     memory.configure_bot(threshold=0.1, human_name="Student")
 
 
+# A reply of 64 tokens or more (the small prompt's cap) once the model's last sentence is added.
+LONG = (
+    "You work at a bakery in the old town, and you told me how much you love the early "
+    "mornings there. The smell of fresh bread makes it worth getting up before the sun, "
+    "and the people who come in every day are always so kind to you and to your dog Bruno."
+)
+
 # Seen where the turn gives the bot's previous reply (the small prompt's): (that reply, what
 # the model wrote, what the bot says and stores, the kinds left out)
 AFTER_A_REPLY = [
@@ -70,6 +77,8 @@ AFTER_A_REPLY = [
      "You work at a bakery. You love it there!", ("previous reply repeated",)),
     ("Bruno is a golden retriever.", "You work at a bakery. You work at a bakery.",
      "You work at a bakery.", ("sentence repeated",)),
+    ("Bruno is a golden retriever.", LONG + " I'm glad you're enjoying your", LONG,
+     ("unfinished sentence",)),
 ]  # fmt: skip
 
 
@@ -176,6 +185,19 @@ def test_the_small_prompts_reply_does_not_repeat_the_previous_one(
     assert "".join(shown) == streamed.response == expected
 
 
+def test_only_a_reply_stopped_by_the_cap_loses_its_unfinished_sentence(memory) -> None:
+    """Under the cap the model ended the reply itself; the full prompt's replies are long
+    and streamed as written, so theirs is kept too."""
+    unfinished = LONG + " I'm glad you're enjoying your"
+    assert memory.tokens.count(unfinished) >= 64 > memory.tokens.count("You work. And")
+    assert _after_a_reply(memory, "Hi.", "You work. And", "small").response == "You work. And"
+    settings = {"citations": False, "prompt_style": "full", "reply_tokens": 64}
+    full = Bot(memory, ScriptedLLM([unfinished])).turn(
+        "Where do I work?", user="olga", thread="f", settings=settings
+    )
+    assert full.response == unfinished
+
+
 def test_the_full_prompts_reply_may_repeat_the_previous_one(memory) -> None:
     """A model that reads the full prompt is not cut for it ("Say that again?")."""
     turn = _after_a_reply(memory, "Bruno is a golden retriever.",
@@ -189,3 +211,15 @@ def test_a_stream_holds_back_what_may_become_the_previous_reply() -> None:
     assert shown_part("Bruno is a gold", context) is None
     assert shown_part("Bruno is a puppy", context) == "Bruno is a puppy"
     assert shown_part("You work at a bakery. Bruno is a", context) == "You work at a bakery."
+
+
+def test_a_stream_holds_back_a_sentence_the_cap_may_stop() -> None:
+    context = ReplyContext.of("AI", "HUMAN", (), "Where do I work?", whole_sentences=True)
+    assert shown_part("You work at a ba", context) == "You work at a ba"  # nothing before it
+    assert shown_part("You work at a bakery. I'm glad you", context) == "You work at a bakery."
+    assert shown_part("You work at a bakery. I'm glad.", context) == (
+        "You work at a bakery. I'm glad."
+    )
+    assert shown_part("You work at a bakery. I'm glad you", CONTEXT) == (
+        "You work at a bakery. I'm glad you"
+    )

@@ -19,7 +19,11 @@ Seen in the bundled SmolLM2's replies (docs/answers.md), each a kind of :data:`A
 - ``previous reply repeated``: a sentence of the bot's previous reply in the thread written
   again (the small prompt shows it as the chat's last message, and the small model copies
   it: "Bruno is a golden retriever." to *Where do I work?* after *What breed is Bruno?*):
-  the reply is cut before it. Only where the turn gives that reply (the small prompt's).
+  the reply is cut before it. Only where the turn gives that reply (the small prompt's);
+- ``unfinished sentence``: a reply the token cap stopped in the middle of a sentence ("… I'm
+  glad you're enjoying your"): the unfinished sentence is left out where a finished one comes
+  before it. Only where the turn asks for whole sentences (the small prompt's, whose replies
+  are capped at a sentence or two).
 
 :func:`clean_reply` removes them all and says which it found; a reply left with no word is
 empty, and the bot answers with its ``no_response`` instead (``Bot.turn``). While a reply is
@@ -47,6 +51,7 @@ ARTEFACTS = (
     "question repeated",
     "sentence repeated",
     "previous reply repeated",
+    "unfinished sentence",
 )
 
 # Names every transcript may use for its two sides, besides the bot's own two.
@@ -86,17 +91,19 @@ class ReplyContext:
     other_names: tuple[str, ...]
     question: str = ""
     previous: str = ""  # the bot's previous reply, whose sentences a reply may not repeat
+    whole_sentences: bool = False  # a reply the cap stops mid-sentence ends at the one before
 
     @classmethod
     def of(cls, bot_name: str, human_name: str, speakers: Iterable[str] = (),
-           question: str = "", previous: str = "") -> ReplyContext:  # fmt: skip
+           question: str = "", previous: str = "", *,
+           whole_sentences: bool = False) -> ReplyContext:  # fmt: skip
         """The context of a turn: its bot's and person's names, the speakers of the lines
-        in its prompt, the question, and the bot's previous reply where it must not be
-        repeated."""
+        in its prompt, the question, the bot's previous reply where it must not be
+        repeated, and whether the reply ends with a whole sentence."""
         bots = _names([bot_name, *BOT_NAMES])
         others = _names([human_name, *OTHER_NAMES, *speakers])
         return cls(bots, tuple(name for name in others if name not in bots), question,
-                   previous)  # fmt: skip
+                   previous, whole_sentences)  # fmt: skip
 
     def said_before(self) -> list[tuple[str, ...]]:
         """The words of each sentence of the previous reply long enough to count."""
@@ -136,8 +143,9 @@ class Cleaned:
     found: tuple[str, ...]  # the kinds of ARTEFACTS taken out, in that order
 
 
-def clean_reply(text: str, context: ReplyContext) -> Cleaned:
-    """``text`` without the artefacts of :data:`ARTEFACTS`; empty when no word is left."""
+def clean_reply(text: str, context: ReplyContext, *, at_cap: bool = False) -> Cleaned:
+    """``text`` without the artefacts of :data:`ARTEFACTS`; empty when no word is left.
+    ``at_cap``: the model was stopped by the reply's token cap, not by its own end."""
     found: set[str] = set()
     text = _without_markup(text, found)
     text = _first_turn(text, context, found)
@@ -148,6 +156,9 @@ def clean_reply(text: str, context: ReplyContext) -> Cleaned:
         if text == before:
             break
     text = _without_repeats(text, found, context.said_before())
+    if at_cap and context.whole_sentences and _unfinished_start(text) is not None:
+        found.add("unfinished sentence")
+        text = text[: _unfinished_start(text)].rstrip()
     if not _WORD.search(text):
         text = ""
     return Cleaned(text, tuple(kind for kind in ARTEFACTS if kind in found))
@@ -278,6 +289,16 @@ def _without_repeats(text: str, found: set[str], before: list[tuple[str, ...]]) 
     return text
 
 
+def _unfinished_start(text: str) -> int | None:
+    """Where the last sentence of ``text`` starts, when it is unfinished (no mark ends it) and
+    a sentence comes before it; None otherwise (a reply of one unfinished sentence is kept:
+    it is all the model said)."""
+    spans = _sentences(text)
+    if len(spans) < 2 or _SENTENCE_END.search(text[spans[-1][0] :]):
+        return None
+    return spans[-1][0]
+
+
 def _repeat_begun(text: str, before: list[tuple[str, ...]]) -> bool:
     """Whether the last sentence of ``text``, unfinished, may be the start of one written
     before in it or in the bot's previous reply (``before``): a stream holds it back until
@@ -314,6 +335,9 @@ def shown_part(text: str, context: ReplyContext) -> str | None:
     cleaned = clean_reply(text, context).text
     if _repeat_begun(cleaned, context.said_before()):  # shown once it is no sentence said again
         cleaned = cleaned[: _sentences(cleaned)[-1][0]].rstrip()
+    unfinished = _unfinished_start(cleaned) if context.whole_sentences else None
+    if unfinished is not None:  # shown once it ends: the cap may stop it first
+        cleaned = cleaned[:unfinished].rstrip()
     # what is left after an opener may itself be the start of one ('… is "What does')
     return None if _may_become_start(cleaned.lower(), context) else cleaned
 

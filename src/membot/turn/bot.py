@@ -463,7 +463,11 @@ class Bot:
             reply = read_reply(raw, known, instruction_examples(profile.bot_name))
         else:
             reply = Reply(raw.strip(), ())
-        cleaned = clean_reply(reply.response, _reply_context(prompt, profile))
+        # llama.cpp stops at the cap without saying so; the reply's count tells (within one).
+        # Only the small prompt's replies end at a whole sentence (_reply_context).
+        small = profile.prompt_style == "small"
+        at_cap = small and self.memory.tokens.count(storable(raw)) >= profile.reply_tokens - 1
+        cleaned = clean_reply(reply.response, _reply_context(prompt, profile), at_cap=at_cap)
         if cleaned.found:
             left_out = f"{LEFT_OUT_NOTE}{', '.join(cleaned.found)}"
             note = f"{reply.note}; {left_out}" if reply.note else left_out
@@ -581,18 +585,20 @@ class Bot:
 def _reply_context(prompt: Prompt, profile: BotSettings) -> ReplyContext:
     """What the reply's artefacts are recognised by: the bot's and the person's names, the
     speakers of the lines the prompt showed, the person's line, and with the small prompt
-    the bot's previous reply."""
+    the bot's previous reply and whole sentences."""
     speakers = Speakers(profile.human_name, profile.bot_name)
     lines = [*prompt.feed, *(line for block in prompt.blocks for line in block.lines)]
     # The small model copies the chat's last message, its own reply, into the next one.
     replies = [line.text for line in prompt.feed if line.role == Role.BOT]
-    previous = replies[-1] if replies and profile.prompt_style == "small" else ""
+    small = profile.prompt_style == "small"
+    previous = replies[-1] if replies and small else ""
     return ReplyContext.of(
         profile.bot_name,
         profile.human_name,
         {speakers.label(line) for line in lines},
         prompt.values["QUERY"],
         previous,
+        whole_sentences=small,  # its replies are capped at a sentence or two
     )
 
 
