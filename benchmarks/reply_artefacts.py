@@ -6,8 +6,9 @@ counts, per file, the replies that hold an artefact of the kinds ``membot.turn.a
 takes out, found here by its own, broader patterns (so a clean-up that missed one is caught,
 not marked by itself):
 
-- *label*: a line opening with a name and a colon ("HUMAN:", "Caroline:", "AI (to Sam):");
-- *opener*: "… responds:", "Here is the response:", "The AI's utterance is";
+- *label*: a line opening with a name and a colon ("HUMAN:", "Caroline:", "AI (to Sam):"), or
+  a name and "said:" or "says:" and a quote anywhere ('The answer is: HUMAN said: "…"');
+- *opener*: "… responds:", "Here is the response:", "The AI's utterance is", "The answer is:";
 - *markup*: anything shaped like a tag (``<memory …>``, ``<response text>``, ``<|im_end|>``);
 - *question*: the question's words, in order, inside the reply (questions of 3 words or more).
 
@@ -29,9 +30,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-LABEL = re.compile(r"(?m)^\s*[*_]*(?:[A-Z][\w'.-]*)(?: [A-Z][\w'.-]*)?(?:\s*\([^()\n]*\))?[*_]*:\s")
+LABEL = re.compile(
+    r"(?m)^\s*[*_]*(?:[A-Z][\w'.-]*)(?: [A-Z][\w'.-]*)?(?:\s*\([^()\n]*\))?[*_]*:\s"
+    r"|\b[A-Z][\w'.-]* (?:said|says): *[\"“]"
+)
 OPENER = re.compile(
     r"(?i)\b(?:responds|replies|response|reply|utterance)\b(?: is| would be)?\s*[:\"“]"
+    r"|\b(?:the|my) (?:response|reply|answer) is\s*[:\"“]"
     r"|here(?:'s| is) (?:the|my|an?) (?:response|reply|answer)"
 )
 MARKUP = re.compile(r"</?[A-Za-z][^<>\n]{0,80}>|<\|")

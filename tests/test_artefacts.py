@@ -20,6 +20,9 @@ SEEN = [
     ("The AI responds: Her mental health.", "Her mental health.", ("opener",)),
     ("Here is the response: <response text>", None, ("opener", "markup")),
     ("Here's my reply: It was great for her mind.", "It was great for her mind.", ("opener",)),
+    ("The answer is: Her mental health.", "Her mental health.", ("opener",)),
+    ('The answer is: Melanie said: "It was great for my mental health."',
+     "It was great for my mental health.", ("speaker label", "opener")),
     ('The AI\'s utterance is "What does Melanie say running has been great for?"', None,
      ("opener", "question repeated")),
     (f"HUMAN: {QUESTION}\nAI: Her mental health.", "Her mental health.", ("speaker label",)),
@@ -123,6 +126,7 @@ CONTEXT = ReplyContext.of("AI", "HUMAN", ["Caroline", "Melanie"], QUESTION)
     [
         "Answers vary from day to day.",
         "The AI says hello to everyone.",  # an opener only before a colon or a quote
+        "The answer is 42, as she said.",
         "Melanie says it helps her mind.",
         "I'm sorry, but I don't know.",
         "It is great for x < y and <div> tags.",

@@ -8,7 +8,8 @@ Seen in the bundled SmolLM2's replies (docs/answers.md), each a kind of :data:`A
   another's line before the bot's, that line too;
 - ``transcript continued``: after its answer the model writes the next lines of the
   conversation ("…\\nCaroline: Hey, Melanie!"): the reply is cut there;
-- ``opener``: "The AI responds:", "Here is the response:", "The AI's utterance is";
+- ``opener``: "The AI responds:", "Here is the response:", "The AI's utterance is", "The
+  answer is:" (before a colon or a quote: "The answer is 42." is an answer);
 - ``markup``: tags it copies or invents (``<memory citation_id="h697">``, ``<response text>``,
   ``<|im_end|>``);
 - ``question repeated``: the person's question written back; a reply that only repeats it
@@ -70,6 +71,7 @@ _MARKUP = re.compile(
 _OPENER_PHRASES = (
     *(f"{here} {whose} {what}" for here in ("here is", "here's")
       for whose in ("the", "my", "a", "an") for what in ("response", "reply", "answer")),
+    *(f"{whose} {what} is" for whose in ("the", "my") for what in ("response", "reply", "answer")),
     "response", "reply", "answer",
 )  # fmt: skip
 _OPENER_VERBS = ("responds", "replies", "answers", "says", "response is", "reply is",
@@ -148,9 +150,9 @@ def clean_reply(text: str, context: ReplyContext, *, at_cap: bool = False) -> Cl
     ``at_cap``: the model was stopped by the reply's token cap, not by its own end."""
     found: set[str] = set()
     text = _without_markup(text, found)
-    text = _first_turn(text, context, found)
-    for _ in range(3):  # an opener may hold the question: 'The AI's utterance is "Q?"'
-        before = text
+    for _ in range(3):  # an opener may hold the question: 'The AI's utterance is "Q?"', or a
+        before = text  # label: 'The answer is: HUMAN said: "…"'
+        text = _first_turn(text, context, found)
         text = _without_opener(text, context, found)
         text = _without_question(text, context.question, found)
         if text == before:
