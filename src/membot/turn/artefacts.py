@@ -158,9 +158,10 @@ def clean_reply(text: str, context: ReplyContext, *, at_cap: bool = False) -> Cl
         if text == before:
             break
     text = _without_repeats(text, found, context.said_before())
-    if at_cap and context.whole_sentences and _unfinished_start(text) is not None:
+    unfinished = _unfinished_start(text) if at_cap and context.whole_sentences else None
+    if unfinished is not None:
         found.add("unfinished sentence")
-        text = text[: _unfinished_start(text)].rstrip()
+        text = text[:unfinished].rstrip()
     if not _WORD.search(text):
         text = ""
     return Cleaned(text, tuple(kind for kind in ARTEFACTS if kind in found))

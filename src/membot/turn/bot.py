@@ -463,11 +463,12 @@ class Bot:
             reply = read_reply(raw, known, instruction_examples(profile.bot_name))
         else:
             reply = Reply(raw.strip(), ())
-        # llama.cpp stops at the cap without saying so; the reply's count tells (within one).
-        # Only the small prompt's replies end at a whole sentence (_reply_context).
-        small = profile.prompt_style == "small"
-        at_cap = small and self.memory.tokens.count(storable(raw)) >= profile.reply_tokens - 1
-        cleaned = clean_reply(reply.response, _reply_context(prompt, profile), at_cap=at_cap)
+        context = _reply_context(prompt, profile)
+        # llama.cpp stops at the cap without saying so; the reply's count tells (within one)
+        at_cap = context.whole_sentences and (
+            self.memory.tokens.count(storable(raw)) >= profile.reply_tokens - 1
+        )
+        cleaned = clean_reply(reply.response, context, at_cap=at_cap)
         if cleaned.found:
             left_out = f"{LEFT_OUT_NOTE}{', '.join(cleaned.found)}"
             note = f"{reply.note}; {left_out}" if reply.note else left_out
