@@ -51,6 +51,7 @@ import numpy as np
 import membot.embed
 import membot.eval.harness
 import membot.memory.facade
+from membot.embed import bundled_minilm
 from membot.embed.base import normalize
 from membot.embed.cache import CachedEmbedder
 from membot.optional import require_extra
@@ -113,18 +114,20 @@ def add_gguf_spec() -> None:
 
 
 def speed(path: str) -> None:
-    """One short line's median time and a long line's, as embed_speed.py times them."""
-    embedder = GgufEmbedder(path)
+    """One short line's median time and a long line's, for the GGUF model and, on the same
+    texts in the same run, the bundled MiniLM (ONNX Runtime)."""
     short = "Melanie: I went camping with the kids last weekend, it was lovely."
     long = "I have been thinking about my garden and the tomatoes I planted this spring. " * 12
-    embedder.embed([short])
-    for label, text in (("a short line (14 words)", short), ("a long line (~200 tokens)", long)):
-        times = []
-        for _ in range(20):
-            started = time.perf_counter()
-            embedder.embed([text])
-            times.append((time.perf_counter() - started) * 1000)
-        print(f"{label}: median {statistics.median(times):.1f} ms")
+    texts = (("a short line (14 words)", short), ("a long line (~200 tokens)", long))
+    for name, embedder in (("gguf", GgufEmbedder(path)), ("minilm", bundled_minilm())):
+        embedder.embed([short])
+        for label, text in texts:
+            times = []
+            for _ in range(20):
+                started = time.perf_counter()
+                embedder.embed([text])
+                times.append((time.perf_counter() - started) * 1000)
+            print(f"{name}, {label}: median {statistics.median(times):.1f} ms")
 
 
 def pick(misses: str, longmemeval: str, out: str, each: int = 14) -> None:
