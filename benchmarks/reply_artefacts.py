@@ -18,6 +18,11 @@ of them whose reply held it too (``context_contained`` and ``contained`` in the 
     .venv/bin/python benchmarks/reply_artefacts.py reports/answers_locomo_single_hop.answers.jsonl
     .venv/bin/python benchmarks/reply_artefacts.py reports/q100.answers.jsonl --slices 1-10,11-20
 
+``--cut-at-cap N`` prints a row per file with each stored reply as the small prompt's rule
+would leave it (a reply of at least N − 1 tokens loses an unfinished last sentence where a
+finished one comes before it; ``membot.turn.artefacts``), scored again, and how many replies
+it changed and answers it lost (docs/answers.md, "A reply the cap stops mid-sentence").
+
 ``--slices`` prints a row per slice too: a record's place is its rank among the file's records
 of the same LoCoMo conversation (``conv-26:83``), in question order, from 1.
 """
@@ -109,6 +114,13 @@ def main() -> None:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--show", action="store_true", help="print each reply with an artefact")
     parser.add_argument("--slices", default="", help="places FIRST-LAST, comma-separated")
+    parser.add_argument(
+        "--cut-at-cap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also score the replies as a cap of N tokens would cut them",
+    )
     args = parser.parse_args()
     print(
         "| file | n | F1 | contained | in context | said, of in context | replies with artefacts |"
@@ -117,6 +129,31 @@ def main() -> None:
     for path in args.files:
         for name, row in rows(path, args.show, args.slices):
             print_row(name, row)
+        if args.cut_at_cap:
+            records, changed, lost = cut_at_cap(read(path), args.cut_at_cap)
+            print_row(f"{path.name}, cut at the cap ({changed} changed, {lost} answers lost)",
+                      summary(path, False, records))  # fmt: skip
+
+
+def cut_at_cap(records: list[dict[str, Any]], cap: int) -> tuple[list[dict[str, Any]], int, int]:
+    """The records with each reply as the whole-sentence rule leaves it, scored again; how
+    many replies changed, and how many of them held the answer before and not after."""
+    from membot.eval.answer_scores import contained, locomo_f1
+    from membot.turn.artefacts import ReplyContext, clean_reply
+
+    context = ReplyContext.of("AI", "HUMAN", whole_sentences=True)
+    kept, changed, lost = [], 0, 0
+    for record in records:
+        at_cap = record["reply_tokens"] >= cap - 1
+        reply = clean_reply(record["reply"], context, at_cap=at_cap).text
+        if reply != record["reply"]:
+            changed += 1
+            said = contained(reply, record["answer"], record["category"])
+            lost += record["contained"] and not said
+            f1 = locomo_f1(reply, record["answer"], record["category"])
+            record = record | {"reply": reply, "contained": said, "f1": f1}
+        kept.append(record)
+    return kept, changed, lost
 
 
 def rows(path: Path, show: bool, slices: str) -> list[tuple[str, dict[str, Any]]]:
