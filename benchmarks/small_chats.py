@@ -15,12 +15,14 @@ in the thread (the same first 40 characters), and replies that end in the middle
 sentence at the token cap (no mark ends them, 60 tokens or more).
 
     .venv/bin/python benchmarks/small_chats.py [--same-thread] [--again] [--feed N]
-        [--penalty P] [--seed N] [--show]
+        [--penalty P] [--seed N] [--name-person] [--show]
 
 ``--feed`` and ``--penalty`` try the small prompt's shown feed lines and the model's repeat
 penalty at other values than the shipped ones (docs/answers.md, "A newcomer's chat").
 ``--seed`` sets the model's first seed: the draws alone move a run by 3 to 5 answers of 72,
 so a change is judged over several seeds (docs/answers.md, "Two more rules for the chat").
+``--name-person`` sets each chat's bot's ``human_name`` to the person's name ("Sam" for
+``sam``) instead of the default "HUMAN" (docs/answers.md, "The person called by name").
 """
 
 from __future__ import annotations
@@ -187,6 +189,11 @@ def main() -> None:
         help="then ask the questions again in another new thread (what a person who did not "
         "like the first answers does); counted apart",
     )
+    parser.add_argument(
+        "--name-person",
+        action="store_true",
+        help="the bot's human_name is each chat's person's name, not the default HUMAN",
+    )
     parser.add_argument("--show", action="store_true", help="print every question and reply")
     parser.add_argument(
         "--seed",
@@ -203,6 +210,8 @@ def main() -> None:
     for person, facts, questions in CHATS:
         memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")
         bot = Bot(memory, llm)
+        if args.name_person:
+            memory.configure_bot(bot.name, human_name=person.capitalize())
         for text in facts:
             reply = bot.turn(text, user=person, thread="first").response
             looped, unfinished = looped + loops(reply), unfinished + cut_short(reply, memory)
@@ -231,6 +240,7 @@ def main() -> None:
                     print(f"{'+' if answer in reply.lower() else '-'} again: {question} | {reply}")
         memory.close()
     where = "same thread" if args.same_thread else "new thread"
+    where += ", the person by name" if args.name_person else ""
     again = f", asked again in a new thread: said {said_again} of {asked}" if args.again else ""
     print(
         f"{where}, feed {args.feed}, repeat penalty {args.penalty}, seed {args.seed}: "
