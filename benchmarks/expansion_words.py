@@ -35,7 +35,7 @@ import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from membot.embed import default_embedder
+from membot.embed import Embedder, default_embedder
 from membot.eval.locomo import lines_by_conversation
 from membot.memory.importers import load_json
 from membot.recall.bm25 import STOPWORDS
@@ -57,21 +57,21 @@ def words(text: str, left_out: set[str]) -> set[str]:
     return {word for word in found if len(word) > 3 and word not in STOPWORDS} - left_out
 
 
-def expansion(
-    vocabulary: list[str], vectors: np.ndarray, asked: set[str], model: object, threshold: float
-) -> set[str]:
-    """The vocabulary words whose cosine with one of ``asked`` is at least ``threshold``, less
-    ``asked`` and the words sharing the first five letters of one of them."""
+def closeness(vectors: np.ndarray, asked: set[str], model: Embedder) -> np.ndarray:
+    """Each vocabulary word's best cosine with one of the ``asked`` words (all 0 for none)."""
     if not asked:
-        return set()
-    asked_vectors = model.embed(sorted(asked))  # type: ignore[attr-defined]
-    best = (vectors @ asked_vectors.T).max(axis=1)
+        return np.zeros(len(vectors), dtype=np.float32)
+    return (vectors @ model.embed(sorted(asked)).T).max(axis=1)
+
+
+def expansion(
+    vocabulary: list[str], best: np.ndarray, asked: set[str], threshold: float
+) -> set[str]:
+    """The vocabulary words whose ``best`` cosine with the ``asked`` words is at least
+    ``threshold``, less ``asked`` and the words sharing the first five letters of one of them
+    ("camped" and "camping")."""
     near = {vocabulary[index] for index in np.flatnonzero(best >= threshold)} - asked
-    return {word for word in near if not any(_same_root(word, own) for own in asked)}
-
-
-def _same_root(one: str, other: str) -> bool:
-    return one[:5] == other[:5]
+    return {word for word in near if not any(word[:5] == own[:5] for own in asked)}
 
 
 def main() -> None:
@@ -104,8 +104,9 @@ def main() -> None:
             questions += 1
             evidence_lines += sum(ref in evidence for ref in said)
             asked_lines += sum(ref in evidence and bool(own & asked) for ref, own in said.items())
+            best = closeness(vectors, asked, model)
             for threshold in thresholds:
-                wider = expansion(vocabulary, vectors, asked, model, threshold)
+                wider = expansion(vocabulary, best, asked, threshold)
                 for ref, own in said.items():
                     added = bool(own & wider) and not own & asked
                     hit = ref in evidence
@@ -122,10 +123,10 @@ def main() -> None:
         print(f"{threshold:9.2f}  {shares[0]:42.3f}  {shares[1]:11.3f}")
 
 
-def _print_ranks(vocabulary: list[str], vectors: np.ndarray, model: object) -> None:
+def _print_ranks(vocabulary: list[str], vectors: np.ndarray, model: Embedder) -> None:
     """Where each instance of :data:`KINDS` ranks by cosine with its kind among the words."""
     for kind, instances in KINDS.items():
-        scores = vectors @ model.embed([kind])[0]  # type: ignore[attr-defined]
+        scores = vectors @ model.embed([kind])[0]
         ranks = _ranks(vocabulary, scores, instances)
         print(f"{kind} ({len(vocabulary)} words): {ranks}")
 
