@@ -15,10 +15,11 @@ in the thread (the same first 40 characters), and replies that end in the middle
 sentence at the token cap (no mark ends them, 60 tokens or more).
 
     .venv/bin/python benchmarks/small_chats.py [--same-thread] [--again] [--feed N]
-        [--penalty P] [--seed N] [--name-person] [--show]
+        [--penalty P] [--runs N] [--seed N] [--name-person] [--show]
 
-``--feed`` and ``--penalty`` try the small prompt's shown feed lines and the model's repeat
-penalty at other values than the shipped ones (docs/answers.md, "A newcomer's chat").
+``--feed``, ``--penalty`` and ``--runs`` try the small prompt's shown feed lines, the model's
+repeat penalty and its ``no_repeat_tokens`` at other values than the shipped ones
+(docs/answers.md, "A newcomer's chat", "Runs of tokens not written twice").
 ``--seed`` sets the model's first seed: the draws alone move a run by 3 to 5 answers of 72,
 so a change is judged over several seeds (docs/answers.md, "Two more rules for the chat").
 ``--name-person`` sets each chat's bot's ``human_name`` to the person's name ("Sam" for
@@ -184,6 +185,13 @@ def main() -> None:
     )
     parser.add_argument("--penalty", type=float, default=BundledSmolLM2.repeat_penalty)
     parser.add_argument(
+        "--runs",
+        type=int,
+        default=BundledSmolLM2.no_repeat_tokens or 0,
+        help="the model's no_repeat_tokens: a run of RUNS tokens of a reply not written again "
+        "(0: off)",
+    )
+    parser.add_argument(
         "--again",
         action="store_true",
         help="then ask the questions again in another new thread (what a person who did not "
@@ -206,6 +214,7 @@ def main() -> None:
     small_prompt.FEED_LINES = bot_module.SMALL_FEED_LINES = args.feed  # type: ignore[attr-defined]
     llm = BundledSmolLM2()
     llm.repeat_penalty, llm.seed = args.penalty, args.seed
+    llm.no_repeat_tokens = args.runs or None
     said = asked = looped = replies = copies = said_again = unfinished = 0
     for person, facts, questions in CHATS:
         memory = Memory(Path(tempfile.mkdtemp()) / "memory.db", embedder="minilm")
@@ -243,7 +252,8 @@ def main() -> None:
     where += ", the person by name" if args.name_person else ""
     again = f", asked again in a new thread: said {said_again} of {asked}" if args.again else ""
     print(
-        f"{where}, feed {args.feed}, repeat penalty {args.penalty}, seed {args.seed}: "
+        f"{where}, feed {args.feed}, repeat penalty {args.penalty}, runs {args.runs}, "
+        f"seed {args.seed}: "
         f"said {said} of {asked}, "
         f"replies looping {looped} of {replies}, copies of the previous reply {copies}, "
         f"ending mid-sentence at the cap {unfinished}{again}"

@@ -257,14 +257,21 @@ LAYOUTS = {
     "pick-best3": layout(**PICK),
     "pick-best3-t0.7": layout(**PICK),
     "pick-best3-share": layout(**PICK),
+    # no repeat penalty; a run of N tokens the reply wrote not written again (llm/no_repeat.py)
+    "pick-runs-4": layout(**PICK),
+    "pick-runs-6": layout(**PICK),
+    "pick-runs-8": layout(**PICK),
 }
 # Each layout's sampling: the bundled model's (BundledSmolLM2's defaults), or as DECODING says
-SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
+SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2, "no_repeat_tokens": 0}
 DECODING = {
     "pick-greedy": {"temperature": 0.0},
     "pick-penalty-1.0": {"repeat_penalty": 1.0},
     "pick-penalty-1.1": {"repeat_penalty": 1.1},
     "pick-penalty-1.3": {"repeat_penalty": 1.3},
+    "pick-runs-4": {"repeat_penalty": 1.0, "no_repeat_tokens": 4},
+    "pick-runs-6": {"repeat_penalty": 1.0, "no_repeat_tokens": 6},
+    "pick-runs-8": {"repeat_penalty": 1.0, "no_repeat_tokens": 8},
 }
 
 
@@ -357,6 +364,7 @@ def steered(model: Any, name: str, question: str, blocks: list[Block],
     logit bias), or None for one that does not (nor a primer that finds no name to start)."""
     from membot.llm.bundled import STOP
 
+    settings = {key: value for key, value in settings.items() if key != "no_repeat_tokens"}
     start = PRIMERS[name](question, blocks) if name in PRIMERS else ""
     if start:
         return primed(model, messages, start, settings)
@@ -426,10 +434,10 @@ def main() -> None:
             raw = steered(model, name, question.text, blocks, messages, memories, settings)
             raws = [] if raw is None else [raw]
             if raw is None:  # not steered: n replies (one unless BEST_OF says so)
-                penalty = settings["repeat_penalty"]
+                penalty, runs = settings["repeat_penalty"], int(settings["no_repeat_tokens"])
                 for offset, temperature in BEST_OF.get(name, ((0, settings["temperature"]),)):
                     seed = seeds[place] + SEED_STEP * offset
-                    text, seconds = draws.reply(seed, messages, temperature, penalty)
+                    text, seconds = draws.reply(seed, messages, temperature, penalty, runs)
                     raws.append(text)
                     reused += seconds
             replies = [clean_reply(text, context).text for text in raws]
@@ -472,12 +480,13 @@ class Draws:
 
     def __init__(self, llm: BundledSmolLM2) -> None:
         self.llm, self.model = llm, llm._load()
-        self.drawn: dict[tuple[int, float, float, str], tuple[str, float]] = {}
+        self.drawn: dict[tuple[int, float, float, int, str], tuple[str, float]] = {}
 
     def reply(self, seed: int, messages: list[dict[str, str]], temperature: float,
-              repeat_penalty: float) -> tuple[str, float]:  # fmt: skip
-        """The raw reply, and the seconds it took if drawn before (0 if drawn now)."""
-        key = (seed, temperature, repeat_penalty, json.dumps(messages))
+              repeat_penalty: float, runs: int = 0) -> tuple[str, float]:  # fmt: skip
+        """The raw reply, and the seconds it took if drawn before (0 if drawn now); ``runs``:
+        the bundled model's ``no_repeat_tokens`` (0: off)."""
+        key = (seed, temperature, repeat_penalty, runs, json.dumps(messages))
         if key in self.drawn:
             return self.drawn[key]
         began = time.perf_counter()
@@ -485,6 +494,7 @@ class Draws:
         # from the last one's seed, so a question's draw would otherwise follow its place.
         self.model.set_seed(seed)
         self.llm.temperature, self.llm.repeat_penalty = temperature, repeat_penalty
+        self.llm.no_repeat_tokens = runs or None
         self.drawn[key] = (self.llm.complete(messages, REPLY_TOKENS), time.perf_counter() - began)
         return self.drawn[key][0], 0.0
 

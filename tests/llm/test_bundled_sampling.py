@@ -30,6 +30,7 @@ def test_the_instances_sampling_settings_reach_the_model() -> None:
     assert llm.complete(question, 16, schema=VERDICT_SCHEMA).startswith("{")
     sampled = [(options["temperature"], options["repeat_penalty"]) for options in asked]
     assert sampled == [(0.2, 1.2), (0.0, 1.0)]
+    assert [options["logits_processor"] for options in asked] == [None, None]  # runs: off
     assert BundledSmolLM2().repeat_penalty == 1.2  # an instance's change stays its own
 
 

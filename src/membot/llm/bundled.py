@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from membot.bundled import load_llama, require_smollm2
 from membot.errors import ProviderError
 from membot.llm.base import JsonSchema, Message
+from membot.llm.no_repeat import NoRepeatedRuns
 
 if TYPE_CHECKING:
     from llama_cpp import ChatCompletionRequestMessage, ChatCompletionRequestResponseFormat, Llama
@@ -88,6 +89,10 @@ class BundledSmolLM2:
     # its own from an earlier thread, word for word, where with the penalty it said the name.
     temperature = 0.2
     repeat_penalty = 1.2
+    # None, or N: a token that would write again a run of N tokens of the reply is not drawn
+    # (membot.llm.no_repeat). Tried instead of the penalty, it ended the loops but the chats
+    # said fewer answers (docs/answers.md, "Runs of tokens not written twice"): off.
+    no_repeat_tokens: int | None = None
     # The first draw's seed (each reply's seed follows the one before); None: llama.cpp's own.
     # A benchmark run again with other seeds measures what the draws alone move.
     seed: int | None = None
@@ -145,6 +150,11 @@ class BundledSmolLM2:
         )
         # membot's messages are the role and content dicts these TypedDicts describe.
         said = cast("list[ChatCompletionRequestMessage]", list(messages))
+        steps = None
+        if self.no_repeat_tokens:  # a step per reply: it counts the prompt at its first call
+            from llama_cpp import LogitsProcessorList
+
+            steps = LogitsProcessorList([NoRepeatedRuns(self.no_repeat_tokens)])
         try:
             return model.create_chat_completion(
                 messages=said,
@@ -154,6 +164,7 @@ class BundledSmolLM2:
                 stop=STOP,
                 stream=stream,
                 response_format=response_format,
+                logits_processor=steps,
             )
         except (ValueError, RuntimeError) as error:
             raise ProviderError(f"the bundled model failed: {error}") from error
