@@ -263,16 +263,18 @@ LAYOUTS = {
     "pick-runs-8": layout(**PICK),
 }
 # Each layout's sampling: the bundled model's (BundledSmolLM2's defaults), or as DECODING says
-SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2, "no_repeat_tokens": 0}
+SAMPLING = {"temperature": 0.2, "repeat_penalty": 1.2}
 DECODING = {
     "pick-greedy": {"temperature": 0.0},
     "pick-penalty-1.0": {"repeat_penalty": 1.0},
     "pick-penalty-1.1": {"repeat_penalty": 1.1},
     "pick-penalty-1.3": {"repeat_penalty": 1.3},
-    "pick-runs-4": {"repeat_penalty": 1.0, "no_repeat_tokens": 4},
-    "pick-runs-6": {"repeat_penalty": 1.0, "no_repeat_tokens": 6},
-    "pick-runs-8": {"repeat_penalty": 1.0, "no_repeat_tokens": 8},
+    "pick-runs-4": {"repeat_penalty": 1.0},
+    "pick-runs-6": {"repeat_penalty": 1.0},
+    "pick-runs-8": {"repeat_penalty": 1.0},
 }
+# Each layout's no_repeat_tokens (the bundled model's; none unless named here)
+RUNS = {"pick-runs-4": 4, "pick-runs-6": 6, "pick-runs-8": 8}
 
 
 def named(question: str, blocks: list[Block]) -> str:
@@ -364,7 +366,6 @@ def steered(model: Any, name: str, question: str, blocks: list[Block],
     logit bias), or None for one that does not (nor a primer that finds no name to start)."""
     from membot.llm.bundled import STOP
 
-    settings = {key: value for key, value in settings.items() if key != "no_repeat_tokens"}
     start = PRIMERS[name](question, blocks) if name in PRIMERS else ""
     if start:
         return primed(model, messages, start, settings)
@@ -434,7 +435,7 @@ def main() -> None:
             raw = steered(model, name, question.text, blocks, messages, memories, settings)
             raws = [] if raw is None else [raw]
             if raw is None:  # not steered: n replies (one unless BEST_OF says so)
-                penalty, runs = settings["repeat_penalty"], int(settings["no_repeat_tokens"])
+                penalty, runs = settings["repeat_penalty"], RUNS.get(name, 0)
                 for offset, temperature in BEST_OF.get(name, ((0, settings["temperature"]),)):
                     seed = seeds[place] + SEED_STEP * offset
                     text, seconds = draws.reply(seed, messages, temperature, penalty, runs)
