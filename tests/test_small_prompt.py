@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from conftest import SmallLLM, block_hint
 
 from membot import Bot, ConfigError, Memory, Role, ScriptedLLM
 from membot.config import BotSettings
-from membot.model import Block, Line
-from membot.turn.context import Hint, Speakers
+from membot.turn.context import Speakers
 from membot.turn.small_prompt import (
     INSTRUCTION,
     MEMORIES,
@@ -23,14 +23,6 @@ from membot.turn.templates import DEFAULTS
 
 THEN = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 NOW = datetime(2023, 6, 1, 9, 0, tzinfo=UTC)
-
-
-class SmallLLM(ScriptedLLM):
-    """A scripted model that says, as the bundled SmolLM2 does, it cannot read a long prompt."""
-
-    name = "small"
-    writes_json = False
-    reads_long_prompts = False
 
 
 def furnish(memory: Memory) -> None:
@@ -167,19 +159,6 @@ class WordCounter:
 
     def count(self, text: str) -> int:
         return len(text.split())
-
-
-def block_hint(hint_id: str, score: float, said: list[tuple[str, str]], matched: int) -> Hint:
-    """A recalled block of ``said`` (speaker, text) lines, its line ``matched`` the match; a
-    line of speaker "AI" is the bot's (role bot, no speaker)."""
-    lines = tuple(
-        Line(id=index, bot="AI", person="caroline", thread=hint_id, seq=index,
-             role=Role.BOT if speaker == "AI" else Role.HUMAN, text=text, created_at=THEN,
-             tokens=len(text.split()), speaker=None if speaker == "AI" else speaker)
-        for index, (speaker, text) in enumerate(said)
-    )  # fmt: skip
-    block = Block(hint_id, "caroline", lines, score, matched_seqs=(matched,))
-    return Hint(hint_id, "history", "lines", "", score, block=block)
 
 
 def test_the_small_prompt_prefers_the_memory_holding_the_questions_words() -> None:

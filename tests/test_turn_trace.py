@@ -137,7 +137,8 @@ def test_a_full_turn_fills_every_chatstate_key(memory: Memory) -> None:
     cited = {citation["id"]: citation for citation in data["citations"]}
     assert list(cited) == [f"h{first_id}", f"e{chunk_id}"]
     for citation in data["citations"]:
-        assert set(citation) == {"id", "text", "source", "score"}
+        assert set(citation) == {"id", "text", "source", "score", "found_by"}
+        assert citation["found_by"] == "model"
     assert cited[f"h{first_id}"]["source"] == "history"
     assert cited[f"h{first_id}"]["text"] == block["text"]
     assert cited[f"e{chunk_id}"]["source"] == "expertise"

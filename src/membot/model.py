@@ -227,16 +227,18 @@ class Block:
 
 @dataclass(frozen=True)
 class Citation:
-    """A hint the model said it used."""
+    """A hint the reply used: named by the model, or, for a model that cannot cite, found by
+    the reply's words (``found_by`` "words", membot.turn.word_citations)."""
 
     id: str
     text: str
     source: str  # "history" or "expertise"
     score: float
+    found_by: str = "model"  # or "words"
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "text": self.text, "source": self.source,
-                "score": round(self.score, 4)}  # fmt: skip
+                "score": round(self.score, 4), "found_by": self.found_by}  # fmt: skip
 
 
 @dataclass(frozen=True)

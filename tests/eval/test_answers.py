@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import typer
+from conftest import SmallLLM
 from typer.testing import CliRunner
 
 from membot.cli.eval import eval_app
@@ -207,6 +208,23 @@ def test_each_question_is_a_turn_of_its_own_after_the_last_session(
     assert report["by_category"]["multi-hop"]["found_not_said"] == 1.0
     assert report["by_category"]["single-hop"]["f1"] == 0.4
     assert report["overall"]["judge"] is None
+    # a model that names no hint, asked for citations: none, and none found for it
+    assert (dog["cited"], dog["cited_by"], dog["cited_contained"]) == ([], None, False)
+    assert report["overall"]["cited"] == 0.0
+
+
+def test_a_record_holds_the_memories_the_reply_drew_on(
+    files: dict[str, Path], embedder, tmp_path: Path
+) -> None:
+    groups = selected(locomo_groups(files["locomo"]), ["conv-t:1", "conv-t:2"])
+    llm = SmallLLM(["Max, the dog he adopted.", "No idea."])
+    records = tmp_path / "run.answers.jsonl"
+    report = evaluate_answers(files["locomo"], groups, locomo_run(llm, embedder), records,
+                              show_progress=False)  # fmt: skip
+    dog, instrument = (json.loads(line) for line in records.read_text().splitlines())
+    assert dog["cited"] and dog["cited_by"] == "words" and dog["cited_contained"] is True
+    assert (instrument["cited"], instrument["cited_contained"]) == ([], False)
+    assert (report["overall"]["cited"], report["overall"]["cited_contained"]) == (0.5, 0.5)
 
 
 def test_the_table_has_a_row_per_category_then_all(files: dict[str, Path], embedder) -> None:

@@ -382,7 +382,8 @@ def test_a_refused_line_stays_in_the_box_and_errors_can_be_read(app: App):
     app.say("Hello")
     expect(beside).to_have_text("")
     expect(page.locator(".inspect").filter(has_text="No citations")).to_contain_text(
-        "No citations: scripted cannot write JSON reliably."  # not "citations off: scripted"
+        # not "citations off: scripted"; nothing it said came from a memory
+        "No citations: scripted cannot write JSON reliably; the reply used no memory's words."
     )
     # A line stored before its turn failed stays out of the box: sent again, it would be
     # stored twice.

@@ -229,6 +229,13 @@ def ask(bot: Bot, question: Question, run: AnswerRun) -> dict[str, Any]:
         "evidence_recalled": round(len(evidence) / len(question.evidence), 4)
         if question.evidence
         else None,
+        # the hints the reply cited (named by the model, or found by its words) and whether
+        # one of them holds the answer
+        "cited": [citation.id for citation in turn.citations],
+        "cited_by": turn.citations[0].found_by if turn.citations else None,
+        "cited_contained": contained(
+            "\n".join(citation.text for citation in turn.citations), question.answer, rule
+        ),
         "judge": None,
         "seconds": round(seconds, 2),
         "reply_tokens": turn.tokens.get("response", 0),
@@ -356,6 +363,8 @@ def _row(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "not_found": rounded(share(lambda r: not r["context_contained"])),
         "found_not_said": rounded(share(lambda r: r["context_contained"] and not r["contained"])),
         "evidence_recalled": rounded(mean(evidence)),
+        "cited": rounded(share(lambda r: r.get("cited"))),
+        "cited_contained": rounded(share(lambda r: r.get("cited_contained"))),
         "judge": rounded(mean(judged)),
         "seconds": round(sum(r["seconds"] for r in records), 1),
         "reply_tokens": rounded(mean([r["reply_tokens"] for r in records]), 1),
@@ -385,7 +394,9 @@ def answers_report(
         "the lines marked as holding the answer (LoCoMo's evidence, LongMemEval's has_answer) "
         "that the prompt held, over questions with any; context_contained: the answer appears "
         "in the recalled history of the turn's prompt; not_found: share whose context lacked "
-        "it; found_not_said: share whose context held it and whose reply did not; judge: "
+        "it; found_not_said: share whose context held it and whose reply did not; cited: "
+        "share of replies citing a hint (named by the model or found by the reply's words); "
+        "cited_contained: share whose cited hints hold the answer; judge: "
         "share the judge called correct; seconds: total; reply_tokens: mean",
         "questions": len(records),
         "overall": _row(records),

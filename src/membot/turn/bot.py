@@ -60,6 +60,10 @@ from membot.turn.small_prompt import FEED_LINES as SMALL_FEED_LINES
 from membot.turn.small_prompt import REPLY_TOKENS as SMALL_REPLY_TOKENS
 from membot.turn.small_prompt import assemble_small, resolved_style
 from membot.turn.templates import fill
+from membot.turn.word_citations import FOUND_BY_WORDS_NOTE, cited_by_words
+
+NO_CITATIONS = "citations off: "  # a note's start: the model cannot give the citations asked
+NO_RESPONSE_NOTE = "answered with no_response"
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +204,8 @@ class Bot:
         clock = _Clock()
         started = time.perf_counter()
         profile, llm, notes = self._profile_and_model(settings)
+        # Citations asked for that the model cannot give are found by the reply's words.
+        cite_by_words = any(note.startswith(NO_CITATIONS) for note in notes)
         given = now is not None
         now = check_moment(now, "now") if now is not None else utc_now()
         item = self.memory.validate_line(
@@ -235,7 +241,11 @@ class Bot:
                         line, prompt, profile, llm, on_text, now if given else None, clock
                     )
                     notes += answer.notes
-                return self._turn(line, answer.line, answer.reply, answer.error, prompt,
+                reply = answer.reply
+                if cite_by_words and answer.line is not None:
+                    reply, found = self._cited_by_words(reply, prompt, profile, line.text)
+                    notes += found
+                return self._turn(line, answer.line, reply, answer.error, prompt,
                                   recalled.recall, profile, clock, started, notes)  # fmt: skip
 
     # -- the steps of a turn --------------------------------------------------------------
@@ -250,13 +260,15 @@ class Bot:
         notes = []
         if profile.citations and not getattr(llm, "writes_json", True):
             # A model that cannot keep to JSON answers in text: better a reply than citations.
-            notes.append(f"citations off: {llm.name} cannot write JSON reliably")
+            notes.append(f"{NO_CITATIONS}{llm.name} cannot write JSON reliably")
             profile = replace(profile, citations=False)
         style = resolved_style(profile, llm)
         if style == "small":
             # The small prompt has no ids to cite, and asks for a sentence or two.
             if profile.prompt_style == "auto":
                 notes.append(f"small prompt: {llm.name} cannot read the full one")
+            if profile.citations:
+                notes.append(f"{NO_CITATIONS}the small prompt asks for a sentence, not ids")
             reply_tokens = min(profile.reply_tokens, SMALL_REPLY_TOKENS)
             profile = replace(profile, citations=False, reply_tokens=reply_tokens)
         return replace(profile, prompt_style=style), llm, notes
@@ -475,9 +487,7 @@ class Bot:
             reply = replace(reply, response=cleaned.text, note=note)
         if not reply.response:
             why = reply.note or "the model gave no response"
-            return Reply(
-                fill(profile.no_response, prompt.values), (), f"{why}; answered with no_response"
-            )
+            return Reply(fill(profile.no_response, prompt.values), (), f"{why}; {NO_RESPONSE_NOTE}")
         return reply
 
     def _fold_scrolled_lines(self, newest: Line, profile: BotSettings, llm: LLM) -> list[str]:
@@ -517,6 +527,22 @@ class Bot:
         self.memory.save_thread_summary(state, summary, seqs.stop - 1)
         return [*notes, folded]
 
+    @staticmethod
+    def _cited_by_words(
+        reply: Reply, prompt: Prompt, profile: BotSettings, question: str
+    ) -> tuple[Reply, list[str]]:
+        """``reply`` citing the hints it drew words from, and a note saying so (none for the
+        bot's ``no_response``, which drew on nothing)."""
+        if NO_RESPONSE_NOTE in (reply.note or ""):
+            return reply, []
+        hints = [*prompt.history, *prompt.expertise]
+        names = (profile.bot_name, profile.human_name)
+        small = profile.prompt_style == "small"
+        ids = cited_by_words(reply.response, question, hints, names, small=small)
+        return replace(reply, citation_ids=tuple(ids), cited_by_words=True), (
+            [FOUND_BY_WORDS_NOTE] if ids else []
+        )
+
     def _turn(
         self,
         line: Line,
@@ -538,8 +564,9 @@ class Bot:
         timings["memory_total"] = total - timings["llm"] - timings["relevance_check"]
         timings["memory_total"] -= timings["summarize"]
         hints = {hint.id: hint for hint in (*prompt.history, *prompt.expertise)}
+        found_by = "words" if reply.cited_by_words else "model"
         citations = tuple(
-            Citation(i, hints[i].text, hints[i].source, hints[i].score)
+            Citation(i, hints[i].text, hints[i].source, hints[i].score, found_by)
             for i in reply.citation_ids
             if i in hints
         )

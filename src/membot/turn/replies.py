@@ -58,6 +58,7 @@ class Reply:
     response: str
     citation_ids: tuple[str, ...]
     note: str | None = None  # set when the reply was not the JSON asked for
+    cited_by_words: bool = False  # the ids found by the reply's words, not named by the model
 
 
 def instruction_examples(bot_name: str) -> tuple[str, ...]:

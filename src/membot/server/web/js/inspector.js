@@ -31,13 +31,15 @@ function section(title, body) {
 }
 
 function citations(turn, anchor) {
+  // The bot may ask for citations while its model cannot give them (the bundled one): then
+  // membot finds the memories whose words the reply used.
+  const off = (turn.notes || []).find((note) => note.startsWith("citations off"));
+  const why = off?.replace(/^citations off: /, "");
   if (!turn.citations.length) {
-    // The bot may ask for citations while its model cannot give them (the bundled one).
-    const off = (turn.notes || []).find((note) => note.startsWith("citations off"));
-    const why = off?.replace(/^citations off: /, "");
-    return h("p", { class: "muted", text: off ? `No citations: ${why}.` : "The reply cited nothing." });
+    return h("p", { class: "muted", text: off ? `No citations: ${why}; the reply used no memory's words.` : "The reply cited nothing." });
   }
-  return h("ul", { class: "plain" }, turn.citations.map((citation) => h("li", {},
+  const byWords = turn.citations.some((citation) => citation.found_by === "words");
+  const list = h("ul", { class: "plain" }, turn.citations.map((citation) => h("li", {},
     h("button", { type: "button", class: "cite", text: citation.id,
       "aria-label": `Show hint ${citation.id}`,
       onclick: (event) => {
@@ -49,6 +51,9 @@ function citations(turn, anchor) {
         setTimeout(() => target.classList.remove("flash"), 1500);
       } }),
     ` ${citation.source} · score ${citation.score.toFixed(3)}`)));
+  if (!byWords) return list;
+  const how = `Found by the reply's words (${why || "the model cannot cite"}): the reply used these memories' words, which says where it came from, not that it read them right.`;
+  return h("div", {}, h("p", { class: "muted", text: how }), list);
 }
 
 function historyHints(turn, anchor) {
