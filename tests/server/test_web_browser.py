@@ -227,6 +227,14 @@ def test_build_a_bot_talk_over_two_threads_recall_remember_and_forget(app: App, 
     expect(inspector.locator(".timings")).to_contain_text("memory_total")
     inspector.get_by_text("The exact prompt").click()
     expect(inspector.locator(".prompt")).to_contain_text("Which coffee do I love")
+    # A model that cannot cite (the bundled one): the memories whose words the reply used.
+    app.server.llm.writes_json = False
+    app.server.llm.enqueue("Flat whites, of course.")
+    app.say("Which coffee do I love?")
+    cited = page.locator(".inspect").filter(has=page.get_by_role("heading", name="Citations"))
+    expect(cited).to_contain_text("Found by the reply's words (scripted cannot write JSON")
+    expect(cited.get_by_role("button", name="Show hint h1")).to_be_visible()
+    app.server.llm.writes_json = True
 
     # Back in the ended thread: the page says a new line takes it up again.
     page.locator(".threads").get_by_role("button", name=re.compile("monday")).click()
