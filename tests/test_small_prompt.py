@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from conftest import SmallLLM, block_hint
+from small_model import SmallLLM, block_hint
 
 from membot import Bot, ConfigError, Memory, Role, ScriptedLLM
 from membot.config import BotSettings

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import typer
-from conftest import SmallLLM
+from small_model import SmallLLM
 from typer.testing import CliRunner
 
 from membot.cli.eval import eval_app

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from conftest import SmallLLM, block_hint
+from small_model import SmallLLM, block_hint
 
 from membot import Bot, Memory, ScriptedLLM
 from membot.turn.templates import DEFAULTS
