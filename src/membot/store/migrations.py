@@ -290,22 +290,28 @@ LAST_LINE_ID = "last-line-id"
 
 
 def migrate(connection: sqlite3.Connection) -> int:
-    """Apply the migrations this file has and the database lacks; return the new version."""
+    """Apply the migrations this file has and the database lacks, all in one transaction (a
+    new store's schema is made whole or not at all, even if the process is killed while
+    making it); return the new version."""
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if version > len(MIGRATIONS):
         raise StoreError(
             f"this store has schema version {version}, newer than this membot knows "
             f"({len(MIGRATIONS)}): upgrade membot"
         )
-    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-        try:
-            connection.executescript(
-                f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
-            )
-        except sqlite3.OperationalError:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            # Another process applied this migration between our version check and our lock.
-            if connection.execute("PRAGMA user_version").fetchone()[0] < number:
-                raise
+    if version == len(MIGRATIONS):
+        return version
+    scripts = "\n".join(MIGRATIONS[version:])
+    try:
+        connection.executescript(
+            f"BEGIN IMMEDIATE;\n{scripts}\nPRAGMA user_version = {len(MIGRATIONS)};\nCOMMIT;"
+        )
+    except sqlite3.OperationalError:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        # Another process applied migrations between our version check and our lock: apply
+        # what is left, if anything.
+        if connection.execute("PRAGMA user_version").fetchone()[0] > version:
+            return migrate(connection)
+        raise
     return len(MIGRATIONS)
