@@ -293,7 +293,7 @@ def migrate(connection: sqlite3.Connection) -> int:
     """Apply the migrations this file has and the database lacks, all in one transaction (a
     new store's schema is made whole or not at all, even if the process is killed while
     making it); return the new version."""
-    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
     if version > len(MIGRATIONS):
         raise StoreError(
             f"this store has schema version {version}, newer than this membot knows "
