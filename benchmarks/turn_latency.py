@@ -11,11 +11,16 @@ embedded, as on a live chat.
     .venv/bin/python benchmarks/turn_latency.py [--turns 20] [--strategy blend] [--json]
         [--set NAME=V]  # a strategy option, repeatable
         [--paired NAME=V]  # each question asked again with this option, repeatable
+        [--two-things]  # only questions that name two things (what clause_weight costs)
 
 ``--paired``: each question is asked twice in the one process, with the bot's settings and
 with these options over them, which first in turn (two threads, so neither turn's buffer
 holds the other's), and the median of the per-question differences is printed: what an
 option costs, without the drift of a shared machine between two runs.
+
+``--two-things``: the questions asked are those of every conversation that ``blend`` cuts
+into pieces searched each (:mod:`membot.recall.question_clauses`), the only turns whose
+cost ``clause_weight`` changes.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from membot.config import parse_settings
 from membot.embed import default_embedder
 from membot.eval import shared_data_dir
 from membot.memory.importers import read_file
+from membot.recall.question_clauses import clauses
 
 LOCOMO = shared_data_dir() / "locomo" / "locomo_dev.json"
 
@@ -61,20 +67,32 @@ def build_store(
     return added
 
 
-def questions(count: int) -> list[tuple[str, str]]:
+def questions(count: int, two_things: bool = False) -> list[tuple[str, str]]:
+    """The first ``count`` questions of the first conversation, or with ``two_things``, of
+    every conversation's questions those that name two things."""
     data = json.loads(LOCOMO.read_text())
-    pairs = [(qa["question"], str(qa.get("answer", "I don't know."))) for qa in data[0]["qa"]]
+    asked = (
+        [qa for conversation in data for qa in conversation["qa"]] if two_things else data[0]["qa"]
+    )
+    pairs = [(qa["question"], str(qa.get("answer", "I don't know."))) for qa in asked]
+    if two_things:
+        pairs = [(question, answer) for question, answer in pairs if clauses(question)]
     return pairs[:count]
 
 
 KEYS = ("embed", "store", "search", "assemble", "memory_total")
 
 
-def run(turns: int, strategy: str | None = None, options: dict[str, str] | None = None) -> dict:
+def run(
+    turns: int,
+    strategy: str | None = None,
+    options: dict[str, str] | None = None,
+    two_things: bool = False,
+) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.db"
         lines = build_store(db, strategy, options)
-        bot, asked = _bot(db, turns, asks=1)
+        bot, asked = _bot(db, turns, 1, two_things)
         timings = [
             bot.turn(question, user="visitor", thread="bench").timings_ms for question, _ in asked
         ]
@@ -84,14 +102,18 @@ def run(turns: int, strategy: str | None = None, options: dict[str, str] | None 
 
 
 def run_paired(
-    turns: int, strategy: str | None, options: dict[str, str], paired: dict[str, str]
+    turns: int,
+    strategy: str | None,
+    options: dict[str, str],
+    paired: dict[str, str],
+    two_things: bool = False,
 ) -> dict:
     """Each question asked with the bot's settings and with ``paired`` over them (the module
     docstring); medians of each side and of the differences (paired minus plain)."""
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "bench.db"
         lines = build_store(db, strategy, options)
-        bot, asked = _bot(db, turns, asks=2)
+        bot, asked = _bot(db, turns, 2, two_things)
         changed = {f"strategy.{name}": value for name, value in paired.items()}
         timings: dict[str, list[dict]] = {"plain": [], "paired": []}
         for number, (question, _) in enumerate(asked):
@@ -112,12 +134,12 @@ def run_paired(
     return {"store_lines": lines, "turns": len(asked), "paired": paired, "median_ms": median}
 
 
-def _bot(db: Path, turns: int, asks: int) -> tuple[Bot, list[tuple[str, str]]]:
+def _bot(db: Path, turns: int, asks: int, two_things: bool) -> tuple[Bot, list[tuple[str, str]]]:
     """The bot over the store, its embedder uncached (real embedding cost) and warm, and the
     questions it is asked (each ``asks`` times)."""
     memory = Memory(db, embedder=default_embedder())
     memory.warm_up()
-    asked = questions(turns)
+    asked = questions(turns, two_things)
     llm = ScriptedLLM([f"I think it was {answer}." for _, answer in asked for _ in range(asks)])
     return Bot(memory, llm, name="bench"), asked
 
@@ -133,14 +155,20 @@ def main() -> None:
         "--paired", action="append", default=[], metavar="NAME=V",
         help="ask each question again with this strategy option (the module docstring)",
     )  # fmt: skip
+    parser.add_argument(
+        "--two-things", action="store_true",
+        help="only questions that name two things (the module docstring)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     announce()
     options = parse_settings(args.set)
     if args.paired:
-        report = run_paired(args.turns, args.strategy, options, parse_settings(args.paired))
+        report = run_paired(
+            args.turns, args.strategy, options, parse_settings(args.paired), args.two_things
+        )
     else:
-        report = run(args.turns, args.strategy, options)
+        report = run(args.turns, args.strategy, options, args.two_things)
     if args.json:
         print(json.dumps(report, indent=2))
         return

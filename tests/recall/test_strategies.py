@@ -39,6 +39,7 @@ OPTIONS = {
         "part_weight": 0.75,
         "statement_weight": 0.0,
         "statement_max": 1,
+        "clause_weight": 0.5,
         "unnamed_weight": 0.75,
         **KEEP,
         **EXPANSION,

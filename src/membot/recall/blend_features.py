@@ -44,6 +44,7 @@ import numpy as np
 from membot.recall.bm25 import STOPWORDS, query_terms
 from membot.recall.named_speakers import named_in, with_names_left_out
 from membot.recall.openers import opener_scores
+from membot.recall.question_clauses import with_clauses
 from membot.recall.question_forms import with_statement
 from membot.recall.second_round import entity_scores, feedback_scores, seed_indices
 from membot.recall.timeframe import window_of
@@ -126,6 +127,8 @@ def blend_features(
         raw = with_statement(source, question, raw, option["statement_weight"], highest)
     if option["unnamed_weight"]:
         raw = with_names_left_out(source, question, raw, option["unnamed_weight"])
+    if option["clause_weight"]:
+        raw = with_clauses(source, question, raw, option["clause_weight"])
     lines = raw.with_parts(option["part_weight"])
     if not len(lines.ids):
         return None

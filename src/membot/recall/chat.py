@@ -66,6 +66,7 @@ from membot.recall.duplicates import candidates_for, distinct_choices
 from membot.recall.line_strategies import EVERY_LINE, reciprocal_rank_fusion
 from membot.recall.lines import Hit, merge_blocks
 from membot.recall.named_speakers import unnamed_guess
+from membot.recall.question_clauses import clauses
 from membot.recall.question_forms import statement_form
 from membot.recall.strategies import Choice, Question, Strategy, load_strategies, option_values
 from membot.store.base import BufferEntry
@@ -206,10 +207,12 @@ def searched_forms(settings: BotSettings, query: str, said: str | None = None) -
     as the text alone tells: its statement form where ``statement_weight`` is on
     (:mod:`membot.recall.question_forms`), and where ``unnamed_weight`` is, the question
     without the words that look like names (:func:`~membot.recall.named_speakers.unnamed_guess`;
-    used only where they are the speakers it names)."""
+    used only where they are the speakers it names), and where ``clause_weight`` is, the
+    pieces of a question that names two things (:mod:`membot.recall.question_clauses`)."""
     option = options_of(settings)
     forms = [
         statement_form(said or query) if option.get("statement_weight") else None,
         unnamed_guess(query) if option.get("unnamed_weight") else None,
+        *(clauses(said or query) if option.get("clause_weight") else []),
     ]
     return list(dict.fromkeys(form for form in forms if form and form != query))

@@ -21,6 +21,7 @@ from membot.recall.diversity import DIVERSITY, block_decay, spread_for, spread_o
 from membot.recall.fitted_ranker import FittedRanker
 from membot.recall.lines import Hit, expand_neighbors
 from membot.recall.named_speakers import NAMES_LEFT_OUT
+from membot.recall.question_clauses import CLAUSES
 from membot.recall.strategies import Choice, Question, option_values
 from membot.store.base import BufferEntry
 
@@ -154,6 +155,7 @@ class BlendStrategy(ExpandingStrategy):
             "opener_threads": 5,  # ... of this many threads, the best (a whole number)
             "part_weight": PART_WEIGHT,
             **STATEMENT,
+            **CLAUSES,  # a question's pieces searched each (recall/question_clauses.py)
             **NAMES_LEFT_OUT,  # searched without the speakers it names (recall/named_speakers.py)
             **KEEP,
             **EXPANSION,
