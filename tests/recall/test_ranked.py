@@ -183,6 +183,20 @@ def test_a_question_naming_a_dated_day_needs_no_now(memory: Memory) -> None:
     assert ranked(memory, "blend", query, time_weight=0.0)[0] == ids[0]
 
 
+@pytest.mark.parametrize(
+    "query", ["What did we bake on July 7th?", "What did we bake on Independence Day?"]
+)
+def test_a_day_named_without_its_year_is_its_latest_before_now(memory: Memory, query) -> None:
+    ids = {}
+    for year, day, which in ((2022, 7, "a"), (2023, 7, "the"), (2023, 4, "one"), (2023, 20, "my")):
+        when = datetime(year, 7, day, tzinfo=UTC)
+        text = f"We baked {which} cake"
+        ids[year, day] = memory.add(text, user="ann", thread=f"t{year}{day}", created_at=when).id
+    now = datetime(2023, 8, 1, tzinfo=UTC)
+    day = (2023, 4) if "Independence" in query else (2023, 7)
+    assert ranked(memory, "blend", query, now)[0] == ids[day]
+
+
 def test_a_line_with_a_speaker_is_embedded_with_its_name(memory: Memory, embedder) -> None:
     assert embedding_text("hi", "Ann") == "Ann: hi"
     assert embedding_text("hi", None) == "hi"

@@ -40,6 +40,30 @@ def test_relative_expressions_are_read_against_now(query: str, expected: tuple[s
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
+        ("What did I do on March 3rd?", ("2023-03-02", "2023-03-05")),
+        ("Where was I on 3 March?", ("2023-03-02", "2023-03-05")),
+        ("What did I eat on the 3rd of March?", ("2023-03-02", "2023-03-05")),  # not the month
+        ("What did I buy on May 12?", ("2022-05-11", "2022-05-14")),  # still to come this year
+        ("What did I do on April 18th?", ("2023-04-17", "2023-04-18")),  # today, up to now
+        ("What happened on Valentine's day?", ("2023-02-13", "2023-02-16")),
+        ("What did we do at Christmas?", ("2022-12-24", "2022-12-27")),
+        ("What did we do on Christmas Eve?", ("2022-12-23", "2022-12-26")),
+        ("What did I do on New Year's Eve?", ("2022-12-30", "2023-01-02")),
+        ("What did I do on New Year's Day?", ("2022-12-31", "2023-01-03")),
+        ("What did I do on Halloween?", ("2022-10-30", "2022-11-02")),
+        ("What did we eat at Easter?", ("2023-04-08", "2023-04-11")),  # 9 April 2023
+        ("Who came for Thanksgiving?", ("2022-11-23", "2022-11-26")),  # 24 November 2022
+    ],
+)
+def test_a_day_or_a_holiday_without_its_year_is_its_latest_before_now(
+    query: str, expected: tuple[str, str]
+) -> None:
+    assert days(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
         ("What did Gina find on 1 February, 2023?", ("2023-01-31", "2023-02-03")),
         ("What did Tim read on 8th December, 2023?", ("2023-12-07", "2023-12-10")),
         ("Who did Maria meet on May 3, 2023?", ("2023-05-02", "2023-05-05")),
@@ -59,6 +83,8 @@ def test_dates_that_name_their_year_need_no_now(query: str, expected: tuple[str,
         "What may I bring to the party?",
         "Which device did I get first?",
         "What did I do on 31 February, 2023?",  # no such day
+        "What did I do on June 31st?",
+        "What may 3 people bring?",
         "What happened 5000 years ago?",
         "How is June doing?",  # a person, not a month
         "Did August call back about the flat?",

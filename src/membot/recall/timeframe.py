@@ -7,6 +7,9 @@ names its year counts without ``now``: ``7 July, 2023``, ``July 7th, 2023`` or `
 rules cover what people say of their own past in a chat, relative to ``now`` (the moment of
 asking; without it they are not read):
 
+- a day of a month without its year (``March 3rd``, ``3 March``, ``the 3rd of March``) or a
+  holiday on a fixed or reckoned day (Christmas, New Year's Eve, Valentine's Day, Halloween,
+  Easter, Thanksgiving, ...): its latest occurrence not after ``now``, a day either side;
 - ``N days / weeks / months / years ago`` (N a digit, a number word, "a", "a couple of",
   "a few"): the day ``N`` units back, give or take one unit;
 - ``yesterday``, ``today``, ``the other day``;
@@ -24,6 +27,7 @@ A dated expression wins over a relative one, else the first found; a window neve
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
@@ -50,6 +54,28 @@ _MONTH = re.compile(
     re.I,
 )
 _YEAR = re.compile(r"\b(?:in|during)\s+((?:19|20)\d\d)\b", re.I)
+_ORDINAL = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DAY_OF_MONTH = re.compile(  # "March 3rd", "3 March", "the 3rd of March" (no year)
+    rf"\b(?:the\s+)?{_ORDINAL}\s+(?:of\s+)?(" + "|".join(_MONTHS) + r")\b"
+    r"|\b(" + "|".join(_MONTHS) + rf")\s+(?:the\s+)?{_ORDINAL}\b",
+    re.I,
+)
+# Holidays on a fixed day (month, day), by the words that name them.
+_FIXED_HOLIDAYS = {
+    r"christmas\s+eve": (12, 24),
+    r"christmas(?:\s+day)?|xmas": (12, 25),
+    r"boxing\s+day": (12, 26),
+    r"new\s+year['’]?s\s+eve": (12, 31),
+    r"new\s+year['’]?s(?:\s+day)?": (1, 1),
+    r"valentine['’]?s(?:\s+day)?": (2, 14),
+    r"st\.?\s+patrick['’]?s\s+day|saint\s+patrick['’]?s\s+day": (3, 17),
+    r"halloween": (10, 31),
+    r"independence\s+day|fourth\s+of\s+july": (7, 4),
+}
+_HOLIDAY = re.compile(
+    r"\b(?:(" + r")|(".join(_FIXED_HOLIDAYS) + r")|(easter(?:\s+sunday)?)|(thanksgiving))\b",
+    re.I,
+)
 _MONTH_NAME = "(" + "|".join(_MONTHS) + ")"
 _DATE = re.compile(  # "7 July, 2023", "July 7th, 2023", "2023-07-07"
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH_NAME},?\s+(\d{{4}})\b"
@@ -118,6 +144,8 @@ def _absolute(query: str) -> tuple[datetime, datetime] | None:
 
 def _relative(query: str, now: datetime) -> tuple[datetime, datetime] | None:
     today = _day(now)
+    if (day := _named_day(query, today)) is not None:
+        return day - timedelta(days=1), day + timedelta(days=2)
     if match := _AGO.search(query):
         unit = _UNIT_DAYS[match[2].lower()]
         day = today - timedelta(days=_count(match[1]) * unit)
@@ -146,6 +174,50 @@ def _relative(query: str, now: datetime) -> tuple[datetime, datetime] | None:
         year = now.year if month <= now.month else now.year - 1
         return _month_span(year, month)
     return None
+
+
+def _named_day(query: str, today: datetime) -> datetime | None:
+    """The latest day not after ``today`` that ``query`` names by its month and day, or by a
+    holiday; None if it names none ("May" only with a capital: "may I ...")."""
+    if match := _DAY_OF_MONTH.search(query):
+        month_word = match[2] or match[3]
+        if month_word.lower() != "may" or month_word[0].isupper():
+            month = _MONTHS.index(month_word.lower()) + 1
+            number = int(match[1] or match[4])
+            return _latest(today, lambda year: datetime(year, month, number))
+    if match := _HOLIDAY.search(query):
+        fixed = list(_FIXED_HOLIDAYS.values())
+        at = next(i for i, group in enumerate(match.groups()) if group)
+        if at < len(fixed):
+            month, number = fixed[at]
+            return _latest(today, lambda year: datetime(year, month, number))
+        return _latest(today, _easter if at == len(fixed) else _thanksgiving)
+    return None
+
+
+def _latest(today: datetime, day_in: Callable[[int], datetime]) -> datetime:
+    """``day_in(year)`` of this year, or of last year when it is still to come."""
+    day = day_in(today.year)
+    return day if day <= today else day_in(today.year - 1)
+
+
+def _easter(year: int) -> datetime:
+    """Easter Sunday of ``year`` (the Gregorian computus)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = divmod(b, 4)
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = divmod(c, 4)
+    weekday = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 19 * weekday) // 433
+    month = (h + weekday - 7 * m + 90) // 25
+    return datetime(year, month, (h + weekday - 7 * m + 33 * month + 19) % 32)
+
+
+def _thanksgiving(year: int) -> datetime:
+    """The fourth Thursday of November of ``year`` (Thanksgiving in the United States)."""
+    first = datetime(year, 11, 1)
+    return first + timedelta(days=(3 - first.weekday()) % 7 + 21)
 
 
 def _capitalised_month(word: str) -> bool:
