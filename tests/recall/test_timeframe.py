@@ -66,6 +66,7 @@ def test_a_day_or_a_holiday_without_its_year_is_its_latest_before_now(
     [
         ("What did Gina find on 1 February, 2023?", ("2023-01-31", "2023-02-03")),
         ("What did Tim read on 8th December, 2023?", ("2023-12-07", "2023-12-10")),
+        ("What did Tim read on the 8th of December 2023?", ("2023-12-07", "2023-12-10")),
         ("Who did Maria meet on May 3, 2023?", ("2023-05-02", "2023-05-05")),
         ("What happened on 2023-07-07?", ("2023-07-06", "2023-07-09")),
         ("What did John host in May 2023?", ("2023-05-01", "2023-06-01")),

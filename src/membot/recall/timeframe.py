@@ -77,8 +77,8 @@ _HOLIDAY = re.compile(
     re.I,
 )
 _MONTH_NAME = "(" + "|".join(_MONTHS) + ")"
-_DATE = re.compile(  # "7 July, 2023", "July 7th, 2023", "2023-07-07"
-    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH_NAME},?\s+(\d{{4}})\b"
+_DATE = re.compile(  # "7 July, 2023", "the 7th of July 2023", "July 7th, 2023", "2023-07-07"
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME},?\s+(\d{{4}})\b"
     rf"|\b{_MONTH_NAME}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s*(\d{{4}})\b"
     r"|\b(\d{4})-(\d\d)-(\d\d)\b",
     re.I,
