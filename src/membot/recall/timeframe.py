@@ -60,22 +60,6 @@ _DAY_OF_MONTH = re.compile(  # "March 3rd", "3 March", "the 3rd of March" (no ye
     r"|\b(" + "|".join(_MONTHS) + rf")\s+(?:the\s+)?{_ORDINAL}\b",
     re.I,
 )
-# Holidays on a fixed day (month, day), by the words that name them.
-_FIXED_HOLIDAYS = {
-    r"christmas\s+eve": (12, 24),
-    r"christmas(?:\s+day)?|xmas": (12, 25),
-    r"boxing\s+day": (12, 26),
-    r"new\s+year['’]?s\s+eve": (12, 31),
-    r"new\s+year['’]?s(?:\s+day)?": (1, 1),
-    r"valentine['’]?s(?:\s+day)?": (2, 14),
-    r"st\.?\s+patrick['’]?s\s+day|saint\s+patrick['’]?s\s+day": (3, 17),
-    r"halloween": (10, 31),
-    r"independence\s+day|fourth\s+of\s+july": (7, 4),
-}
-_HOLIDAY = re.compile(
-    r"\b(?:(" + r")|(".join(_FIXED_HOLIDAYS) + r")|(easter(?:\s+sunday)?)|(thanksgiving))\b",
-    re.I,
-)
 _MONTH_NAME = "(" + "|".join(_MONTHS) + ")"
 _DATE = re.compile(  # "7 July, 2023", "the 7th of July 2023", "July 7th, 2023", "2023-07-07"
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAME},?\s+(\d{{4}})\b"
@@ -184,14 +168,9 @@ def _named_day(query: str, today: datetime) -> datetime | None:
         if month_word.lower() != "may" or month_word[0].isupper():
             month = _MONTHS.index(month_word.lower()) + 1
             number = int(match[1] or match[4])
-            return _latest(today, lambda year: datetime(year, month, number))
-    if match := _HOLIDAY.search(query):
-        fixed = list(_FIXED_HOLIDAYS.values())
-        at = next(i for i, group in enumerate(match.groups()) if group)
-        if at < len(fixed):
-            month, number = fixed[at]
-            return _latest(today, lambda year: datetime(year, month, number))
-        return _latest(today, _easter if at == len(fixed) else _thanksgiving)
+            return _latest(today, _on(month, number))
+    if match := _HOLIDAY.search(query):  # one group a holiday: the one that matched
+        return _latest(today, _HOLIDAYS[(match.lastindex or 1) - 1][1])
     return None
 
 
@@ -218,6 +197,28 @@ def _thanksgiving(year: int) -> datetime:
     """The fourth Thursday of November of ``year`` (Thanksgiving in the United States)."""
     first = datetime(year, 11, 1)
     return first + timedelta(days=(3 - first.weekday()) % 7 + 21)
+
+
+def _on(month: int, number: int) -> Callable[[int], datetime]:
+    return lambda year: datetime(year, month, number)
+
+
+# Holidays by the words that name them, and their day in a year (a name that another one
+# opens, "christmas" of "christmas eve", comes after it).
+_HOLIDAYS: tuple[tuple[str, Callable[[int], datetime]], ...] = (
+    (r"christmas\s+eve", _on(12, 24)),
+    (r"christmas(?:\s+day)?|xmas", _on(12, 25)),
+    (r"boxing\s+day", _on(12, 26)),
+    (r"new\s+year['’]?s\s+eve", _on(12, 31)),
+    (r"new\s+year['’]?s(?:\s+day)?", _on(1, 1)),
+    (r"valentine['’]?s(?:\s+day)?", _on(2, 14)),
+    (r"(?:st\.?|saint)\s+patrick['’]?s\s+day", _on(3, 17)),
+    (r"halloween", _on(10, 31)),
+    (r"independence\s+day|fourth\s+of\s+july", _on(7, 4)),
+    (r"easter(?:\s+sunday)?", _easter),
+    (r"thanksgiving", _thanksgiving),
+)
+_HOLIDAY = re.compile(r"\b(?:" + "|".join(f"({words})" for words, _ in _HOLIDAYS) + r")\b", re.I)
 
 
 def _capitalised_month(word: str) -> bool:
