@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from asked import asked
 
 from membot import Memory
 from membot.embed import CachedEmbedder, Embedder
-from membot.index.vectors import Scope
 from membot.recall.blend_features import blend_features
 from membot.recall.chat import chosen_for_turn, options_of
 from membot.recall.named_speakers import (
@@ -24,7 +24,6 @@ from membot.recall.named_speakers import (
     without_names,
 )
 from membot.recall.ranked import context_order, ranked_lines, settings_for_ranking
-from membot.recall.strategies import Question
 
 CHAT = [
     ("Caroline", "Hey Melanie, how was your week?"),
@@ -105,15 +104,10 @@ def chat(make_memory, minilm) -> Memory:  # type: ignore[no-untyped-def]
     return memory
 
 
-def _question(memory: Memory, line: str) -> Question:
-    scope = Scope.of(memory.store.bot_id("membot") or 0, None)
-    return Question(line, memory.recall_source.embed([line])[0], scope, None, line)
-
-
 @pytest.mark.slow
 def test_the_cosines_move_to_the_question_without_the_names(chat: Memory) -> None:
     source = chat.recall_source
-    question = _question(chat, "What activities has Melanie done with her family?")
+    question = asked(chat, "What activities has Melanie done with her family?")
     plain = source.scored(question.vector, question.scope)
     unnamed = source.scored(
         source.embed(["What activities has done with her family?"])[0], question.scope
@@ -135,7 +129,7 @@ def test_the_cosines_move_to_the_question_without_the_names(chat: Memory) -> Non
 def test_a_question_naming_no_speaker_is_scored_as_before(chat: Memory) -> None:
     source = chat.recall_source
     for line in ("What did Anna paint?", "Melanie"):  # no speaker named; nothing but a name
-        question = _question(chat, line)
+        question = asked(chat, line)
         plain = source.scored(question.vector, question.scope)
         assert with_names_left_out(source, question, plain, 1.0) is plain
 
@@ -145,7 +139,7 @@ def test_lines_without_speakers_are_scored_as_before(make_memory, minilm) -> Non
     memory: Memory = make_memory(embedder=minilm)
     for text in ("Melanie went swimming with the kids.", "I like soup."):
         memory.add(text, user="ann", thread="t")
-    question = _question(memory, "What has Melanie done?")
+    question = asked(memory, "What has Melanie done?")
     plain = memory.recall_source.scored(question.vector, question.scope)
     assert with_names_left_out(memory.recall_source, question, plain, 1.0) is plain
 
@@ -153,7 +147,7 @@ def test_lines_without_speakers_are_scored_as_before(make_memory, minilm) -> Non
 @pytest.mark.slow
 def test_blend_is_unchanged_when_off_and_ranks_with_it_by_default(chat: Memory) -> None:
     option = options_of(settings_for_ranking("blend", {"unnamed_weight": 0}))
-    question = _question(chat, "What activities has Melanie done with her family?")
+    question = asked(chat, "What activities has Melanie done with her family?")
     source = chat.recall_source
     found = blend_features(source, question, option, -2.0)
     assert found is not None
@@ -173,7 +167,7 @@ def _unprepared(memory: Memory, line: str, option: dict[str, float]) -> list[int
     """The ranking ``ranked_lines`` gives, with the question embedded alone and nothing
     prepared: every other form embedded when the strategy asks for it."""
     source, settings = memory.recall_source, settings_for_ranking("blend", option)
-    question = _question(memory, line)
+    question = asked(memory, line)
     choices = chosen_for_turn(source, settings, line, question.vector, question.scope, None, line)
     return context_order(source, choices, question.scope)
 
@@ -211,9 +205,9 @@ def test_forms_embedded_with_the_question_rank_as_those_embedded_apart(
     assert isinstance(embedder, RecordedEmbedder)
     unprepared = _unprepared(chat, line, option)
     embedder.calls.clear()
-    question = _question(chat, line)
+    question = asked(chat, line)
     prepared = ranked_lines(source, settings_for_ranking("blend", option), line, question.scope)
-    assert embedder.calls[1:] == batches  # the first: _question's own
+    assert embedder.calls[1:] == batches  # the first: asked's own
     assert prepared == unprepared
 
 

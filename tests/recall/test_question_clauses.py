@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from asked import asked
 
 from membot import Memory
 from membot.index.vectors import Scope
 from membot.recall.chat import embedded_question, options_of, searched_forms
 from membot.recall.question_clauses import clauses, with_clauses
 from membot.recall.ranked import ranked_lines, settings_for_ranking
-from membot.recall.strategies import Question
 
 ASKED = "Which device did I set up first, the smart thermostat or the mesh network system?"
 THERMOSTAT = "I installed the smart thermostat in the hallway yesterday; it learned our schedule."
@@ -71,15 +71,10 @@ def devices(make_memory, minilm) -> Memory:  # type: ignore[no-untyped-def]
     return memory
 
 
-def _question(memory: Memory, line: str) -> Question:
-    scope = Scope.of(memory.store.bot_id("membot") or 0, None)
-    return Question(line, memory.recall_source.embed([line])[0], scope, None, line)
-
-
 @pytest.mark.slow
 def test_each_lines_cosine_moves_toward_each_pieces_and_never_falls(devices: Memory) -> None:
     source = devices.recall_source
-    question = _question(devices, ASKED)
+    question = asked(devices, ASKED)
     plain = source.scored(question.vector, question.scope)
     pieces = [source.scored(source.embed([piece])[0], question.scope) for piece in clauses(ASKED)]
     highest = with_clauses(source, question, plain, 1.0)
@@ -98,16 +93,16 @@ def test_each_lines_cosine_moves_toward_each_pieces_and_never_falls(devices: Mem
 def test_a_question_that_does_not_cut_is_scored_as_before(devices: Memory) -> None:
     source = devices.recall_source
     for line in ("Which device did I set up first?", ASKED):
-        question = _question(devices, line)
+        question = asked(devices, line)
         plain = source.scored(question.vector, question.scope)
         assert with_clauses(source, question, plain, 0.0) is plain
-    question = _question(devices, "Which device did I set up first?")
+    question = asked(devices, "Which device did I set up first?")
     plain = source.scored(question.vector, question.scope)
     assert with_clauses(source, question, plain, 1.0) is plain
 
 
 @pytest.mark.slow
-def test_blend_searches_the_pieces_by_default_and_embeds_them_with_the_question(
+def test_blend_searches_the_pieces_by_default_and_embeds_them_with_theasked(
     devices: Memory,
 ) -> None:
     settings = settings_for_ranking("blend")

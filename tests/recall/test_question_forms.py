@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from asked import asked
 
 from membot import Memory
-from membot.index.vectors import Scope
 from membot.recall.blend_features import blend_features
 from membot.recall.chat import options_of
 from membot.recall.question_forms import (
@@ -19,7 +19,6 @@ from membot.recall.question_forms import (
     with_statement,
 )
 from membot.recall.ranked import settings_for_ranking
-from membot.recall.strategies import Question
 
 TEXTS = ["Melanie: I painted a sunset last week", "Caroline: the weather was grey in Leeds",
          "Melanie: we went camping with the kids", "Caroline: I had soup for lunch"]  # fmt: skip
@@ -73,14 +72,9 @@ def stored(memory: Memory) -> Memory:
     return memory
 
 
-def _question(memory: Memory, line: str) -> Question:
-    scope = Scope.of(memory.store.bot_id("membot") or 0, None)
-    return Question(line, memory.recall_source.embed([line])[0], scope, None, line)
-
-
 def test_a_questions_cosines_are_raised_by_its_statement_form(stored: Memory) -> None:
     source = stored.recall_source
-    question = _question(stored, "What has Melanie painted?")
+    question = asked(stored, "What has Melanie painted?")
     plain = source.scored(question.vector, question.scope)
     mixed = with_statement(source, question, plain, 1.0, highest=True)
     statement = source.scored(source.embed(["Melanie painted"])[0], question.scope)
@@ -91,7 +85,7 @@ def test_a_questions_cosines_are_raised_by_its_statement_form(stored: Memory) ->
 def test_a_line_that_does_not_ask_is_scored_as_before(stored: Memory) -> None:
     option = options_of(settings_for_ranking("blend", {"statement_weight": 1.0}))
     off = options_of(settings_for_ranking("blend"))
-    question = _question(stored, "I painted a sunset")
+    question = asked(stored, "I painted a sunset")
     on_features = blend_features(stored.recall_source, question, option, -2.0)
     off_features = blend_features(stored.recall_source, question, off, -2.0)
     assert on_features is not None and off_features is not None
@@ -102,7 +96,7 @@ def test_statement_weight_is_off_by_default(stored: Memory) -> None:
     assert options_of(settings_for_ranking("blend"))["statement_weight"] == 0.0
     # The question names a speaker: without the names searched too, only the parts move it.
     option = options_of(settings_for_ranking("blend", {"unnamed_weight": 0}))
-    question = _question(stored, "What has Melanie painted?")
+    question = asked(stored, "What has Melanie painted?")
     found = blend_features(stored.recall_source, question, option, -2.0)
     plain = stored.recall_source.scored(question.vector, question.scope)
     assert found is not None
