@@ -13,8 +13,8 @@ for any other.
 
 Chosen with the folds (docs/recall.md, "A question that names two things"): cutting also at
 every "and", "before", "after", "than" and "compared to" cuts noun phrases ("black and
-white") and bought nothing more; leaving out the question's own frame ("Which came first")
-lost a question.
+white") and bought nothing; leaving out the question's own frame ("Which came first") did
+worse than searching it.
 """
 
 from __future__ import annotations
